@@ -1,8 +1,15 @@
-"""The one-class data container and the data error type."""
+"""The one-class data container and the data error type.
+
+:class:`OneClassData` is what every loader returns: normal training images, a labelled test set
+(1 = anomaly, 0 = normal) and the manifest of the split (sample ids, seed, checksums), so a run
+record can say exactly which images it saw. :class:`DataError` is the single error type of the
+data layer; its message names the dataset, the file and the command or credential that fixes it.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -18,9 +25,11 @@ class OneClassData:
     Attributes:
         name: registered dataset name.
         normal_class: the class (or classes, joined by '+') treated as normal.
-        train: uint8 ``[N, H, W, C]``, normal training images only.
-        test: uint8 ``[M, H, W, C]``.
+        train: uint8 ``[N, H, W, C]``, normal training images only (may be a read-only memmap).
+        test: uint8 ``[M, H, W, C]`` (may be a read-only memmap).
         test_labels: int64 ``[M]``, 1 = anomaly, 0 = normal.
+        manifest: the split manifest (see :func:`con2.data.manifest.split_manifest`): sample ids
+            of both splits, seed, size and checksums; ``None`` only for hand-built containers.
     """
 
     name: str
@@ -28,12 +37,13 @@ class OneClassData:
     train: np.ndarray
     test: np.ndarray
     test_labels: np.ndarray
+    manifest: dict[str, Any] | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
-        for field, arr in (("train", self.train), ("test", self.test)):
+        for name, arr in (("train", self.train), ("test", self.test)):
             if arr.dtype != np.uint8 or arr.ndim != 4 or arr.shape[-1] not in (1, 3):
                 raise DataError(
-                    f"{self.name}: {field} images must be uint8 [N, H, W, C] with C in (1, 3), "
+                    f"{self.name}: {name} images must be uint8 [N, H, W, C] with C in (1, 3), "
                     f"got {arr.dtype} {arr.shape}"
                 )
         if self.test_labels.shape != (len(self.test),):
@@ -43,8 +53,10 @@ class OneClassData:
 
     @property
     def n_anomalous(self) -> int:
+        """Number of anomalous test images."""
         return int(self.test_labels.sum())
 
     @property
     def n_normal_test(self) -> int:
+        """Number of normal test images."""
         return int(len(self.test_labels) - self.test_labels.sum())

@@ -1,0 +1,3 @@
+from con2.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,181 @@
+"""The run configuration: one flat, typed dataclass plus a method-specific ``params`` mapping.
+
+A config comes from YAML and ``key=value`` overrides; every key is checked against the fields
+below (and ``params`` against the method's own parameter dataclass), so a typo fails at once with
+the key's name. Budgets are plain values: the default profile sizes them for a laptop CPU, the
+paper profile restores the paper's (2048 epochs, 224 px, batch 64/128/512).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from con2.errors import ConfigError
+
+
+@dataclass
+class RunConfig:
+    """Everything that defines one run (dataset, normal class, method, variant, seed)."""
+
+    # data
+    dataset: str = "breastmnist"
+    data_dir: str = "data"
+    normal_class: str | None = None  # None: the dataset's default normal class
+    image_size: int = 28
+    # method and its own hyperparameters (validated against the method's Params dataclass)
+    method: str = "con2"
+    variant: str = "default"  # free label used by the workflow's tables (e.g. "invert", "context_only")
+    params: dict[str, Any] = field(default_factory=dict)
+    # encoder
+    encoder: str = "resnet18"
+    width: int = 64  # ResNet18 stage-1 width; 64 = the paper's 512-d features
+    cifar_stem_max_size: int = 64
+    # optimisation (AdamW + cosine annealing per step, no warm-up, as in the paper)
+    seed: int = 0
+    epochs: int = 2048
+    max_steps: int | None = None  # cap on optimiser steps (None: epochs decide)
+    batch_size: int = 64  # N original images per step
+    lr: float = 1e-3
+    weight_decay: float = 1e-3
+    betas: tuple[float, float] = (0.9, 0.999)
+    # SimCLR view augmentations
+    crop_scale: tuple[float, float] = (0.2, 1.0)
+    jitter: tuple[float, float, float, float] = (0.4, 0.4, 0.4, 0.1)
+    jitter_p: float = 0.8
+    grayscale_p: float = 0.2
+    # scoring
+    tta: int = 40  # test-time augmentations A (0: the identity view only)
+    tta_seed: int = 0  # seed of the fixed test-time views, shared by every method of a run
+    lh_ridge: float = 1e-2  # covariance ridge for S_LH, relative to the mean eigenvalue
+    nn_chunk: int = 4096  # rows per block in nearest-neighbour search (bounds memory)
+    eval_batch_size: int = 256
+    # runtime
+    device: str = "auto"  # auto | cpu | cuda | cuda:N
+    threads: int | None = None  # torch CPU threads (None: torch's default)
+    amp: bool = True  # bfloat16 autocast on CUDA (ignored on CPU)
+    channels_last: bool = True  # on CUDA
+    checkpoint_every: int = 1  # epochs between checkpoints (0: only at the end)
+    progress: bool = True
+
+    def to_dict(self) -> dict[str, Any]:
+        return json.loads(json.dumps(dataclasses.asdict(self)))
+
+    def config_hash(self) -> str:
+        """Hash of everything that changes results (runtime-only keys excluded)."""
+        d = self.to_dict()
+        for k in ("data_dir", "device", "threads", "progress", "checkpoint_every", "eval_batch_size", "nn_chunk"):
+            d.pop(k)
+        return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]
+
+
+_FIELDS = {f.name: f for f in fields(RunConfig)}
+
+
+def _coerce(key: str, value: Any, default: Any) -> Any:
+    """Coerce ``value`` to the type of the field's default (lists to tuples, ints to floats)."""
+    if value is None or default is None:
+        return value
+    try:
+        if isinstance(default, bool):
+            if not isinstance(value, bool):
+                raise TypeError
+            return value
+        if isinstance(default, tuple):
+            if isinstance(value, str) and default and isinstance(default[0], str):
+                value = [value]  # a single name where a list of names is expected
+            if not isinstance(value, (list, tuple)):
+                raise TypeError
+            if default and isinstance(default[0], str):
+                return tuple(str(v) for v in value)
+            if len(value) != len(default):
+                raise TypeError
+            return tuple(type(d)(v) for d, v in zip(default, value))
+        if isinstance(default, float):
+            return float(value)
+        if isinstance(default, int):
+            if isinstance(value, float) and not value.is_integer():
+                raise TypeError
+            return int(value)
+        if isinstance(default, dict):
+            if not isinstance(value, dict):
+                raise TypeError
+            return dict(value)
+        return str(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"config key {key!r}: {value!r} is not a valid {type(default).__name__}") from None
+
+
+_DEFAULTS = RunConfig()
+
+
+def make_config(values: dict[str, Any]) -> RunConfig:
+    """Build a validated ``RunConfig`` from a mapping; unknown keys raise ``ConfigError`` naming them."""
+    unknown = sorted(set(values) - set(_FIELDS))
+    if unknown:
+        raise ConfigError(f"unknown config key(s) {unknown}; valid keys: {sorted(_FIELDS)}")
+    kwargs = {k: _coerce(k, v, getattr(_DEFAULTS, k)) for k, v in values.items()}
+    cfg = RunConfig(**kwargs)
+    validate(cfg)
+    return cfg
+
+
+def validate(cfg: RunConfig) -> None:
+    """Range checks that a type check cannot catch."""
+    positive = ("image_size", "width", "epochs", "batch_size", "eval_batch_size", "nn_chunk")
+    for key in positive:
+        if getattr(cfg, key) <= 0:
+            raise ConfigError(f"config key {key!r} must be > 0, got {getattr(cfg, key)}")
+    if cfg.tta < 0 or cfg.tta % 2:
+        raise ConfigError(f"config key 'tta' must be an even number >= 0 (half on x, half on x^C), got {cfg.tta}")
+    if not 0 < cfg.crop_scale[0] <= cfg.crop_scale[1] <= 1:
+        raise ConfigError(f"config key 'crop_scale' must satisfy 0 < low <= high <= 1, got {cfg.crop_scale}")
+    if cfg.lh_ridge < 0:
+        raise ConfigError(f"config key 'lh_ridge' must be >= 0, got {cfg.lh_ridge}")
+    if not (cfg.device in ("auto", "cpu", "cuda") or cfg.device.startswith("cuda:")):
+        raise ConfigError(f"config key 'device' must be auto, cpu, cuda or cuda:N, got {cfg.device!r}")
+
+
+def parse_override(text: str) -> tuple[str, Any]:
+    """``"key=value"`` -> ``(key, value)`` with the value parsed as YAML (``params.temperature=0.1`` nests)."""
+    if "=" not in text:
+        raise ConfigError(f"override {text!r} must look like key=value")
+    key, raw = text.split("=", 1)
+    return key.strip(), yaml.safe_load(raw)
+
+
+def load_config(path: str | Path | None = None, overrides: list[str] | None = None) -> RunConfig:
+    """Load a YAML config (optional) and apply ``key=value`` overrides, then validate."""
+    values: dict[str, Any] = {}
+    if path is not None:
+        p = Path(path)
+        if not p.is_file():
+            raise ConfigError(f"config file {p} not found")
+        loaded = yaml.safe_load(p.read_text()) or {}
+        if not isinstance(loaded, dict):
+            raise ConfigError(f"config file {p} must hold a mapping of keys to values")
+        values.update(loaded)
+    for text in overrides or []:
+        key, value = parse_override(text)
+        if key.startswith("params."):
+            values.setdefault("params", {})
+            values["params"] = {**values["params"], key.removeprefix("params."): value}
+        else:
+            values[key] = value
+    return make_config(values)
+
+
+def dataclass_from_params(cls: type, params: dict[str, Any], owner: str) -> Any:
+    """Instantiate a method's Params dataclass, rejecting unknown keys with their names."""
+    names = {f.name: f for f in fields(cls)}
+    unknown = sorted(set(params) - set(names))
+    if unknown:
+        raise ConfigError(f"unknown params {unknown} for method {owner!r}; valid: {sorted(names)}")
+    defaults = cls()
+    return cls(**{k: _coerce(f"params.{k}", v, getattr(defaults, k)) for k, v in params.items()})

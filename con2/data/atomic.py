@@ -1,0 +1,96 @@
+"""Atomic file writes, archive extraction and checksums.
+
+Everything the data layer writes goes to a temporary name in the destination folder and is renamed
+into place only after it is complete and verified, so an interrupted download or preparation never
+leaves a file that a later run would take for a good one. Temporary names contain ``.partial-``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tarfile
+import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from con2.data.base import DataError
+
+PARTIAL = ".partial-"
+
+
+def partial_name(final: Path) -> Path:
+    """A unique temporary sibling of ``final`` (same folder, so the rename is atomic)."""
+    return final.with_name(f".{final.name}{PARTIAL}{os.getpid()}-{os.urandom(3).hex()}")
+
+
+def remove(path: Path) -> None:
+    """Delete a file or folder tree if it exists."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    elif path.exists() or path.is_symlink():
+        path.unlink()
+
+
+@contextmanager
+def atomic_path(final: Path) -> Iterator[Path]:
+    """Yield a temporary path; on success rename it to ``final``, on any error delete it.
+
+    Works for files and folders. An existing ``final`` is replaced (folders: removed first).
+    """
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = partial_name(final)
+    try:
+        yield tmp
+        if not tmp.exists():
+            raise DataError(f"internal: {tmp} was not written")
+        if final.is_dir() and not final.is_symlink():
+            shutil.rmtree(final)
+        os.replace(tmp, final)
+    finally:
+        remove(tmp)
+
+
+def clean_partials(folder: Path) -> None:
+    """Remove leftovers of interrupted writes (``.*.partial-*``) in ``folder``."""
+    if folder.is_dir():
+        for p in folder.glob(f".*{PARTIAL}*"):
+            remove(p)
+
+
+def file_digest(path: Path, algo: str = "md5", chunk: int = 1 << 20) -> str:
+    """Hex digest of a file (``md5`` for official archives, ``sha256`` for our caches)."""
+    h = hashlib.new(algo)
+    with open(path, "rb") as f:
+        while block := f.read(chunk):
+            h.update(block)
+    return h.hexdigest()
+
+
+def text_digest(text: str) -> str:
+    """sha256 of a string (used for fingerprints and manifests)."""
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def extract_archive(archive: Path, dest: Path, dataset: str) -> None:
+    """Extract a zip or tar archive into the new folder ``dest`` (atomically).
+
+    Raises:
+        DataError: the archive is truncated, corrupt or of an unknown kind.
+    """
+    fix = f"Fix: delete {archive} and run `con2 data get {dataset}` (or download it again by hand)."
+    with atomic_path(dest) as tmp:
+        tmp.mkdir()
+        try:
+            if zipfile.is_zipfile(archive):
+                with zipfile.ZipFile(archive) as zf:
+                    zf.extractall(tmp)
+            elif archive.name.endswith((".tar", ".tar.gz", ".tgz")) and tarfile.is_tarfile(archive):
+                with tarfile.open(archive) as tf:
+                    tf.extractall(tmp, filter="data")
+            else:
+                raise DataError(f"{dataset}: {archive} is not a readable zip or tar archive (truncated?). {fix}")
+        except (zipfile.BadZipFile, tarfile.TarError, EOFError, OSError, ValueError) as exc:
+            raise DataError(f"{dataset}: {archive} is truncated or corrupt ({exc}). {fix}") from exc

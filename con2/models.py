@@ -1,0 +1,95 @@
+"""Encoders chosen by name, and the SimCLR-style projection heads.
+
+``resnet18`` is a randomly initialised ResNet18 (timm's implementation) without its classifier,
+with a configurable width (64 = the paper's 512-d output) and a stem chosen by input size: the
+CIFAR stem (3x3 stride-1 conv, no max-pool) up to ``cifar_stem_max_size`` pixels, the standard
+ImageNet stem above. Any other name is passed to ``timm.create_model`` (random initialisation,
+no classifier).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from con2.errors import ConfigError
+
+
+def _resnet18(width: int, cifar_stem: bool) -> nn.Module:
+    """ResNet18 with stage widths (w, 2w, 4w, 8w); timm's stem is fixed at 64 channels, so it is rebuilt."""
+    from timm.models.resnet import BasicBlock, ResNet
+
+    model = ResNet(block=BasicBlock, layers=(2, 2, 2, 2), num_classes=0, channels=(width, 2 * width, 4 * width, 8 * width))
+    if cifar_stem:
+        model.conv1 = nn.Conv2d(3, width, kernel_size=3, stride=1, padding=1, bias=False)
+        model.maxpool = nn.Identity()
+    elif width != 64:
+        model.conv1 = nn.Conv2d(3, width, kernel_size=7, stride=2, padding=3, bias=False)
+    if width != 64:
+        model.bn1 = nn.BatchNorm2d(width)
+        first = model.layer1[0]
+        first.conv1 = nn.Conv2d(width, width, kernel_size=3, stride=1, padding=1, bias=False)
+        first.downsample = None
+    return model
+
+
+def build_encoder(name: str, image_size: int, width: int = 64, cifar_stem_max_size: int = 64) -> nn.Module:
+    """Build encoder ``name`` for square RGB inputs of ``image_size`` pixels.
+
+    Returns a module mapping ``[B, 3, S, S]`` to ``[B, d]`` with ``d`` stored as ``out_dim``.
+    Raises ``ConfigError`` for an unknown name or an input size the encoder cannot take.
+    """
+    if name in ("resnet18", "resnet18_cifar", "resnet18_imagenet"):
+        cifar = {"resnet18_cifar": True, "resnet18_imagenet": False}.get(name, image_size <= cifar_stem_max_size)
+        model = _resnet18(width, cifar)
+    else:
+        import timm
+
+        if not timm.is_model(name):
+            raise ConfigError(
+                f"unknown encoder {name!r}: use 'resnet18' (width-configurable) or a timm model name "
+                f"(see timm.list_models(), e.g. 'resnet50', 'vit_tiny_patch16_224')"
+            )
+        kwargs = {"img_size": image_size} if "vit" in name or "deit" in name else {}
+        try:
+            model = timm.create_model(name, pretrained=False, num_classes=0, **kwargs)
+        except TypeError:
+            model = timm.create_model(name, pretrained=False, num_classes=0)
+    check_input_size(model, name, image_size)
+    model.out_dim = int(model.num_features)  # type: ignore[assignment]
+    return model
+
+
+def check_input_size(model: nn.Module, name: str, image_size: int) -> None:
+    """Run one dummy forward pass; raise ``ConfigError`` naming the size if the encoder rejects it."""
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            out = model(torch.zeros(1, 3, image_size, image_size))
+        if out.ndim != 2:
+            raise ConfigError(f"encoder {name!r} returned shape {tuple(out.shape)}, expected [B, d]")
+    except (RuntimeError, ValueError, AssertionError) as exc:
+        raise ConfigError(
+            f"image_size={image_size} is not accepted by encoder {name!r} ({str(exc).splitlines()[0]}); "
+            f"choose a larger image_size or another encoder"
+        ) from exc
+    finally:
+        model.train(was_training)
+
+
+def projection_head(in_dim: int, hidden_dim: int | None = None, out_dim: int = 128) -> nn.Sequential:
+    """SimCLR's MLP head: ``Linear(in, hidden) - ReLU - Linear(hidden, out)``; ``[B, in] -> [B, out]``."""
+    hidden = hidden_dim or in_dim
+    return nn.Sequential(nn.Linear(in_dim, hidden), nn.ReLU(inplace=True), nn.Linear(hidden, out_dim))
+
+
+def count_parameters(module: nn.Module) -> int:
+    """Number of trainable parameters."""
+    return sum(p.numel() for p in module.parameters() if p.requires_grad)
+
+
+@torch.no_grad()
+def encode(encoder: nn.Module, x: Tensor, batch_size: int = 256) -> Tensor:
+    """Encoder outputs ``[B, d]`` for normalised inputs ``[B, 3, S, S]``, in chunks, in eval mode."""
+    return torch.cat([encoder(x[i : i + batch_size]).float() for i in range(0, len(x), batch_size)])

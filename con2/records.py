@@ -1,0 +1,111 @@
+"""The one-run record: its schema (in one place), an atomic writer and a validating reader.
+
+Every run writes ``record.json`` in its run directory; tables and figures read nothing else. A
+record is written to a temporary name and renamed, so a failed run leaves no record, and a reader
+rejects any record that does not match the schema, naming the field and the file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+SCHEMA_VERSION = 1
+
+_number = {"type": "number"}
+_nullable_number = {"type": ["number", "null"]}
+
+RECORD_SCHEMA: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "title": "con2-bench run record",
+    "type": "object",
+    "required": [
+        "schema_version", "dataset", "normal_class", "method", "variant", "seed",
+        "metrics", "timing", "n_train", "n_test", "n_anomalous", "config", "config_hash",
+    ],
+    "properties": {
+        "schema_version": {"const": SCHEMA_VERSION},
+        "dataset": {"type": "string", "minLength": 1},
+        "normal_class": {"type": "string"},
+        "method": {"type": "string", "minLength": 1},
+        "variant": {"type": "string"},
+        "seed": {"type": "integer"},
+        "metrics": {
+            "type": "object",
+            "required": ["auroc"],
+            "properties": {
+                "auroc": {
+                    "type": "object",
+                    "minProperties": 1,
+                    "additionalProperties": {"type": "number", "minimum": 0, "maximum": 100},
+                },
+                "silhouette": _nullable_number,
+            },
+        },
+        "timing": {
+            "type": "object",
+            "required": ["fit_seconds", "score_seconds", "wall_seconds"],
+            "properties": {
+                "fit_seconds": _number, "score_seconds": _number, "wall_seconds": _number,
+                "images_per_second": _nullable_number,
+            },
+        },
+        "peak_memory_mb": _nullable_number,
+        "n_train": {"type": "integer", "minimum": 1},
+        "n_test": {"type": "integer", "minimum": 1},
+        "n_anomalous": {"type": "integer", "minimum": 0},
+        "epochs": {"type": "integer"},
+        "steps": {"type": "integer"},
+        "config": {"type": "object"},
+        "config_hash": {"type": "string"},
+        "versions": {"type": "object"},
+        "git_commit": {"type": ["string", "null"]},
+        "device": {"type": "string"},
+        "created": {"type": "string"},
+    },
+}
+
+
+class RecordError(ValueError):
+    """A record file is missing, unreadable or does not match the schema."""
+
+
+def validate_record(record: dict[str, Any], source: str = "<record>") -> None:
+    """Raise ``RecordError`` naming the offending field and ``source`` if ``record`` is invalid."""
+    validator = jsonschema.Draft202012Validator(RECORD_SCHEMA)
+    errors = sorted(validator.iter_errors(record), key=lambda e: list(e.absolute_path))
+    if errors:
+        err = errors[0]
+        where = ".".join(str(p) for p in err.absolute_path) or "(top level)"
+        if err.validator == "required":
+            missing = [f for f in err.validator_value if f not in err.instance]
+            where = ".".join([*map(str, err.absolute_path), missing[0]]) if missing else where
+        raise RecordError(f"{source}: invalid run record at field {where!r}: {err.message}")
+
+
+def write_record(record: dict[str, Any], path: Path) -> None:
+    """Validate, then write ``record`` as JSON atomically (temporary file + rename)."""
+    validate_record(record, str(path))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(record, indent=2, sort_keys=True))
+    os.replace(tmp, path)
+
+
+def read_record(path: str | Path) -> dict[str, Any]:
+    """Read and validate one record; ``RecordError`` names the file and the field on failure."""
+    p = Path(path)
+    try:
+        record = json.loads(p.read_text())
+    except FileNotFoundError:
+        raise RecordError(f"{p}: record file not found") from None
+    except json.JSONDecodeError as exc:
+        raise RecordError(f"{p}: not valid JSON ({exc})") from None
+    if not isinstance(record, dict):
+        raise RecordError(f"{p}: a run record must be a JSON object")
+    validate_record(record, str(p))
+    return record
