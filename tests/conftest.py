@@ -1,0 +1,35 @@
+"""Shared fixtures: tiny configs that train in seconds on a CPU, and the offline data folder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+TINY = {
+    "dataset": "digits",
+    "image_size": 16,
+    "width": 4,
+    "epochs": 2,
+    "batch_size": 32,
+    "tta": 2,
+    "progress": False,
+    "threads": 1,
+    "device": "cpu",
+    "eval_batch_size": 512,
+}
+
+
+@pytest.fixture
+def tiny() -> dict:
+    """A digits config small enough to train and score in a few seconds."""
+    return dict(TINY)
+
+
+@pytest.fixture
+def shared_data() -> Path:
+    if not (SHARED_DATA / "medmnist" / "breastmnist.npz").is_file():
+        pytest.fail(f"offline BreastMNIST missing at {SHARED_DATA}; the project's tests expect ../shared/data")
+    return SHARED_DATA
