@@ -2,10 +2,21 @@
 
 Every loader returns a :class:`OneClassData` with uint8 images in ``[N, H, W, C]`` layout
 (C = 1 or 3) and test labels with 1 = anomaly, 0 = normal. The registry maps a dataset name to a
-loader; ``load_one_class`` is the single entry point the rest of the package uses.
+:class:`DatasetInfo`; ``load_one_class`` is the single entry point the rest of the package uses,
+``normal_classes`` lists the normal classes the paper runs per dataset.
 """
 
-from con2.data.base import DataError, OneClassData
-from con2.data.registry import DATASETS, load_one_class
+from con2.data.base import DataError, DatasetMissing, OneClassData
+from con2.data.registry import DATASETS, DatasetInfo, get_info, load_one_class, normal_classes, prepare_dataset
 
-__all__ = ["DATASETS", "DataError", "OneClassData", "load_one_class"]
+__all__ = [
+    "DATASETS",
+    "DataError",
+    "DatasetInfo",
+    "DatasetMissing",
+    "OneClassData",
+    "get_info",
+    "load_one_class",
+    "normal_classes",
+    "prepare_dataset",
+]

@@ -12,9 +12,10 @@ import os
 import shutil
 import tarfile
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from con2.data.base import DataError
 
@@ -53,6 +54,24 @@ def atomic_path(final: Path) -> Iterator[Path]:
         remove(tmp)
 
 
+@contextmanager
+def file_lock(path: Path) -> Iterator[None]:
+    """Hold an exclusive advisory lock on ``path`` (POSIX ``flock``; a no-op where unavailable),
+    so parallel jobs (Snakemake) do not prepare the same cache at the same time."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        yield
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def clean_partials(folder: Path) -> None:
     """Remove leftovers of interrupted writes (``.*.partial-*``) in ``folder``."""
     if folder.is_dir():
@@ -89,8 +108,29 @@ def extract_archive(archive: Path, dest: Path, dataset: str) -> None:
                     zf.extractall(tmp)
             elif archive.name.endswith((".tar", ".tar.gz", ".tgz")) and tarfile.is_tarfile(archive):
                 with tarfile.open(archive) as tf:
-                    tf.extractall(tmp, filter="data")
+                    try:
+                        tf.extractall(tmp, filter="data")  # refuses absolute paths and links out of tmp
+                    except TypeError:  # pragma: no cover - Python < 3.11.4 has no filters
+                        tf.extractall(tmp)
             else:
                 raise DataError(f"{dataset}: {archive} is not a readable zip or tar archive (truncated?). {fix}")
         except (zipfile.BadZipFile, tarfile.TarError, EOFError, OSError, ValueError) as exc:
             raise DataError(f"{dataset}: {archive} is truncated or corrupt ({exc}). {fix}") from exc
+
+
+def extract_into(archive: Path, target: Path, name: str, check: Callable[[Path], Any]) -> None:
+    """Extract ``archive`` next to ``target``, run ``check`` on the extracted folder, then move
+    its entries into ``target``. Nothing lands in ``target`` unless extraction and check pass."""
+    tmp = partial_name(target)
+    try:
+        extract_archive(archive, tmp, name)
+        check(tmp)
+        target.mkdir(parents=True, exist_ok=True)
+        for child in tmp.iterdir():
+            if child.name == "__MACOSX":
+                continue
+            dest = target / child.name
+            remove(dest)
+            os.replace(child, dest)
+    finally:
+        remove(tmp)

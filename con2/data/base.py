@@ -18,6 +18,10 @@ class DataError(RuntimeError):
     """A dataset is missing, malformed or cannot be obtained; the message says how to fix it."""
 
 
+class DatasetMissing(DataError):
+    """Nothing of the dataset is on disk (as opposed to a damaged copy): a download may fix it."""
+
+
 @dataclass(frozen=True)
 class OneClassData:
     """A one-class anomaly-detection split.

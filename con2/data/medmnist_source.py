@@ -1,21 +1,42 @@
-"""MedMNIST (v2/v3) npz files: found in ``data_dir`` or downloaded with the ``medmnist`` package.
+"""MedMNIST (v2/v3) npz files: found in ``data_dir`` or downloaded from Zenodo.
 
 File layout (official): ``{flag}.npz`` for 28 px, ``{flag}_{size}.npz`` for 64/128/224 px, with keys
 ``train_images, train_labels, val_images, val_labels, test_images, test_labels``; labels are
-``(N, 1)`` officially and ``(N,)`` in some copies: both are accepted. Content is validated (keys,
-shapes, dtypes, label set) rather than the md5, since hand-supplied copies differ in label shape.
+``(N, 1)`` officially and ``(N,)`` in some copies: both are accepted. A file found on disk is
+validated by content (keys, shapes, dtypes, label set) rather than by md5, since hand-supplied
+copies differ in label shape; its md5 is recorded in the cache manifest. A download must match the
+official md5 (``medmnist.INFO``, mirrored in :data:`MEDMNIST`) before it is renamed into place.
+
+The network is touched only in :func:`_fetch_url`: tests replace it.
 """
 
 from __future__ import annotations
 
+import urllib.request
 import zipfile
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+from tqdm import tqdm
 
-from con2.data.base import DataError, OneClassData
+from con2.data.atomic import atomic_path, file_digest
+from con2.data.base import DataError, DatasetMissing
+from con2.data.cache import Found, SourceTable
 
 SPLIT_KEYS = ("train_images", "train_labels", "val_images", "val_labels", "test_images", "test_labels")
+SIZES = (28, 64, 128, 224)
+ZENODO = "https://zenodo.org/records/10519652/files"
+
+#: Official md5 per (flag, size), as in ``medmnist.INFO[flag]["MD5"|"MD5_64"|...]`` (medmnist 3.0.2).
+MEDMNIST: dict[str, dict[int, str]] = {
+    "breastmnist": {28: "750601b1f35ba3300ea97c75c52ff8f6", 64: "742edef2a1fd1524b2efff4bd7ba9364",
+                    128: "363e4b3f8d712e9b5de15470a2aaadf1", 224: "b56378a6eefa9fed602bb16d192d4c8b"},
+    "octmnist": {28: "c68d92d5b585d8d81f7112f81e2d0842", 64: "e229e9440236b774d9f0dfef9d07bdaf",
+                 128: "0a97e76651ace45c5d943ee3f65b63ae", 224: "abc493b6d529d5de7569faaef2773ba3"},
+    "pneumoniamnist": {28: "28209eda62fecd6e6a2d98b1501bb15f", 64: "8f4eceb4ccffa70c672198ea285246c6",
+                       128: "05b46931834c231683c68f40c47b2971", 224: "d6a3c71de1b945ea11211b03746c1fe1"},
+}  # fmt: skip
 
 
 def npz_filename(flag: str, size: int) -> str:
@@ -23,58 +44,155 @@ def npz_filename(flag: str, size: int) -> str:
     return f"{flag}.npz" if size == 28 else f"{flag}_{size}.npz"
 
 
+def url_and_md5(flag: str, size: int) -> tuple[str, str]:
+    """Download URL and official md5 of ``flag`` at ``size``."""
+    return f"{ZENODO}/{npz_filename(flag, size)}?download=1", MEDMNIST[flag][size]
+
+
+def check_size(flag: str, size: int) -> None:
+    """Raise unless MedMNIST publishes ``flag`` at ``size``."""
+    if size not in SIZES:
+        raise DataError(f"{flag}: MedMNIST comes in sizes {SIZES}, not {size}. Fix: pass --size with one of them.")
+
+
+def get_fix(flag: str, size: int, data_dir: Path) -> str:
+    """The command (or manual step) that gets the file."""
+    name = npz_filename(flag, size)
+    return (
+        f"Fix: run `con2 data get {flag} --size {size} --data-dir {data_dir}` (needs a network, no credentials), or "
+        f"`python -m medmnist download --size={size} --root={data_dir / 'medmnist'}`, or copy {name} from "
+        f"https://zenodo.org/records/10519652 to {data_dir / 'medmnist' / name}."
+    )
+
+
 def find_npz(flag: str, size: int, data_dir: Path) -> Path:
     """Return the npz path for ``flag`` at ``size`` under ``data_dir`` (or ``data_dir/medmnist``)."""
+    check_size(flag, size)
     name = npz_filename(flag, size)
     for candidate in (data_dir / name, data_dir / "medmnist" / name):
         if candidate.is_file():
             return candidate
-    raise DataError(
-        f"{flag}: {name} not found in {data_dir} or {data_dir / 'medmnist'}. "
-        f"Fix: run `con2 data get {flag} --data-dir {data_dir}` (needs a network), or copy the "
-        f"official file from https://zenodo.org/records/10519652 to {data_dir / 'medmnist' / name}."
+    raise DatasetMissing(
+        f"{flag}: {name} not found in {data_dir} or {data_dir / 'medmnist'}. {get_fix(flag, size, data_dir)}"
     )
 
 
 def read_npz(path: Path, flag: str) -> dict[str, np.ndarray]:
-    """Read and validate a MedMNIST npz; labels are flattened to ``(N,)``."""
+    """Read and validate a MedMNIST npz; labels are flattened to ``(N,)``, images get a channel axis."""
+    fix = f"Fix: delete {path} and run `con2 data get {flag}`."
     try:
         with np.load(path) as f:
             missing = [k for k in SPLIT_KEYS if k not in f.files]
             if missing:
-                raise DataError(
-                    f"{flag}: {path} lacks keys {missing}; it is not a MedMNIST npz. "
-                    f"Fix: delete it and run `con2 data get {flag}`."
-                )
+                raise DataError(f"{flag}: {path} lacks keys {missing}; it is not a MedMNIST npz. {fix}")
             arrays = {k: np.asarray(f[k]) for k in SPLIT_KEYS}
-    except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
-        raise DataError(
-            f"{flag}: {path} is not a readable npz ({exc}); it may be truncated. "
-            f"Fix: delete it and run `con2 data get {flag}`."
-        ) from exc
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError, KeyError) as exc:
+        raise DataError(f"{flag}: {path} is not a readable npz ({exc}); it may be truncated. {fix}") from exc
     for split in ("train", "val", "test"):
         images, labels = arrays[f"{split}_images"], arrays[f"{split}_labels"]
-        if images.dtype != np.uint8 or images.ndim not in (3, 4):
-            raise DataError(f"{flag}: {path} {split}_images must be uint8 [N,H,W(,C)], got {images.dtype} {images.shape}")
+        if (
+            images.dtype != np.uint8
+            or images.ndim not in (3, 4)
+            or (images.ndim == 4 and images.shape[-1] not in (1, 3))
+        ):
+            raise DataError(
+                f"{flag}: {path} {split}_images must be uint8 [N,H,W(,C)], got {images.dtype} {images.shape}. {fix}"
+            )
         if labels.ndim == 2 and labels.shape[1] == 1:
             labels = labels[:, 0]
         if labels.ndim != 1 or len(labels) != len(images):
-            raise DataError(f"{flag}: {path} {split}_labels shape {arrays[f'{split}_labels'].shape} does not match {len(images)} images")
+            raise DataError(
+                f"{flag}: {path} {split}_labels shape {arrays[f'{split}_labels'].shape} does not match "
+                f"{len(images)} images. {fix}"
+            )
+        if len(labels) and (labels.min() < 0 or labels.max() > 255):
+            raise DataError(f"{flag}: {path} {split}_labels out of range. {fix}")
         arrays[f"{split}_labels"] = labels.astype(np.int64)
         if images.ndim == 3:
             arrays[f"{split}_images"] = images[..., None]
     return arrays
 
 
-def load_medmnist(flag: str, data_dir: Path, normal_labels: tuple[int, ...], size: int = 28) -> OneClassData:
-    """One-class split of a MedMNIST dataset: train = normal training images, test = official test split."""
-    arrays = read_npz(find_npz(flag, size, data_dir), flag)
-    train_mask = np.isin(arrays["train_labels"], normal_labels)
-    test_labels = (~np.isin(arrays["test_labels"], normal_labels)).astype(np.int64)
-    return OneClassData(
-        name=flag,
-        normal_class="+".join(map(str, normal_labels)),
-        train=np.ascontiguousarray(arrays["train_images"][train_mask]),
-        test=np.ascontiguousarray(arrays["test_images"]),
-        test_labels=test_labels,
+def find(flag: str, size: int, data_dir: Path, classes: Sequence[str]) -> Found:
+    """Locate the npz (cheap: the file is read only by ``build``)."""
+    path = find_npz(flag, size, data_dir)
+    st = path.stat()
+    fp = f"{path.name}:{st.st_size}:{st.st_mtime_ns}"
+    return Found(path, fp, lambda: table(path, flag, size, classes, fp))
+
+
+def table(path: Path, flag: str, size: int, classes: Sequence[str], fingerprint: str) -> SourceTable:
+    """Read and validate the npz; one row per image of the three official splits."""
+    arrays = read_npz(path, flag)
+    bad = set(np.concatenate([arrays[f"{s}_labels"] for s in ("train", "val", "test")]).tolist()) - set(
+        range(len(classes))
     )
+    if bad:
+        raise DataError(
+            f"{flag}: {path} has labels {sorted(bad)} outside 0..{len(classes) - 1}. Fix: delete it and run `con2 data get {flag}`."
+        )
+    ids, splits, labels, images = [], [], [], []
+    for split in ("train", "val", "test"):
+        n = len(arrays[f"{split}_labels"])
+        ids += [f"{split}/{i}" for i in range(n)]
+        splits += [split] * n
+        labels += arrays[f"{split}_labels"].tolist()
+        images.append(arrays[f"{split}_images"])
+    stacked = np.concatenate(images)
+    md5 = file_digest(path, "md5")
+    official = MEDMNIST.get(flag, {}).get(size, "")
+    return SourceTable(
+        dataset=flag,
+        location=path,
+        fingerprint=fingerprint,
+        classes=tuple(classes),
+        ids=ids,
+        splits=splits,
+        labels=labels,
+        read=lambda i: stacked[i],
+        recipe="native",
+        channels=int(stacked.shape[-1]),
+        checksums={"md5": md5, "official_md5": official, "is_official_file": str(md5 == official).lower()},
+    )
+
+
+def _fetch_url(url: str, dest: Path, progress: bool = True) -> None:
+    """Stream ``url`` into ``dest`` with a progress bar (network boundary)."""
+    with urllib.request.urlopen(url, timeout=60) as resp, open(dest, "wb") as out:
+        total = int(resp.headers.get("Content-Length") or 0) or None
+        with tqdm(
+            total=total,
+            unit="B",
+            unit_scale=True,
+            desc=dest.name.split(".partial-")[0].lstrip("."),
+            disable=not progress,
+        ) as bar:
+            while block := resp.read(1 << 20):
+                out.write(block)
+                bar.update(len(block))
+
+
+def download(flag: str, size: int, data_dir: Path, progress: bool = True) -> Path:
+    """Download ``flag`` at ``size`` into ``data_dir/medmnist``; verify md5 and content, then rename.
+
+    Raises:
+        DataError: no network, a wrong md5 or an unreadable file; nothing is left behind.
+    """
+    check_size(flag, size)
+    url, md5 = url_and_md5(flag, size)
+    final = data_dir / "medmnist" / npz_filename(flag, size)
+    with atomic_path(final) as tmp:
+        try:
+            _fetch_url(url, tmp, progress)
+        except OSError as exc:  # URLError, ConnectionError, timeouts, HTTP errors
+            raise DataError(
+                f"{flag}: cannot download {url} to {final} ({exc}); no network? {get_fix(flag, size, data_dir)}"
+            ) from exc
+        got = file_digest(tmp, "md5")
+        if got != md5:
+            raise DataError(
+                f"{flag}: the download of {url} has md5 {got}, expected {md5} (truncated or changed); it was deleted. "
+                f"{get_fix(flag, size, data_dir)}"
+            )
+        read_npz(tmp, flag)
+    return final

@@ -1,0 +1,230 @@
+"""The prepared cache: one memory-mapped uint8 array per (dataset, size), plus its manifest.
+
+Layout: ``<cache_root>/<dataset>/<size>px/images.npy`` (uint8 ``[N, size, size, C]``, read with
+``mmap_mode="r"``) and ``manifest.json`` (sample ids, source split and class of every row, the
+preprocessing recipe, the source's fingerprint and checksums, the sha256 of ``images.npy``).
+Rows are ordered by (source split, class, source order), so the training images of one class
+and a whole test split are contiguous slices of the memmap: no copy at load time.
+
+``manifest.json`` is written last, atomically; a cache without it, with another source
+fingerprint, or whose ``images.npy`` changed since (size, mtime, then sha256) is prepared again.
+The cache root is ``$CON2_CACHE_DIR`` if set, else ``<data_dir>/prepared`` if ``data_dir`` is
+writable, else ``$XDG_CACHE_HOME/con2/prepared`` (``~/.cache/con2/prepared``), so read-only data
+folders work.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from PIL import Image
+from tqdm import tqdm
+
+from con2.data.atomic import atomic_path, clean_partials, file_digest
+from con2.data.base import DataError
+from con2.data.images import preprocess
+
+FORMAT_VERSION = 1
+SPLIT_ORDER = {"train": 0, "val": 1, "test": 2, "all": 3}
+
+
+@dataclass
+class SourceTable:
+    """What a source found on disk: one row per sample, and how to read it.
+
+    Attributes:
+        dataset: registered name.
+        location: the file or folder that was found.
+        fingerprint: cheap identity of the source files (names, sizes, mtimes); a change
+            invalidates the cache.
+        classes: class names; ``labels`` index into it.
+        ids: ``[N]`` unique sample ids (relative paths, or ``split/index`` for arrays).
+        splits: ``[N]`` source split (``train``/``val``/``test``/``all``).
+        labels: ``[N]`` class indices.
+        read: ``read(i)`` returns sample ``i`` as a PIL image or a uint8 array.
+        recipe: preprocessing recipe (see :mod:`con2.data.images`).
+        channels: 1 or 3.
+        checksums: checksums of source files, recorded in the manifest.
+    """
+
+    dataset: str
+    location: Path
+    fingerprint: str
+    classes: tuple[str, ...]
+    ids: list[str]
+    splits: list[str]
+    labels: list[int]
+    read: Callable[[int], Image.Image | np.ndarray]
+    recipe: str
+    channels: int
+    checksums: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Found:
+    """A source located on disk, before it is read: enough to check a cache.
+
+    Attributes:
+        location: the file or folder found.
+        fingerprint: cheap identity (see :class:`SourceTable`).
+        build: lists (and for arrays, reads) the samples.
+    """
+
+    location: Path
+    fingerprint: str
+    build: Callable[[], SourceTable]
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A loaded cache: ``images`` is a read-only memmap ``[N, H, W, C]``."""
+
+    directory: Path
+    images: np.ndarray
+    ids: np.ndarray
+    splits: np.ndarray
+    labels: np.ndarray
+    classes: tuple[str, ...]
+    manifest: dict[str, Any]
+
+
+def cache_root(data_dir: Path) -> Path:
+    """Where prepared arrays live (see the module docstring)."""
+    env = os.environ.get("CON2_CACHE_DIR")
+    if env:
+        return Path(env)
+    probe = data_dir
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if is_writable(probe):
+        return data_dir / "prepared"
+    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "con2" / "prepared"
+
+
+def is_writable(folder: Path) -> bool:
+    """Writable by us *and* not marked read-only (root ignores permission bits; we don't)."""
+    try:
+        return os.access(folder, os.W_OK) and bool(folder.stat().st_mode & 0o222)
+    except OSError:
+        return False
+
+
+def cache_dir(data_dir: Path, dataset: str, size: int) -> Path:
+    """The cache folder of ``dataset`` at ``size``."""
+    return cache_root(data_dir) / dataset / f"{size}px"
+
+
+def load_prepared(directory: Path, fingerprint: str | None = None, verify: bool = False) -> Prepared | None:
+    """Open a cache; ``None`` if it is absent, stale (other fingerprint) or damaged.
+
+    Args:
+        directory: the cache folder.
+        fingerprint: expected source fingerprint; ``None`` accepts any.
+        verify: always recompute the sha256 of ``images.npy`` (otherwise only when its size or
+            mtime differ from the manifest's).
+    """
+    mpath, ipath = directory / "manifest.json", directory / "images.npy"
+    try:
+        manifest = json.loads(mpath.read_text())
+        if manifest.get("format") != FORMAT_VERSION:
+            return None
+        if fingerprint is not None and manifest["source"]["fingerprint"] != fingerprint:
+            return None
+        st = ipath.stat()
+        if verify or st.st_size != manifest["images_bytes"] or st.st_mtime_ns != manifest["images_mtime_ns"]:
+            if file_digest(ipath, "sha256") != manifest["images_sha256"]:
+                return None
+        images = np.load(ipath, mmap_mode="r")
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    s = manifest["samples"]
+    if list(images.shape) != manifest["shape"] or len(s["id"]) != len(images):
+        return None
+    return Prepared(
+        directory=directory,
+        images=images,
+        ids=np.array(s["id"]),
+        splits=np.array(s["split"]),
+        labels=np.array(s["class"], dtype=np.int64),
+        classes=tuple(manifest["classes"]),
+        manifest=manifest,
+    )
+
+
+def row_order(splits: Sequence[str], labels: Sequence[int]) -> np.ndarray:
+    """Row order of the cache: stable sort by (source split, class)."""
+    keys = [(SPLIT_ORDER.get(s, 9), int(c), i) for i, (s, c) in enumerate(zip(splits, labels, strict=True))]
+    return np.array([k[2] for k in sorted(keys)], dtype=np.int64)
+
+
+def prepare(table: SourceTable, size: int, directory: Path, progress: bool = True) -> Prepared:
+    """Preprocess every sample of ``table`` into ``directory`` (atomically) and return the cache.
+
+    Raises:
+        DataError: a sample cannot be decoded (names the file) or the folder cannot be written.
+    """
+    if len(table.ids) == 0:
+        raise DataError(f"{table.dataset}: no images found in {table.location}")
+    if len(set(table.ids)) != len(table.ids):
+        raise DataError(f"{table.dataset}: duplicate sample ids in {table.location}")
+    directory.mkdir(parents=True, exist_ok=True)
+    clean_partials(directory)
+    order = row_order(table.splits, table.labels)
+    shape = (len(order), size, size, table.channels)
+    ipath, mpath = directory / "images.npy", directory / "manifest.json"
+    mpath.unlink(missing_ok=True)  # the old manifest must never describe new images
+    with atomic_path(ipath) as tmp:
+        out = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.uint8, shape=shape)
+        bar = tqdm(order, desc=f"prepare {table.dataset} {size}px", unit="img", disable=not progress, leave=False)
+        for row, i in enumerate(bar):
+            try:
+                out[row] = preprocess(table.read(int(i)), table.recipe, size, table.channels)
+            except (OSError, ValueError, SyntaxError) as exc:
+                raise DataError(
+                    f"{table.dataset}: cannot decode {table.ids[i]} in {table.location} ({exc}). "
+                    f"Fix: delete that file or the dataset folder and run `con2 data get {table.dataset}`."
+                ) from exc
+        out.flush()
+        del out
+        sha = file_digest(tmp, "sha256")
+    st = ipath.stat()
+    manifest = {
+        "format": FORMAT_VERSION,
+        "dataset": table.dataset,
+        "size": size,
+        "recipe": table.recipe,
+        "channels": table.channels,
+        "shape": list(shape),
+        "classes": list(table.classes),
+        "source": {"location": str(table.location), "fingerprint": table.fingerprint, "checksums": table.checksums},
+        "images_file": "images.npy",
+        "images_sha256": sha,
+        "images_bytes": st.st_size,
+        "images_mtime_ns": st.st_mtime_ns,
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "samples": {
+            "id": [table.ids[i] for i in order],
+            "split": [table.splits[i] for i in order],
+            "class": [int(table.labels[i]) for i in order],
+        },
+    }
+    with atomic_path(mpath) as tmp:
+        tmp.write_text(json.dumps(manifest))
+    prepared = load_prepared(directory)
+    if prepared is None:  # pragma: no cover - would mean the file system lost our write
+        raise DataError(f"{table.dataset}: the cache just written to {directory} does not read back")
+    return prepared
+
+
+def take(images: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """``images[idx]``: a zero-copy slice when ``idx`` is a contiguous ascending range."""
+    if len(idx) and idx[-1] - idx[0] + 1 == len(idx) and np.all(np.diff(idx) == 1):
+        return images[int(idx[0]) : int(idx[-1]) + 1]
+    return np.asarray(images[idx])

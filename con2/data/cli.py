@@ -1,0 +1,97 @@
+"""``con2 data list`` and ``con2 data get NAME``: what is registered, present and prepared; get one.
+
+Wire into the main CLI with :func:`add_data_subcommands`; every sub-command sets ``func`` to a
+callable ``(args) -> int`` (exit status). Also runnable alone: ``python -m con2.data.cli data list``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from tqdm import tqdm
+
+from con2.data.base import DataError
+from con2.data.registry import DATASETS, dataset_status, default_data_dir, get_info, load_one_class, prepare_dataset
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    """Print every registered dataset: family, source, present or not, prepared sizes, how to get it."""
+    data_dir = args.data_dir or default_data_dir()
+    print(f"data_dir: {data_dir}")
+    print(f"{'name':22} {'family':8} {'source':12} {'present':8} {'prepared':14} normal classes")
+    missing = []
+    for name in DATASETS:
+        s = dataset_status(name, data_dir)
+        info = DATASETS[name]
+        normals = ", ".join(info.normals) if len(info.normals) <= 3 else f"{len(info.normals)} classes"
+        present = "yes" if s["present"] else ("BROKEN" if s["problem"] not in ("", "missing") else "no")
+        prepared = ",".join(f"{x}px" for x in s["prepared"]) or "-"
+        print(f"{name:22} {s['family']:8} {s['source']:12} {present:8} {prepared:14} {normals}")
+        if not s["present"]:
+            missing.append((name, s["problem"] if present == "BROKEN" else s["how_to_get"]))
+    if missing:
+        print("\nTo get what is missing:")
+        for name, how in missing:
+            print(f"  {name}: {how.removeprefix('Fix: ')}")
+    return 0
+
+
+def cmd_get(args: argparse.Namespace) -> int:
+    """Locate or download dataset ``args.name``, verify it and prepare it at each requested size."""
+    try:
+        info = get_info(args.name)
+        data_dir = args.data_dir or default_data_dir()
+        sizes = args.size or [28 if info.source == "medmnist" else info.paper_size]
+        for size in tqdm(sizes, desc=f"{info.name}", unit="size", disable=len(sizes) < 2):
+            if info.source != "embedded":
+                prep = prepare_dataset(
+                    info.name, data_dir, size, download=not args.no_download, progress=True, verify=True
+                )
+                print(
+                    f"{info.name} {size}px: {len(prep.images)} images {tuple(prep.images.shape[1:])} in {prep.directory}"
+                )
+                print(f"  source {prep.manifest['source']['location']}, images sha256 {prep.manifest['images_sha256']}")
+            data = load_one_class(info.name, data_dir, None, 0, size)
+            print(
+                f"  normal class {data.normal_class}: {len(data.train)} train, test {data.n_normal_test} normal + "
+                f"{data.n_anomalous} anomalous (split sha256 {data.manifest['split_sha256'][:16]})"  # type: ignore[index]
+            )
+    except DataError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def add_data_subcommands(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Register ``data list`` and ``data get NAME [--data-dir DIR] [--size N]`` on ``subparsers``."""
+    data = subparsers.add_parser("data", help="list, download and prepare datasets")
+    sub = data.add_subparsers(dest="data_command", metavar="{list,get}")
+    sub.required = True
+    p_list = sub.add_parser("list", help="registered datasets, what is present, how to get what is missing")
+    p_list.add_argument("--data-dir", default=None, help="data folder (default: $CON2_DATA_DIR or ./data)")
+    p_list.set_defaults(func=cmd_list)
+    p_get = sub.add_parser("get", help="locate or download a dataset, verify it, prepare it")
+    p_get.add_argument("name", help=f"one of: {', '.join(DATASETS)}")
+    p_get.add_argument(
+        "--data-dir", default=None, help="data folder, searched first (default: $CON2_DATA_DIR or ./data)"
+    )
+    p_get.add_argument(
+        "--size", type=int, action="append", help="prepared size; repeatable (default: MedMNIST 28, else the paper's)"
+    )
+    p_get.add_argument("--no-download", action="store_true", help="only use what is on disk")
+    p_get.set_defaults(func=cmd_get)
+    return data
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Stand-alone entry: ``python -m con2.data.cli data {list,get} ...``."""
+    parser = argparse.ArgumentParser(prog="con2")
+    add_data_subcommands(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    return int(args.func(args))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,68 @@
+"""ImageNet30 (Hendrycks et al. 2019): a manual download, read from its class folders.
+
+Layout: ``one_class_train/<class>/...`` and ``one_class_test/<class>/...`` (images at any depth
+below the class folder, as ``torchvision.datasets.ImageFolder`` reads them) in
+``<data_dir>/imagenet30/`` or directly in ``<data_dir>``. If only the archives
+``one_class_train.tar`` / ``one_class_test.tar`` are there, they are extracted. The 30 classes are
+indexed in alphabetical order. There is no stable download API (Google Drive), so a missing copy
+gives the exact commands to fetch it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from con2.data.atomic import extract_into
+from con2.data.base import DatasetMissing
+from con2.data.cache import Found
+from con2.data.folders import folder_table, require_dirs
+
+CLASSES = (
+    "acorn", "airliner", "ambulance", "american_alligator", "banjo", "barn", "bikini", "digital_clock",
+    "dragonfly", "dumbbell", "forklift", "goblet", "grand_piano", "hotdog", "hourglass", "manhole_cover",
+    "mosque", "nail", "parking_meter", "pillow", "revolver", "rotary_dial_telephone", "schooner",
+    "snowmobile", "soccer_ball", "stingray", "strawberry", "tank", "toaster", "volcano",
+)  # fmt: skip
+DRIVE_IDS = {
+    "one_class_train": "1B5c39Fc3haOPzlehzmpTLz6xLtGyKEy4",
+    "one_class_test": "13xzVuQMEhSnBRZr-YaaO08coLU2dxAUq",
+}
+SPLITS = (("train", "one_class_train"), ("test", "one_class_test"))
+LAYOUT = tuple((split, c, f"{folder}/{c}") for split, folder in SPLITS for c in CLASSES)
+
+
+def instructions(data_dir: Path) -> str:
+    """The exact manual download steps."""
+    dest = data_dir / "imagenet30"
+    return (
+        f"Fix (manual download, ~20 GB, from the README of hendrycks/ss-ood): `pip install gdown && mkdir -p {dest} && "
+        f"cd {dest} && gdown {DRIVE_IDS['one_class_train']} && gdown {DRIVE_IDS['one_class_test']} && "
+        f"tar -xf one_class_train.tar && tar -xf one_class_test.tar` (or open "
+        f"https://drive.google.com/file/d/{DRIVE_IDS['one_class_train']} and "
+        f"https://drive.google.com/file/d/{DRIVE_IDS['one_class_test']} in a browser), so that {dest}/one_class_train/acorn/ "
+        f"and {dest}/one_class_test/acorn/ exist; then run `con2 data get imagenet30 --data-dir {data_dir}`."
+    )
+
+
+def locate(data_dir: Path) -> Path:
+    """The folder holding ``one_class_train/`` and ``one_class_test/`` (extracting local tars)."""
+    fix = instructions(data_dir)
+    for base in (data_dir / "imagenet30", data_dir):
+        for _, folder in SPLITS:
+            archive = base / f"{folder}.tar"
+            if not (base / folder).is_dir() and archive.is_file():
+                extract_into(
+                    archive, base, "imagenet30", lambda tmp, f=folder: require_dirs("imagenet30", tmp, [f], fix)
+                )
+        if any((base / folder).is_dir() for _, folder in SPLITS):
+            require_dirs("imagenet30", base, [rel for _, _, rel in LAYOUT], fix)
+            return base
+    raise DatasetMissing(
+        f"imagenet30: one_class_train/ and one_class_test/ not found in {data_dir / 'imagenet30'} or {data_dir}. {fix}"
+    )
+
+
+def find(data_dir: Path) -> Found:
+    """Locate and list ImageNet30 (no image is read)."""
+    t = folder_table("imagenet30", locate(data_dir), LAYOUT, CLASSES, "resize_crop", 3, recursive=True)
+    return Found(t.location, t.fingerprint, lambda: t)
