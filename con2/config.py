@@ -28,7 +28,9 @@ class RunConfig:
     dataset: str = "breastmnist"
     data_dir: str = "data"
     normal_class: str | None = None  # None: the dataset's default normal class
-    image_size: int = 28
+    image_size: int = 28  # training/encoder input size (views are resized to it)
+    data_size: int | None = None  # resolution of the prepared data (None: image_size); e.g. 28 px MedMNIST trained at 64
+    split_seed: int = 0  # split seed for datasets without an official split (fixed across training seeds)
     # method and its own hyperparameters (validated against the method's Params dataclass)
     method: str = "con2"
     variant: str = "default"  # free label used by the workflow's tables (e.g. "invert", "context_only")
@@ -80,8 +82,13 @@ _FIELDS = {f.name: f for f in fields(RunConfig)}
 
 def _coerce(key: str, value: Any, default: Any) -> Any:
     """Coerce ``value`` to the type of the field's default (lists to tuples, ints to floats)."""
-    if value is None or default is None:
+    if value is None:
         return value
+    if default is None:  # optional fields: coerce by the annotation (``int | None``, ``str | None``)
+        annotation = str(_FIELDS[key].type) if key in _FIELDS else ""
+        default = 0 if annotation.startswith("int") else "" if annotation.startswith("str") else None
+        if default is None:
+            return value
     try:
         if isinstance(default, bool):
             if not isinstance(value, bool):
@@ -132,6 +139,8 @@ def validate(cfg: RunConfig) -> None:
     for key in positive:
         if getattr(cfg, key) <= 0:
             raise ConfigError(f"config key {key!r} must be > 0, got {getattr(cfg, key)}")
+    if cfg.max_steps is not None and cfg.max_steps < 0:
+        raise ConfigError(f"config key 'max_steps' must be >= 0 (0: evaluate the untrained encoder), got {cfg.max_steps}")
     if cfg.tta < 0 or cfg.tta % 2:
         raise ConfigError(f"config key 'tta' must be an even number >= 0 (half on x, half on x^C), got {cfg.tta}")
     if not 0 < cfg.crop_scale[0] <= cfg.crop_scale[1] <= 1:

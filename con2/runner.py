@@ -102,7 +102,7 @@ def run(
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     device = select_device(cfg.device)
-    data = load_one_class(cfg.dataset, cfg.data_dir, cfg.normal_class, seed=cfg.seed, size=cfg.image_size)
+    data = load_one_class(cfg.dataset, cfg.data_dir, cfg.normal_class, seed=cfg.split_seed, size=cfg.data_size or cfg.image_size)
     torch.manual_seed(cfg.seed)  # model initialisation
     method = build_method(cfg)
     _write_atomic_text(run_dir / CONFIG, yaml.safe_dump(cfg.to_dict(), sort_keys=False))
