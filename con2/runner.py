@@ -68,7 +68,7 @@ def _peak_memory_mb(device: torch.device) -> float:
 
 def to_tensor(images: np.ndarray) -> torch.Tensor:
     """uint8 ``[N, H, W, C]`` -> uint8 ``[N, C, H, W]`` (CPU, contiguous)."""
-    return torch.from_numpy(np.ascontiguousarray(np.asarray(images).transpose(0, 3, 1, 2)))
+    return torch.from_numpy(np.array(images, copy=True).transpose(0, 3, 1, 2).copy())
 
 
 def train_settings(cfg: RunConfig) -> TrainSettings:

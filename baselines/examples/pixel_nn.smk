@@ -1,0 +1,34 @@
+# An external anomaly detector as a Snakemake rule (way (b) of adding a baseline).
+#
+# The program (here pixel_nn.py beside this file, a stand-in for any external code) writes
+# per-sample scores: a `label` column and one column per score, higher = more anomalous.
+# `python -m baselines.external` turns them into the standard scores.csv and a schema-validated
+# record.json in the standard run directory, so the run joins every table like a registered
+# method's. The file is named after the method, so the workflow can include it as an own-rule
+# method (workflow/rules/methods/<method>.smk or the config's `extra_rules`). Standalone:
+#
+#   snakemake -s baselines/examples/pixel_nn.smk --cores 1 --config data_dir=../shared/data -- \
+#       results/runs/breastmnist/1/pixel_nn/default/seed0/record.json
+import sys
+from pathlib import Path
+
+_PIXEL_NN_PROGRAM = Path(workflow.current_basedir) / "pixel_nn.py"
+
+
+rule pixel_nn:
+    output:
+        record="results/runs/{dataset}/{normal_class}/pixel_nn/{variant}/seed{seed}/record.json",
+        scores="results/runs/{dataset}/{normal_class}/pixel_nn/{variant}/seed{seed}/scores.csv",
+    wildcard_constraints:
+        seed=r"\d+",
+    params:
+        python=sys.executable,
+        program=_PIXEL_NN_PROGRAM,
+        data_dir=lambda wc: config.get("data_dir", "data"),
+        run_dir=lambda wc, output: Path(output.record).parent,
+    shell:
+        "{params.python} {params.program} --data-dir {params.data_dir} --dataset {wildcards.dataset} "
+        "--normal-class {wildcards.normal_class} --seed {wildcards.seed} --out {params.run_dir}/raw_scores.csv && "
+        "{params.python} -m baselines.external --scores {params.run_dir}/raw_scores.csv --run-dir {params.run_dir} "
+        "--dataset {wildcards.dataset} --normal-class {wildcards.normal_class} --method pixel_nn "
+        "--variant {wildcards.variant} --seed {wildcards.seed} --data-dir {params.data_dir}"
