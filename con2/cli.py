@@ -67,19 +67,29 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _method_params(cls: type) -> dict:
+    return {
+        f.name: f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
+        for f in dataclasses.fields(cls.Params)
+    }
+
+
 def cmd_methods(args: argparse.Namespace) -> int:
     from con2.methods import all_methods
 
-    for name, cls in all_methods().items():
-        params = {f.name: f.default if f.default is not dataclasses.MISSING else f.default_factory() for f in dataclasses.fields(cls.Params)}
-        if args.json:
-            continue
+    methods = all_methods()
+    if args.json:
+        print(json.dumps({
+            name: {"description": cls.description, "scores": list(cls.score_names),
+                   "params": _method_params(cls), "test_params": cls.test_params}
+            for name, cls in methods.items()
+        }, indent=2, default=list))
+        return 0
+    for name, cls in methods.items():
         print(f"{name}: {cls.description}")
         print(f"  scores: {', '.join(cls.score_names)}")
-        for k, v in params.items():
+        for k, v in _method_params(cls).items():
             print(f"  params.{k} = {v!r}")
-    if args.json:
-        print(json.dumps({n: {"scores": list(c.score_names), "description": c.description} for n, c in all_methods().items()}, indent=2))
     return 0
 
 

@@ -62,7 +62,7 @@ class RunConfig:
     device: str = "auto"  # auto | cpu | cuda | cuda:N
     threads: int | None = None  # torch CPU threads (None: torch's default)
     amp: bool = True  # bfloat16 autocast on CUDA (ignored on CPU)
-    channels_last: bool = True  # on CUDA
+    channels_last: bool = True  # channels-last memory format (faster convolutions on CUDA and CPU)
     checkpoint_every: int = 1  # epochs between checkpoints (0: only at the end)
     progress: bool = True
 

@@ -3,7 +3,7 @@
 A model is any ``nn.Module`` with ``training_loss(images, progress) -> dict[str, Tensor]`` (the
 ``"loss"`` entry is minimised; the others are logged). The loop owns what every method shares:
 device and seeding, the epoch shuffle, AdamW with a per-step cosine schedule, bfloat16 autocast
-and channels-last on CUDA, a progress bar, periodic checkpoints and resume.
+and channels-last memory format, a progress bar, periodic checkpoints and resume.
 
 Reproducibility: the shuffle of epoch ``e`` is seeded by ``(seed, e)`` and the random views of step
 ``s`` by ``(seed, s)``, so a run resumed from the checkpoint of epoch ``e`` draws exactly what the
@@ -125,7 +125,7 @@ def fit(
     seed_everything(settings.seed)
     model.to(device)
     cuda = device.type == "cuda"
-    if cuda and settings.channels_last:
+    if settings.channels_last:  # faster convolutions on CUDA and on the CPU (oneDNN) alike
         model.to(memory_format=torch.channels_last)
     optimizer = torch.optim.AdamW(
         model.parameters(), lr=settings.lr, betas=settings.betas, weight_decay=settings.weight_decay

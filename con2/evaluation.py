@@ -38,6 +38,7 @@ def view_features(
     device: torch.device,
     batch_size: int = 256,
     head: nn.Module | None = None,
+    channels_last: bool = True,
 ) -> Tensor:
     """Features ``[n, d]`` of uint8 images ``[n, C, H, W]`` under one context and one fixed view.
 
@@ -50,7 +51,7 @@ def view_features(
     for i in range(0, len(images), batch_size):
         x = context(images[i : i + batch_size].to(device))
         x = normalize(view(to_float(x), size))
-        if device.type == "cuda":
+        if channels_last:
             x = x.contiguous(memory_format=torch.channels_last)
         with torch.autocast(device_type="cuda", dtype=torch.bfloat16, enabled=device.type == "cuda"):
             f = encoder(x)

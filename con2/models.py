@@ -19,7 +19,10 @@ def _resnet18(width: int, cifar_stem: bool) -> nn.Module:
     """ResNet18 with stage widths (w, 2w, 4w, 8w); timm's stem is fixed at 64 channels, so it is rebuilt."""
     from timm.models.resnet import BasicBlock, ResNet
 
-    model = ResNet(block=BasicBlock, layers=(2, 2, 2, 2), num_classes=0, channels=(width, 2 * width, 4 * width, 8 * width))
+    model = ResNet(
+        block=BasicBlock, layers=(2, 2, 2, 2), num_classes=0, channels=(width, 2 * width, 4 * width, 8 * width),
+        zero_init_last=False,  # torchvision's ResNet18 default (zero_init_residual=False), as the paper used
+    )
     if cifar_stem:
         model.conv1 = nn.Conv2d(3, width, kernel_size=3, stride=1, padding=1, bias=False)
         model.maxpool = nn.Identity()

@@ -50,7 +50,7 @@ class Method(nn.Module):
     def augment(self, x: Tensor) -> Tensor:
         """uint8 ``[B, C, H, W]`` -> one random normalised view per image ``[B, 3, S, S]``."""
         x = normalize(self.views(to_float(x)))
-        if x.is_cuda:
+        if self.cfg.channels_last:
             x = x.contiguous(memory_format=torch.channels_last)
         return x
 
