@@ -145,6 +145,12 @@ def validate(cfg: RunConfig) -> None:
         raise ConfigError(f"config key 'tta' must be an even number >= 0 (half on x, half on x^C), got {cfg.tta}")
     if not 0 < cfg.crop_scale[0] <= cfg.crop_scale[1] <= 1:
         raise ConfigError(f"config key 'crop_scale' must satisfy 0 < low <= high <= 1, got {cfg.crop_scale}")
+    if cfg.channels_last and cfg.encoder.startswith("resnet18") and cfg.width < 8:
+        raise ConfigError(
+            f"config keys 'channels_last' and 'width': width={cfg.width} < 8 with channels_last=true aborts the "
+            f"process in oneDNN's CPU backward of the 1x1 stride-2 shortcut conv (PyTorch 2.14); "
+            f"set channels_last=false or width >= 8"
+        )
     if cfg.lh_ridge < 0:
         raise ConfigError(f"config key 'lh_ridge' must be >= 0, got {cfg.lh_ridge}")
     if not (cfg.device in ("auto", "cpu", "cuda") or cfg.device.startswith("cuda:")):

@@ -12,6 +12,7 @@ TINY = {
     "dataset": "digits",
     "image_size": 16,
     "width": 4,
+    "channels_last": False,  # width 4 + channels-last aborts in oneDNN's CPU backward (see config.validate)
     "epochs": 2,
     "batch_size": 32,
     "tta": 2,

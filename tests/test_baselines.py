@@ -259,7 +259,7 @@ def test_paper_defaults():
     s, c = SimCLR.Params(), CSI.Params()
     assert (s.temperature, s.k, s.ssd_clusters, s.head_dim) == (0.5, 1, 1, 128)
     assert (c.temperature, c.rotation_weight, c.head_dim) == (0.5, 1.0, 128)
-    assert CSI(make_config({"width": 4, "image_size": 16, "method": "csi"}), c).n_samples == 10  # A = 40
+    assert CSI(make_config({"width": 4, "image_size": 16, "method": "csi", "channels_last": False}), c).n_samples == 10  # A = 40
 
 
 def test_cli_lists_every_method_with_params():

@@ -59,7 +59,9 @@ def test_invalid_config_keys_and_values():
     with pytest.raises(ConfigError, match="'batch_size'"):
         load_config(None, ["batch_size=many"])
     with pytest.raises(ConfigError, match=r"unknown params \['temp'\] for method 'con2'"):
-        registry.build_method(make_config({"params": {"temp": 0.1}, "width": 4, "image_size": 16}))
+        registry.build_method(make_config({"params": {"temp": 0.1}, "width": 8, "image_size": 16}))
+    with pytest.raises(ConfigError, match="'channels_last' and 'width'"):
+        make_config({"width": 4, "channels_last": True})
     with pytest.raises(ConfigError, match="unknown method 'con3'"):
         registry.get_method("con3")
 
