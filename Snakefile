@@ -1,0 +1,67 @@
+# con2-bench: the paper's experiment grid, every table and figure, one command.
+#
+#   snakemake --cores 2 all --config data_dir=../shared/data         # default profile (laptop CPU)
+#   snakemake --cores 8 --configfile workflow/config/paper.yaml \
+#       --config data_dir=/data device=cuda                           # the paper's grid (GPU)
+#   snakemake --cores 1 results/tables/table1_medical.md             # one artefact, and only what it needs
+#   snakemake --report results/report.html                           # HTML report of tables and figures
+#
+# Profiles live in workflow/config/ and are validated against workflow/schemas/config.schema.yaml.
+# Without --configfile the default profile is used; `--config key=value` overrides scalars
+# (data_dir, device, threads, only_datasets=a,b, download=true).
+
+from snakemake.utils import min_version, validate
+
+min_version("9.0")
+
+
+if "experiments" not in config:  # no profile given with --configfile: the default one
+
+    configfile: f"{workflow.basedir}/workflow/config/default.yaml"
+
+
+validate(config, "workflow/schemas/config.schema.yaml")
+
+
+include: "workflow/rules/common.smk"
+
+
+report: "workflow/report/workflow.rst"
+
+
+wildcard_constraints:
+    dataset=r"[a-z0-9][a-z0-9\-]*",
+    normal_class=r"[^/]+",
+    variant=r"[A-Za-z0-9_\-]+",
+    seed=r"\d+",
+    size=r"\d+",
+
+
+
+rule all:
+    """Every table and figure of the profile (and so every run of its grid)."""
+    localrule: True
+    input:
+        TABLE_FILES,
+        FIGURE_FILES,
+
+
+rule runs:
+    """Only the runs of the grid (records), no tables."""
+    localrule: True
+    input:
+        all_records(),
+
+
+include: "workflow/rules/data.smk"
+include: "workflow/rules/train.smk"
+include: "workflow/rules/evaluate.smk"
+include: "workflow/rules/tables.smk"
+include: "workflow/rules/figures.smk"
+
+
+# Baselines with their own rules: workflow/rules/methods/<method>.smk (found by glob) and the
+# config's extra_rules; each writes results/runs/{dataset}/{normal_class}/<method>/{variant}/seed{seed}/record.json.
+for _rule_file in OWN_RULE_FILES:
+
+    include: _rule_file

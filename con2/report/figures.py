@@ -1,0 +1,202 @@
+"""The paper's figures as PNG and PDF (matplotlib, Agg backend), from records and run outputs only.
+
+* :func:`per_class_figure`: AUROC bars per normal class (the CIFAR-10 per-class figure);
+* :func:`silhouette_figure`: silhouette of the context clusters per dataset and variant;
+* :func:`score_runtime_figure`: S_NND vs S_LH runtime and memory as the training set grows and as
+  the number of scored batches grows (from the CSV of ``workflow/scripts/score_runtime.py``);
+* :func:`pca_figure`: 2-D PCA of the identity-view representations of train, normal test and
+  anomalous test images in both contexts, each test image joined to its context twin.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from con2.report.paper import SCORE_LABELS, dataset_label, method_label, pair_key, score_key  # noqa: E402
+
+PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"]
+
+
+def save(fig: plt.Figure, png: str | Path, pdf: str | Path) -> None:
+    """Write ``fig`` as PNG (150 dpi) and PDF, then close it."""
+    for p in (png, pdf):
+        Path(p).parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(png, dpi=150, bbox_inches="tight")
+    fig.savefig(pdf, bbox_inches="tight", metadata={"CreationDate": None})
+    plt.close(fig)
+
+
+def _empty(ax: plt.Axes, text: str) -> None:
+    ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, color="0.4")
+    ax.set_xticks([])
+    ax.set_yticks([])
+
+
+def grouped_bars(
+    ax: plt.Axes, groups: Sequence[str], series: Sequence[str], means: np.ndarray, stds: np.ndarray, ylabel: str
+) -> None:
+    """Bars ``means[group, series]`` with error bars, one colour per series."""
+    n_s = max(1, len(series))
+    width = 0.8 / n_s
+    x = np.arange(len(groups))
+    for j, name in enumerate(series):
+        err = np.nan_to_num(stds[:, j], nan=0.0)
+        ax.bar(x + (j - (n_s - 1) / 2) * width, means[:, j], width, yerr=err, label=name,
+               color=PALETTE[j % len(PALETTE)], capsize=2, error_kw={"elinewidth": 0.8})  # fmt: skip
+    ax.set_xticks(x)
+    ax.set_xticklabels(groups, rotation=45 if max((len(g) for g in groups), default=0) > 6 else 0, ha="right")
+    ax.set_ylabel(ylabel)
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(fontsize=8, frameon=False)
+
+
+def per_class_figure(table_data: pd.DataFrame, dataset: str, png: str | Path, pdf: str | Path) -> None:
+    """Bars of AUROC per normal class; ``table_data`` is :func:`con2.report.tables.per_class`'s frame."""
+    fig, ax = plt.subplots(figsize=(max(5.0, 0.6 * table_data["normal_class"].nunique() + 2), 3.2))
+    if table_data.empty:
+        _empty(ax, f"no runs of {dataset} in this profile")
+    else:
+        classes = list(dict.fromkeys(table_data["normal_class"]))
+        pairs = sorted(dict.fromkeys(zip(table_data["method"], table_data["score"])), key=lambda p: pair_key(*p))
+        means = np.full((len(classes), len(pairs)), np.nan)
+        stds = np.full_like(means, np.nan)
+        for r in table_data.to_dict("records"):
+            i, j = classes.index(r["normal_class"]), pairs.index((r["method"], r["score"]))
+            means[i, j], stds[i, j] = r["auroc_mean"], r["auroc_std"]
+        grouped_bars(ax, classes, [method_label(m, s) for m, s in pairs], means, stds, "AUROC (%)")
+        lo = np.nanmin(means) if np.isfinite(means).any() else 50
+        ax.set_ylim(max(0, min(50, lo - 5)), 100)
+        ax.axhline(50, color="0.5", lw=0.8, ls=":")
+    ax.set_title(f"{dataset_label(dataset)}: AUROC per normal class")
+    save(fig, png, pdf)
+
+
+def silhouette_figure(level: pd.DataFrame, png: str | Path, pdf: str | Path) -> None:
+    """Bars of the context silhouette per dataset (x) and variant (colour); ``level`` from the silhouette table."""
+    fig, ax = plt.subplots(figsize=(max(5.0, 0.9 * level["dataset"].nunique() + 3), 3.2))
+    if level.empty:
+        _empty(ax, "no run wrote a silhouette score")
+    else:
+        datasets = list(dict.fromkeys(level["dataset"]))
+        labels = list(dict.fromkeys(level["variant"]))
+        means = np.full((len(datasets), len(labels)), np.nan)
+        stds = np.full_like(means, np.nan)
+        for r in level.to_dict("records"):
+            i, j = datasets.index(r["dataset"]), labels.index(r["variant"])
+            means[i, j], stds[i, j] = r["mean"], r["std"]
+        grouped_bars(ax, [dataset_label(d) for d in datasets], labels, means, stds, "silhouette (context labels)")
+        ax.axhline(0, color="0.3", lw=0.8)
+        ax.set_ylim(min(-0.1, np.nanmin(means) - 0.05), 1.0)
+    ax.set_title("Context clusters: silhouette of the test representations")
+    save(fig, png, pdf)
+
+
+def score_runtime_figure(df: pd.DataFrame, png: str | Path, pdf: str | Path) -> None:
+    """Three panels: runtime vs training-set size n, memory vs n, runtime vs number of scored batches."""
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3.4))
+    panels = [
+        ("n_train", "seconds", "training-set size n", "scoring time (s)"),
+        ("n_train", "memory_mb", "training-set size n", "model memory (MB)"),
+        ("n_batches", "seconds", "scored batches", "scoring time (s)"),
+    ]
+    for ax, (sweep, value, xlabel, ylabel) in zip(axes, panels):
+        sub = df[df["sweep"] == sweep] if not df.empty else df
+        if sub.empty:
+            _empty(ax, f"no {sweep} sweep")
+            continue
+        for score in sorted(sub["score"].unique(), key=score_key):
+            g = sub[sub["score"] == score].groupby(sweep, as_index=False)[value].median().sort_values(sweep)
+            colour = PALETTE[score_key(score)[0] % len(PALETTE)]
+            ax.plot(g[sweep], g[value], marker="o", ms=3, label=f"S_{SCORE_LABELS.get(score, score)}", color=colour)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        ax.grid(alpha=0.3, which="both")
+        ax.legend(fontsize=8, frameon=False)
+    meta = df.iloc[0] if not df.empty else None
+    if meta is not None:
+        fig.suptitle(
+            f"Score runtime: d = {int(meta['dim'])}, {int(meta['views'])} test-time views, batches of {int(meta['batch_size'])}"
+            f" (n = {int(meta['batches_n_train'])} for the batch sweep), {meta['device']}",
+            fontsize=10,
+        )
+    fig.tight_layout()
+    save(fig, png, pdf)
+
+
+def pca_2d(x: np.ndarray) -> np.ndarray:
+    """Project rows of ``x [n, d]`` on their first two principal components -> ``[n, 2]``."""
+    x = np.asarray(x, dtype=np.float64)
+    centred = x - x.mean(0)
+    _, _, vt = np.linalg.svd(centred, full_matrices=False)
+    comps = vt[:2]
+    if comps.shape[0] < 2:
+        comps = np.vstack([comps, np.zeros_like(comps)])
+    return centred @ comps.T
+
+
+def pca_panel(ax: plt.Axes, features: dict[str, np.ndarray], labels: np.ndarray, title: str, max_points: int, seed: int) -> None:
+    """One PCA panel: train (grey), normal test (blue), anomalous test (red); circles context 0,
+    triangles context 1; a line from each shown test image to its context twin."""
+    rng = np.random.default_rng(seed)
+    tr0, tr1 = features["train_context0"], features["train_context1"]
+    te0, te1 = features["test_context0"], features["test_context1"]
+    emb = pca_2d(np.concatenate([tr0, tr1, te0, te1]).astype(np.float32))
+    n_tr, n_te = len(tr0), len(te0)
+    p_tr0, p_tr1 = emb[:n_tr], emb[n_tr : 2 * n_tr]
+    p_te0, p_te1 = emb[2 * n_tr : 2 * n_tr + n_te], emb[2 * n_tr + n_te :]
+    tr_idx = rng.choice(n_tr, size=min(n_tr, max_points), replace=False)
+    shown = []
+    for lab in (0, 1):
+        idx = np.flatnonzero(labels == lab)
+        shown.append(rng.choice(idx, size=min(len(idx), max_points // 2), replace=False) if len(idx) else idx)
+    ax.scatter(*p_tr0[tr_idx].T, s=5, c="0.7", marker="o", label="train, context 0", linewidths=0)
+    ax.scatter(*p_tr1[tr_idx].T, s=6, c="0.7", marker="^", label="train, context 1", linewidths=0)
+    for lab, idx, colour, name in ((0, shown[0], "#1f77b4", "normal test"), (1, shown[1], "#d62728", "anomalous test")):
+        if len(idx) == 0:
+            continue
+        for i in idx:
+            ax.plot([p_te0[i, 0], p_te1[i, 0]], [p_te0[i, 1], p_te1[i, 1]], color=colour, lw=0.3, alpha=0.35)
+        ax.scatter(*p_te0[idx].T, s=8, c=colour, marker="o", label=f"{name}, context 0", linewidths=0)
+        ax.scatter(*p_te1[idx].T, s=10, c=colour, marker="^", label=f"{name}, context 1", linewidths=0)
+    ax.set_title(title, fontsize=9)
+    ax.set_xticks([])
+    ax.set_yticks([])
+
+
+def pca_figure(
+    runs: Sequence[tuple[str, str | Path]], png: str | Path, pdf: str | Path, max_points: int = 300, seed: int = 0
+) -> None:
+    """PCA panels, one per ``(title, run directory)``; a run directory holds features.npz and scores.csv."""
+    n = max(1, len(runs))
+    fig, axes = plt.subplots(1, n, figsize=(4.2 * n, 4.0), squeeze=False)
+    for ax, (title, run_dir) in zip(axes[0], runs):
+        run_dir = Path(run_dir)
+        feats_path, scores_path = run_dir / "features.npz", run_dir / "scores.csv"
+        if not feats_path.is_file() or not scores_path.is_file():
+            _empty(ax, f"{title}:\nno features.npz / scores.csv")
+            continue
+        with np.load(feats_path) as z:
+            feats = {k: z[k].astype(np.float32) for k in z.files}
+        if not all(k in feats for k in ("train_context0", "train_context1", "test_context0", "test_context1")):
+            _empty(ax, f"{title}:\nfeatures lack two contexts")
+            continue
+        labels = pd.read_csv(scores_path)["label"].to_numpy()
+        pca_panel(ax, feats, labels, title, max_points, seed)
+    if not runs:
+        _empty(axes[0][0], "no CON2 run selected for the PCA figure")
+    handles, labels_ = axes[0][0].get_legend_handles_labels()
+    if handles:
+        fig.legend(handles, labels_, loc="lower center", ncol=3, fontsize=8, frameon=False, bbox_to_anchor=(0.5, -0.08))
+    fig.suptitle("Representations (PCA): each test image joined to its context-augmented twin", fontsize=10)
+    fig.tight_layout()
+    save(fig, png, pdf)

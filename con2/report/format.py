@@ -1,0 +1,129 @@
+"""One table, three files: tidy CSV (numbers), Markdown and LaTeX (booktabs, "mean +- std").
+
+A :class:`Table` holds the formatted cells for Markdown/LaTeX and, separately, the long numeric
+frame that goes to CSV, so a reader of the CSV never parses "81.7 ± 0.9" back into numbers.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+MISSING = "–"
+
+
+def mean_std(mean: float | None, std: float | None = None, digits: int = 1) -> str:
+    """``"81.7 ± 0.9"``; the mean alone when there is no std; ``"–"`` when there is no mean."""
+    if mean is None or (isinstance(mean, float) and math.isnan(mean)):
+        return MISSING
+    if std is None or (isinstance(std, float) and math.isnan(std)):
+        return f"{mean:.{digits}f}"
+    return f"{mean:.{digits}f} ± {std:.{digits}f}"
+
+
+def signed(value: float | None, digits: int = 1) -> str:
+    """``"+1.2"`` / ``"-0.3"`` / ``"–"``."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return MISSING
+    return f"{value:+.{digits}f}"
+
+
+@dataclass
+class Table:
+    """A formatted table plus its numbers.
+
+    Attributes:
+        name: file stem (``results/tables/<name>.{csv,md,tex}``).
+        title: caption.
+        columns: header cells.
+        rows: body cells (strings, already formatted).
+        data: long numeric frame written to CSV.
+        notes: lines printed under the table (what the numbers are, what is missing).
+        midrules: body row indices before which LaTeX draws a ``\\midrule``.
+    """
+
+    name: str
+    title: str
+    columns: list[str]
+    rows: list[list[str]]
+    data: pd.DataFrame
+    notes: list[str] = field(default_factory=list)
+    midrules: list[int] = field(default_factory=list)
+
+    def markdown(self) -> str:
+        def cell(s: str) -> str:
+            return str(s).replace("|", "\\|")
+
+        lines = [f"### {self.title}", "", "| " + " | ".join(cell(c) for c in self.columns) + " |"]
+        lines.append("|" + "|".join("---:" if num else "---" for num in self.numeric_columns()) + "|")
+        lines += ["| " + " | ".join(cell(c) for c in row) + " |" for row in self.rows]
+        if not self.rows:
+            lines.append("| " + " | ".join(["(no runs)"] + [""] * (len(self.columns) - 1)) + " |")
+        if self.notes:
+            lines += [""] + [f"{n}" if n.startswith("- ") else f"- {n}" for n in self.notes]
+        return "\n".join(lines) + "\n"
+
+    def numeric_columns(self) -> list[bool]:
+        """Per column: True if every body cell is a number, "mean ± std" or missing (right-aligned)."""
+        return [
+            bool(self.rows) and all(_NUMBER.match(str(r[i])) or str(r[i]) == MISSING for r in self.rows)
+            for i in range(len(self.columns))
+        ]
+
+    def latex(self) -> str:
+        spec = "".join("r" if num else "l" for num in self.numeric_columns())
+        out = [
+            "% requires \\usepackage{booktabs}",
+            "\\begin{table}[t]",
+            "\\centering",
+            f"\\caption{{{latex_escape(self.title)}}}",
+            f"\\label{{tab:{self.name}}}",
+            f"\\begin{{tabular}}{{{spec}}}",
+            "\\toprule",
+            " & ".join(latex_cell(c) for c in self.columns) + " \\\\",
+            "\\midrule",
+        ]
+        for i, row in enumerate(self.rows):
+            if i in self.midrules and i > 0:
+                out.append("\\midrule")
+            out.append(" & ".join(latex_cell(c) for c in row) + " \\\\")
+        if not self.rows:
+            out.append(f"\\multicolumn{{{len(self.columns)}}}{{l}}{{(no runs)}} \\\\")
+        out += ["\\bottomrule", "\\end{tabular}"]
+        if self.notes:
+            out.append("\\par\\smallskip\\footnotesize " + " ".join(latex_escape(n.removeprefix("- ")) for n in self.notes))
+        out.append("\\end{table}")
+        return "\n".join(out) + "\n"
+
+    def write(self, csv: str | Path, md: str | Path, tex: str | Path) -> None:
+        """Write the three files (parents created)."""
+        for p in (csv, md, tex):
+            Path(p).parent.mkdir(parents=True, exist_ok=True)
+        self.data.to_csv(csv, index=False)
+        Path(md).write_text(self.markdown())
+        Path(tex).write_text(self.latex())
+
+
+_LATEX_SPECIAL = {"&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{", "}": r"\}",
+                  "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "\\": r"\textbackslash{}"}  # fmt: skip
+
+
+def latex_escape(text: str) -> str:
+    """Escape LaTeX specials; ``±`` becomes ``$\\pm$`` and the en dash ``--``."""
+    s = "".join(_LATEX_SPECIAL.get(ch, ch) for ch in str(text))
+    return s.replace("±", r"$\pm$").replace("–", "--").replace("−", "-")
+
+
+_NUMBER = re.compile(r"^[+-]?\d+(\.\d+)?(e[+-]?\d+)?( ± \d+(\.\d+)?)?$")
+
+
+def latex_cell(text: str) -> str:
+    """A body cell: numbers in math mode (``$81.7 \\pm 0.9$``), text escaped."""
+    s = str(text)
+    if _NUMBER.match(s):
+        return "$" + s.replace(" ± ", r" \pm ") + "$"
+    return latex_escape(s)

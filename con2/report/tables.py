@@ -1,0 +1,568 @@
+"""The paper's tables, built from the tidy run frame of :mod:`con2.report.collect`.
+
+Every builder takes the runs (one row per run and score), the paper's numbers and the profile's
+``report`` block, and returns a :class:`~con2.report.format.Table`. Which runs feed a table is
+decided from what the records say (method, score, the contexts and loss in the resolved config),
+not from variant names, so a renamed variant still lands in the right column. Each method's
+"main" variant (``report.main_variants``, default ``default``) is the one compared across methods.
+
+``report`` keys used here (all optional)::
+
+    medical: [breastmnist, ...]     # datasets of the medical tables (Table 1, alt contexts)
+    natural: [cifar10, ...]         # datasets of the natural-image tables
+    main_variants: {con2: invert}
+    main_context: invert            # CON2's main context (Table 1, loss ablation, k = 2)
+    contexts: [invert, flip, equalize]
+    paper_epochs: 2048              # for the compute table's extrapolation
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from con2.report.collect import dataset_level, summarize
+from con2.report.format import MISSING, Table, mean_std, signed
+from con2.report.paper import (
+    PAPER_COMPUTE_METHODS,
+    SCORE_LABELS,
+    dataset_label,
+    pair_key,
+    method_label,
+    name_maps,
+    paper_value,
+)
+
+CON2 = "con2"
+DEFAULT_CONTEXTS = ["invert", "flip", "equalize"]
+ReportCfg = Mapping[str, Any]
+
+
+# ----------------------------------------------------------------------------- selection helpers
+def report_block(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The config's ``report`` block with defaults filled in."""
+    rep = dict(config.get("report") or {})
+    rep.setdefault("medical", [])
+    rep.setdefault("natural", [])
+    rep.setdefault("main_variants", {})
+    rep.setdefault("contexts", DEFAULT_CONTEXTS)
+    rep.setdefault("paper_epochs", 2048)
+    return rep
+
+
+def main_variant(rep: ReportCfg, method: str) -> str:
+    return str((rep.get("main_variants") or {}).get(method, "default"))
+
+
+def main_runs(runs: pd.DataFrame, rep: ReportCfg) -> pd.DataFrame:
+    """Rows of each method's main variant."""
+    if runs.empty:
+        return runs
+    keep = runs.apply(lambda r: r["variant"] == main_variant(rep, r["method"]), axis=1)
+    return runs[keep.astype(bool)]
+
+
+def con2_runs(runs: pd.DataFrame, *, contexts: list[str] | None = None, loss: str = "full", k: int | None = 2) -> pd.DataFrame:
+    """CON2 rows by what the record's config says: context label(s), loss, number of contexts."""
+    if runs.empty:
+        return runs
+    sel = (runs["method"] == CON2) & (runs["loss"].fillna("full") == loss)
+    if k is not None:
+        sel &= runs["n_contexts"] == k
+    if contexts is not None:
+        sel &= runs["contexts"].isin(contexts)
+    return runs[sel]
+
+
+def ordered_datasets(present: list[str], *preferred: list[str]) -> list[str]:
+    """``present`` ordered by the preferred lists first, then alphabetically."""
+    order: list[str] = []
+    for lst in preferred:
+        order += [d for d in lst if d in present and d not in order]
+    return order + sorted(d for d in present if d not in order)
+
+
+def _level(runs: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """Dataset-level mean/std (classes collapsed) keyed by ``keys`` (which must include dataset)."""
+    return dataset_level(summarize(runs, keys=[*keys, "normal_class"] if "normal_class" not in keys else keys), keys)
+
+
+def _lookup(level: pd.DataFrame, **match: Any) -> tuple[float, float, int]:
+    if level.empty:
+        return np.nan, np.nan, 0
+    sel = np.ones(len(level), dtype=bool)
+    for k, v in match.items():
+        sel &= (level[k] == v).to_numpy()
+    hit = level[sel]
+    if hit.empty:
+        return np.nan, np.nan, 0
+    row = hit.iloc[0]
+    return float(row["mean"]), float(row["std"]), int(row["n"])
+
+
+def _paper_label(pm: str, ps: str) -> str:
+    return f"{pm} ({ps})" if ps else pm
+
+
+# ----------------------------------------------------------------------------- method x dataset tables
+def method_table(
+    name: str,
+    title: str,
+    runs: pd.DataFrame,
+    paper: pd.DataFrame,
+    config: Mapping[str, Any],
+    datasets: list[str],
+    paper_table: str | None,
+    paper_context: str = "invert",
+) -> Table:
+    """Rows: our methods (main variants) each followed by the paper's row; then paper-only rows.
+
+    Columns: the group's datasets (the paper's order first). Numbers are dataset-level means.
+    """
+    rep = report_block(config)
+    dmap, mmap = name_maps(config)
+    inv_d = {v: k for k, v in dmap.items()}
+    psel = paper[paper["table"] == paper_table] if paper_table else paper.iloc[0:0]
+    paper_ds = [inv_d.get(d, d) for d in dict.fromkeys(psel["dataset"])]
+    ours = main_runs(runs[runs["dataset"].isin(datasets)], rep) if not runs.empty else runs
+    cols = ordered_datasets(list(dict.fromkeys([*paper_ds, *datasets])), paper_ds, datasets)
+    level = _level(ours, ["dataset", "method", "score"])
+    pairs = sorted(dict.fromkeys(zip(level["method"], level["score"])), key=lambda p: pair_key(*p)) if not level.empty else []
+    rows, data, midrules, used_paper = [], [], [], set()
+
+    def paper_cell(pm: str, ps: str, d: str) -> tuple[float, float] | None:
+        return paper_value(psel, None, dmap.get(d, d), pm, ps, paper_context if ps else "")
+
+    for m, s in pairs:
+        cells = []
+        target = mmap.get((m, s))
+        for d in cols:
+            mean, std, n = _lookup(level, dataset=d, method=m, score=s)
+            pv = paper_cell(*target, d) if target else None
+            cells.append(mean_std(mean, std))
+            data.append({
+                "dataset": d, "method": m, "score": s, "variant": main_variant(rep, m), "ours_mean": mean,
+                "ours_std": std, "ours_n": n, "paper_method": _paper_label(*target) if target else "",
+                "paper_mean": pv[0] if pv else np.nan, "paper_std": pv[1] if pv else np.nan,
+                "diff": mean - pv[0] if pv else np.nan,
+            })  # fmt: skip
+        rows.append([method_label(m, s), "ours", *cells])
+        if target and any(paper_cell(*target, d) for d in cols):
+            rows.append([_paper_label(*target), "paper", *[mean_std(*(paper_cell(*target, d) or (np.nan, np.nan))) for d in cols]])
+            used_paper.add(target[0])
+    if len(psel):
+        midrules.append(len(rows))
+    for pm in dict.fromkeys(psel["method"]):
+        if pm in used_paper:
+            continue
+        fam = psel.loc[psel["method"] == pm, "family"].iloc[0]
+        cells = []
+        for d in cols:
+            pv = paper_value(psel, None, dmap.get(d, d), pm)
+            cells.append(mean_std(*(pv or (np.nan, np.nan))))
+            if pv:
+                data.append({"dataset": d, "method": "", "score": "", "variant": "", "ours_mean": np.nan, "ours_std": np.nan,
+                             "ours_n": 0, "paper_method": pm, "paper_mean": pv[0], "paper_std": pv[1], "diff": np.nan})  # fmt: skip
+        rows.append([pm, f"paper ({fam})" if fam else "paper", *cells])
+    notes = [
+        "AUROC (%), mean ± std; ours: over seeds (one normal class) or over normal classes (several);"
+        " paper: as published (3 seeds).",
+        f"Ours use each method's main variant ({', '.join(f'{m}: {main_variant(rep, m)}' for m in dict.fromkeys(m for m, _ in pairs)) or 'none run'}).",
+    ]
+    missing = [dataset_label(d) for d in cols if d not in set(ours["dataset"]) ] if cols else []
+    if missing:
+        notes.append(f"Not run in this profile: {', '.join(missing)}.")
+    frame = pd.DataFrame(data, columns=["dataset", "method", "score", "variant", "ours_mean", "ours_std", "ours_n",
+                                        "paper_method", "paper_mean", "paper_std", "diff"])  # fmt: skip
+    return Table(name, title, ["Method", "Source", *[dataset_label(d) for d in cols]], rows, frame, notes, midrules)
+
+
+def table1_medical(runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str, Any]) -> Table:
+    """Table 1: AUROC on the medical datasets, every method, the paper's numbers beside ours."""
+    rep = report_block(config)
+    return method_table(
+        "table1_medical", "Medical anomaly detection: AUROC (%), ours beside the paper's Table 1",
+        runs, paper, config, list(rep["medical"]), "table1_medical", paper_context=_main_context(rep),
+    )  # fmt: skip
+
+
+def natural_summary(runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str, Any]) -> Table:
+    """Natural-image summary: AUROC per dataset (mean over normal classes), paper's CON2 beside ours."""
+    rep = report_block(config)
+    return method_table(
+        "natural_summary", "Natural images: AUROC (%) averaged over normal classes, ours beside the paper's",
+        runs, paper, config, list(rep["natural"]), "table_all_contexts_natural",
+        paper_context=_main_context(rep),
+    )  # fmt: skip
+
+
+def _main_context(rep: ReportCfg) -> str:
+    """CON2's main context augmentation (``report.main_context``, default invert as in the paper)."""
+    return str(rep.get("main_context", "invert"))
+
+
+# ----------------------------------------------------------------------------- CON2 ablations
+def nnd_vs_lh(runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str, Any]) -> Table:
+    """CON2's two scores side by side per dataset (main variant), with the paper's where published."""
+    rep = report_block(config)
+    dmap, _ = name_maps(config)
+    sel = main_runs(runs[runs["method"] == CON2], rep) if not runs.empty else runs
+    level = _level(sel, ["dataset", "score"])
+    datasets = ordered_datasets(list(dict.fromkeys(level["dataset"])), rep["medical"], rep["natural"])
+    rows, data = [], []
+    for d in datasets:
+        cells, pcells = [], []
+        for s in ("nnd", "lh"):
+            mean, std, n = _lookup(level, dataset=d, score=s)
+            pv = paper_value(paper, None, dmap.get(d, d), "CON2", s.upper(), _main_context(rep))
+            cells.append(mean_std(mean, std))
+            pcells.append(mean_std(*(pv or (np.nan, np.nan))))
+            data.append({"dataset": d, "score": s, "ours_mean": mean, "ours_std": std, "ours_n": n,
+                         "paper_mean": pv[0] if pv else np.nan, "paper_std": pv[1] if pv else np.nan})  # fmt: skip
+        m_nnd, _, _ = _lookup(level, dataset=d, score="nnd")
+        m_lh, _, _ = _lookup(level, dataset=d, score="lh")
+        rows.append([dataset_label(d), *cells, signed(m_nnd - m_lh), *pcells])
+    frame = pd.DataFrame(data, columns=["dataset", "score", "ours_mean", "ours_std", "ours_n", "paper_mean", "paper_std"])
+    return Table(
+        "nnd_vs_lh", "CON2: nearest-neighbour (NND) vs likelihood (LH) score, AUROC (%)",
+        ["Dataset", "NND (ours)", "LH (ours)", "NND − LH", "NND (paper)", "LH (paper)"], rows, frame,
+        [f"CON2 {main_variant(rep, CON2)} runs; mean ± std as in Table 1; paper values from Table 1 (NND, medical) "
+         "and the all-contexts table (natural)."],
+    )  # fmt: skip
+
+
+LOSS_COLUMNS = [("full", "L_Context + L_Content"), ("context_only", "L_Context only"), ("content_only", "L_Content only")]
+
+
+def loss_ablation(runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str, Any]) -> Table:
+    """The loss-term ablation: full objective vs context-only vs content-only, both scores."""
+    rep = report_block(config)
+    ctx = [_main_context(rep)]
+    parts = [con2_runs(runs, contexts=ctx, loss=loss) for loss, _ in LOSS_COLUMNS] if not runs.empty else []
+    ablated = {d for p in parts[1:] for d in p["dataset"]} if parts else set()
+    rows, data = [], []
+    levels = [_level(p[p["dataset"].isin(ablated)], ["dataset", "score"]) for p in parts] if parts else []
+    for d in ordered_datasets(sorted(ablated), rep["medical"], rep["natural"]):
+        for s in ("nnd", "lh"):
+            cells = []
+            for (loss, _), level in zip(LOSS_COLUMNS, levels):
+                mean, std, n = _lookup(level, dataset=d, score=s)
+                cells.append(mean_std(mean, std))
+                data.append({"dataset": d, "score": s, "loss": loss, "mean": mean, "std": std, "n": n})
+            rows.append([dataset_label(d), SCORE_LABELS.get(s, s), *cells])
+    frame = pd.DataFrame(data, columns=["dataset", "score", "loss", "mean", "std", "n"])
+    return Table(
+        "loss_ablation", "CON2 loss-term ablation: AUROC (%) with both terms, the context term only, the content term only",
+        ["Dataset", "Score", *[label for _, label in LOSS_COLUMNS]], rows, frame,
+        [f"Context augmentation {ctx[0]}; context-only sets alpha = 0, content-only drops L_Context. "
+         "Only datasets with at least one ablated run are listed."],
+    )  # fmt: skip
+
+
+def context_table(
+    name: str, title: str, runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str, Any], datasets: list[str],
+    paper_table: str, scores: tuple[str, ...],
+) -> Table:
+    """Rows (dataset, score, source); columns the context augmentations."""
+    rep = report_block(config)
+    dmap, _ = name_maps(config)
+    contexts = list(rep["contexts"])
+    sel = con2_runs(runs, contexts=contexts) if not runs.empty else runs
+    sel = sel[sel["dataset"].isin(datasets)] if not sel.empty else sel
+    level = _level(sel, ["dataset", "contexts", "score"])
+    psel = paper[paper["table"] == paper_table]
+    inv_d = {v: k for k, v in dmap.items()}
+    shown = ordered_datasets(
+        list(dict.fromkeys([*level["dataset"], *[inv_d.get(d, d) for d in psel["dataset"] if inv_d.get(d, d) in datasets]])),
+        datasets,
+    )
+    rows, data, midrules = [], [], []
+    for d in shown:
+        midrules.append(len(rows))
+        for s in scores:
+            ours, theirs, have_paper = [], [], False
+            for c in contexts:
+                mean, std, n = _lookup(level, dataset=d, contexts=c, score=s)
+                pv = paper_value(psel, None, dmap.get(d, d), "CON2", s.upper(), c)
+                have_paper |= pv is not None
+                ours.append(mean_std(mean, std))
+                theirs.append(mean_std(*(pv or (np.nan, np.nan))))
+                data.append({"dataset": d, "score": s, "context": c, "ours_mean": mean, "ours_std": std, "ours_n": n,
+                             "paper_mean": pv[0] if pv else np.nan, "paper_std": pv[1] if pv else np.nan,
+                             "diff": mean - pv[0] if pv else np.nan})  # fmt: skip
+            rows.append([dataset_label(d), SCORE_LABELS.get(s, s), "ours", *ours])
+            if have_paper:
+                rows.append([dataset_label(d), SCORE_LABELS.get(s, s), "paper", *theirs])
+    frame = pd.DataFrame(data, columns=["dataset", "score", "context", "ours_mean", "ours_std", "ours_n",
+                                        "paper_mean", "paper_std", "diff"])  # fmt: skip
+    return Table(
+        name, title, ["Dataset", "Score", "Source", *contexts], rows, frame,
+        ["CON2 with one context augmentation each (full loss); AUROC (%), mean ± std (over seeds, or over normal "
+         "classes where a dataset has several)."],
+        midrules,
+    )  # fmt: skip
+
+
+def alt_contexts(runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str, Any]) -> Table:
+    """Alternative context augmentations (invert / flip / equalize) on the medical datasets."""
+    rep = report_block(config)
+    natural = set(rep["natural"])
+    present = [d for d in dict.fromkeys(runs["dataset"]) if d not in natural] if not runs.empty else []
+    datasets = list(dict.fromkeys([*rep["medical"], *present]))
+    return context_table(
+        "alt_contexts", "Alternative context augmentations on the medical datasets: AUROC (%)",
+        runs, paper, config, datasets, "table_alt_contexts", ("nnd", "lh"),
+    )  # fmt: skip
+
+
+def all_contexts(runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str, Any]) -> Table:
+    """All context augmentations and both scores on the natural-image datasets."""
+    rep = report_block(config)
+    return context_table(
+        "all_contexts", "All context augmentations on the natural-image datasets: AUROC (%), NND and LH",
+        runs, paper, config, list(rep["natural"]), "table_all_contexts_natural", ("nnd", "lh"),
+    )  # fmt: skip
+
+
+def multi_context(runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str, Any]) -> Table:
+    """The multiple-context ablation: AUROC against the number of contexts k (k = 2 is invert)."""
+    rep = report_block(config)
+    sel = con2_runs(runs, k=None) if not runs.empty else runs
+    if not sel.empty:
+        sel = sel[(sel["contexts"].str.startswith("k", na=False)) | (sel["contexts"] == _main_context(rep))]
+        multi = set(sel.loc[sel["n_contexts"] > 2, "dataset"])
+        sel = sel[sel["dataset"].isin(multi)]
+    level = _level(sel, ["dataset", "n_contexts", "score"])
+    ks = sorted({int(k) for k in level["n_contexts"]}) if not level.empty else [2]
+    rows, data = [], []
+    for d in ordered_datasets(list(dict.fromkeys(level["dataset"])), rep["medical"], rep["natural"]):
+        for s in ("nnd", "lh"):
+            cells = []
+            for k in ks:
+                mean, std, n = _lookup(level, dataset=d, n_contexts=float(k), score=s)
+                cells.append(mean_std(mean, std))
+                data.append({"dataset": d, "score": s, "k": k, "mean": mean, "std": std, "n": n})
+            rows.append([dataset_label(d), SCORE_LABELS.get(s, s), *cells])
+    frame = pd.DataFrame(data, columns=["dataset", "score", "k", "mean", "std", "n"])
+    return Table(
+        "multi_context", "Multiple contexts: CON2 AUROC (%) against the number of contexts k",
+        ["Dataset", "Score", *[f"k = {k}" for k in ks]], rows, frame,
+        ["k = 2 is the identity plus invert; larger k adds flip, equalize and their compositions in a fixed order "
+         "(con2.augment.MULTI_CONTEXT_ORDER). Only datasets with a k > 2 run are listed."],
+    )  # fmt: skip
+
+
+# ----------------------------------------------------------------------------- per class, silhouette, compute
+def per_class(runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str, Any], dataset: str) -> Table:
+    """AUROC per normal class of one dataset, each method's main variant (mean ± std over seeds)."""
+    rep = report_block(config)
+    sel = main_runs(runs[runs["dataset"] == dataset], rep) if not runs.empty else runs
+    summ = summarize(sel, keys=["normal_class", "method", "score"])
+    pairs = sorted(dict.fromkeys(zip(summ["method"], summ["score"])), key=lambda p: pair_key(*p))
+    classes = sorted(dict.fromkeys(summ["normal_class"]), key=_class_sort_key)
+    rows = []
+    for c in classes:
+        cells = []
+        for m, s in pairs:
+            hit = summ[(summ["normal_class"] == c) & (summ["method"] == m) & (summ["score"] == s)]
+            cells.append(mean_std(hit["mean"].iloc[0], hit["std"].iloc[0]) if len(hit) else MISSING)
+        rows.append([c, *cells])
+    if classes:
+        means = [summ[(summ["method"] == m) & (summ["score"] == s)]["mean"] for m, s in pairs]
+        rows.append(["mean", *[mean_std(v.mean(), v.std(ddof=1) if len(v) > 1 else np.nan) for v in means]])
+    frame = summ.rename(columns={"mean": "auroc_mean", "std": "auroc_std"})
+    frame.insert(0, "dataset", dataset)
+    return Table(
+        f"per_class_{dataset}", f"{dataset_label(dataset)}: AUROC (%) per normal class",
+        ["Normal class", *[method_label(m, s) for m, s in pairs]], rows, frame,
+        ["One-vs-rest: the class is normal, every other test image anomalous; mean ± std over seeds; "
+         "last row: mean ± std over classes."],
+    )  # fmt: skip
+
+
+def _class_sort_key(c: str) -> tuple[int, Any]:
+    return (0, int(c)) if str(c).isdigit() else (1, str(c))
+
+
+def variant_label(row: Mapping[str, Any]) -> str:
+    """``CON2 invert``, ``CON2 k4``, ``CON2 invert (context only)``, ``SimCLR default``..."""
+    m = {"con2": "CON2"}.get(row["method"], row["method"])
+    ctx = row.get("contexts")
+    ctx = ctx if isinstance(ctx, str) and ctx else row["variant"]
+    loss = row.get("loss")
+    extra = f" ({str(loss).replace('_', ' ')})" if isinstance(loss, str) and loss not in ("full", "") else ""
+    return f"{m} {ctx}{extra}"
+
+
+def silhouette(runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str, Any]) -> Table:
+    """Silhouette of the test representations labelled by context, per dataset and variant."""
+    rep = report_block(config)
+    sel = runs.dropna(subset=["silhouette"]) if not runs.empty else runs
+    if not sel.empty:
+        sel = sel.drop_duplicates(subset=["dataset", "normal_class", "method", "variant", "seed"]).copy()
+        sel["label"] = [variant_label(r) for r in sel.to_dict("records")]
+    else:
+        sel = sel.assign(label=pd.Series(dtype=str))
+    level = dataset_level(
+        summarize(sel, "silhouette", ["dataset", "normal_class", "label"]), ["dataset", "label"]
+    ) if not sel.empty else pd.DataFrame(columns=["dataset", "label", "mean", "std", "n", "n_classes"])  # fmt: skip
+    labels = sorted(dict.fromkeys(level["label"]), key=lambda s: (0 if "(" not in s else 1, s))
+    datasets = ordered_datasets(list(dict.fromkeys(level["dataset"])), rep["medical"], rep["natural"])
+    rows = []
+    for d in datasets:
+        cells = []
+        for lab in labels:
+            mean, std, _ = _lookup(level, dataset=d, label=lab)
+            cells.append(mean_std(mean, std, digits=3))
+        rows.append([dataset_label(d), *cells])
+    return Table(
+        "silhouette", "Silhouette score of the representations labelled by context (both contexts of every test image)",
+        ["Dataset", *labels], rows, level.rename(columns={"label": "variant"}),
+        ["Cosine silhouette in [-1, 1] of the identity-view encoder outputs; mean ± std over seeds "
+         "(over normal classes where a dataset has several). High = the context clusters exist."],
+    )  # fmt: skip
+
+
+def compute_cost(
+    runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str, Any], hours: pd.DataFrame | None = None
+) -> Table:
+    """Compute per run: training and scoring time, peak memory; extrapolated to the paper's epochs."""
+    rep = report_block(config)
+    dmap, _ = name_maps(config)
+    cols = ["dataset", "method", "variant", "device", "runs", "epochs", "fit_min", "score_s", "wall_min",
+            "peak_mb", "bench_max_rss_mb", "s_per_epoch", "h_at_paper_epochs", "paper_gpu_h"]  # fmt: skip
+    if runs.empty:
+        return Table("compute_cost", "Compute cost per run", cols, [], pd.DataFrame(columns=cols))
+    per_run = runs.drop_duplicates(subset=["dataset", "normal_class", "method", "variant", "seed"])
+    data = []
+    for (d, m, v, dev), g in per_run.groupby(["dataset", "method", "variant", "device"], dropna=False, sort=False):
+        epochs = g["epochs"].astype(float)
+        s_per_epoch = (g["fit_seconds"] / epochs.replace(0, np.nan)).mean()
+        ph = np.nan
+        if hours is not None and m in PAPER_COMPUTE_METHODS:
+            hit = hours[(hours["method"] == PAPER_COMPUTE_METHODS[m]) & (hours["dataset"] == dmap.get(d, d))]
+            ph = float(hit["gpu_hours_per_run"].iloc[0]) if len(hit) else np.nan
+        data.append({
+            "dataset": d, "method": m, "variant": v, "device": dev, "runs": len(g), "epochs": epochs.mean(),
+            "fit_min": g["fit_seconds"].mean() / 60, "score_s": g["score_seconds"].mean(),
+            "wall_min": g["wall_seconds"].mean() / 60, "peak_mb": g["peak_memory_mb"].mean(),
+            "bench_max_rss_mb": g["bench_max_rss_mb"].mean(), "s_per_epoch": s_per_epoch,
+            "h_at_paper_epochs": s_per_epoch * float(rep["paper_epochs"]) / 3600 if pd.notna(s_per_epoch) else np.nan,
+            "paper_gpu_h": ph,
+        })  # fmt: skip
+    frame = pd.DataFrame(data, columns=cols)
+    order = {d: i for i, d in enumerate(ordered_datasets(list(dict.fromkeys(frame["dataset"])), rep["medical"], rep["natural"]))}
+    frame = frame.sort_values(by=["dataset", "method", "variant"], key=lambda s: s.map(order) if s.name == "dataset" else s)
+    rows = []
+
+    def num(x: float, digits: int = 1) -> str:
+        return MISSING if pd.isna(x) else f"{x:.{digits}f}"
+
+    for r in frame.to_dict("records"):
+        rows.append([
+            dataset_label(r["dataset"]), r["method"], r["variant"], str(r["device"]), str(r["runs"]), num(r["epochs"], 0),
+            num(r["fit_min"], 2), num(r["score_s"]), num(r["wall_min"], 2), num(r["peak_mb"], 0),
+            num(r["bench_max_rss_mb"], 0), num(r["s_per_epoch"], 2), num(r["h_at_paper_epochs"]), num(r["paper_gpu_h"]),
+        ])  # fmt: skip
+    header = ["Dataset", "Method", "Variant", "Device", "Runs", "Epochs", "Fit (min)", "Score (s)", "Wall (min)",
+              "Peak MB", "RSS MB (benchmark)", "s / epoch", f"h at {rep['paper_epochs']} ep", "Paper GPU h"]  # fmt: skip
+    return Table(
+        "compute_cost", "Compute cost per run (means over seeds and normal classes)", header, rows, frame,
+        ["Fit, score and peak memory from the run records; RSS from Snakemake's benchmark files; "
+         f"'h at {rep['paper_epochs']} ep' extrapolates the measured seconds per epoch on the same device; "
+         "paper GPU hours as reported (single RTX 2080Ti/3090/4090, 2048 epochs)."],
+    )  # fmt: skip
+
+
+# ----------------------------------------------------------------------------- reproduction report
+def _ours_for_paper_row(runs: pd.DataFrame, row: Mapping[str, Any], config: Mapping[str, Any]) -> tuple[float, float, int, str]:
+    """Our dataset-level number for one paper row: ``(mean, std, n, what)``."""
+    rep = report_block(config)
+    dmap, mmap = name_maps(config)
+    inv_d = {v: k for k, v in dmap.items()}
+    d = inv_d.get(row["dataset"])
+    pm, ps, ctx = row["method"], row["score"], row["context"]
+    candidates = [(m, s) for (m, s), (tm, ts) in mmap.items() if tm == pm and (ts == ps or not ts or not ps)]
+    if ps:
+        candidates = [c for c in candidates if mmap[c][1] in (ps, "")] or candidates
+        exact = [c for c in candidates if mmap[c][1] == ps]
+        candidates = exact or candidates
+    if d is None or not candidates or runs.empty:
+        return np.nan, np.nan, 0, ""
+    m, s = candidates[0]
+    if m == CON2 and ctx:
+        sel = con2_runs(runs, contexts=[ctx])
+    else:
+        sel = main_runs(runs[runs["method"] == m], rep)
+    sel = sel[(sel["dataset"] == d) & (sel["score"] == s)]
+    if sel.empty:
+        return np.nan, np.nan, 0, f"{m}/{s}"
+    lvl = _level(sel, ["dataset"])
+    return float(lvl["mean"].iloc[0]), float(lvl["std"].iloc[0]), int(lvl["n"].iloc[0]), f"{m}/{s}"
+
+
+def reproduction(runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str, Any]) -> Table:
+    """Every published number next to ours and the difference (ours − paper)."""
+    data, rows = [], []
+    for r in paper.to_dict("records"):
+        mean, std, n, what = _ours_for_paper_row(runs, r, config)
+        pstd = r["auroc_std"] if pd.notna(r["auroc_std"]) else np.nan
+        diff = mean - r["auroc_mean"] if pd.notna(mean) else np.nan
+        data.append({**{k: r[k] for k in ("table", "dataset", "method", "family", "context", "score")},
+                     "paper_mean": r["auroc_mean"], "paper_std": pstd, "ours": what, "ours_mean": mean, "ours_std": std,
+                     "ours_n": n, "diff": diff})  # fmt: skip
+        rows.append([r["table"], r["dataset"], r["method"], r["context"] or MISSING, r["score"] or MISSING,
+                     mean_std(r["auroc_mean"], pstd), mean_std(mean, std), signed(diff),
+                     "not run" if pd.isna(mean) else ("n/a" if not what else "")])  # fmt: skip
+    frame = pd.DataFrame(data)
+    matched = frame.dropna(subset=["ours_mean"]) if not frame.empty else frame
+    notes = [f"{len(matched)} of {len(frame)} published numbers have a counterpart in this profile's runs."]
+    if len(matched):
+        notes.append(
+            f"Mean difference {matched['diff'].mean():+.1f}, mean absolute difference {matched['diff'].abs().mean():.1f} "
+            "AUROC points (ours − paper). Budgets differ unless the paper profile ran: see the compute table."
+        )
+    return Table(
+        "reproduction", "Reproduction report: every published AUROC (%) next to ours",
+        ["Table", "Dataset", "Method", "Context", "Score", "Paper", "Ours", "Ours − paper", "Note"], rows, frame, notes,
+    )  # fmt: skip
+
+
+TABLES: dict[str, Callable[..., Table]] = {
+    "table1_medical": table1_medical,
+    "nnd_vs_lh": nnd_vs_lh,
+    "loss_ablation": loss_ablation,
+    "alt_contexts": alt_contexts,
+    "natural_summary": natural_summary,
+    "all_contexts": all_contexts,
+    "multi_context": multi_context,
+    "silhouette": silhouette,
+    "compute_cost": compute_cost,
+    "reproduction": reproduction,
+}
+
+
+def score_runtime(measured: pd.DataFrame) -> Table:
+    """The score-runtime measurements (from ``workflow/scripts/score_runtime.py``) as a table."""
+    rows = []
+    for r in measured.to_dict("records"):
+        rows.append([
+            SCORE_LABELS.get(r["score"], r["score"]), r["sweep"], str(int(r["n_train"])), str(int(r["n_batches"])),
+            f"{r['seconds']:.3g}", f"{r['memory_mb']:.3g}",
+        ])  # fmt: skip
+    meta = measured.iloc[0] if len(measured) else None
+    notes = []
+    if meta is not None:
+        notes.append(
+            f"Synthetic features, d = {int(meta['dim'])}, {int(meta['views'])} test-time views, batches of "
+            f"{int(meta['batch_size'])} test images, device {meta['device']}; seconds = median over repeats of fitting "
+            "(LH: mean and covariance) plus scoring every batch, summed over views; memory = what the score keeps "
+            "(NND: views x n x d floats, LH: views x d x d)."
+        )
+    return Table(
+        "score_runtime", "Runtime and memory of the S_NND and S_LH scores",
+        ["Score", "Sweep", "n (train)", "Batches", "Seconds", "Memory (MB)"], rows, measured, notes,
+    )  # fmt: skip
