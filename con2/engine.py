@@ -144,6 +144,8 @@ def fit(
         optimizer.load_state_dict(state["optimizer"])
         scheduler.load_state_dict(state["scheduler"])
         start_epoch, step = state["epoch"], state["step"]
+        if settings.progress or start_epoch:
+            print(f"resuming from {checkpoint_path} at epoch {start_epoch} (step {step})", flush=True)
 
     def checkpoint(epoch: int) -> None:
         if checkpoint_path is not None:

@@ -60,6 +60,7 @@ RECORD_SCHEMA: dict[str, Any] = {
         "n_anomalous": {"type": "integer", "minimum": 0},
         "epochs": {"type": "integer"},
         "steps": {"type": "integer"},
+        "resumed_from_epoch": {"type": ["integer", "null"]},
         "config": {"type": "object"},
         "config_hash": {"type": "string"},
         "versions": {"type": "object"},

@@ -111,10 +111,11 @@ def run(
     if train:
         result = fit(method, train_images, train_settings(cfg), device, run_dir / CHECKPOINT, on_epoch_end)
         fit_seconds, epochs, steps, ips = result.fit_seconds, result.epochs, result.steps, result.images_per_second
+        resumed_from = result.resumed_from_epoch
     else:
         method.to(device)
         load_weights(method, run_dir / CHECKPOINT, device)
-        fit_seconds, epochs, steps, ips = 0.0, 0, 0, None
+        fit_seconds, epochs, steps, ips, resumed_from = 0.0, 0, 0, None, None
 
     t_score = time.perf_counter()
     out = method.score(train_images, test_images, device)
@@ -144,7 +145,7 @@ def run(
         },
         "peak_memory_mb": _peak_memory_mb(device),
         "n_train": len(data.train), "n_test": len(data.test), "n_anomalous": data.n_anomalous,
-        "epochs": epochs, "steps": steps,
+        "epochs": epochs, "steps": steps, "resumed_from_epoch": resumed_from,
         "config": cfg.to_dict(), "config_hash": cfg.config_hash(),
         "versions": _versions(), "git_commit": _git_commit(), "device": str(device),
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),

@@ -42,6 +42,7 @@ def test_interrupted_run_resumes_to_identical_metrics(tiny, tmp_path):
     assert not (tmp_path / "resumed" / RECORD).exists()  # an interrupted run leaves no record
     assert torch.load(tmp_path / "resumed" / CHECKPOINT, weights_only=False)["epoch"] == 2
     resumed = run(cfg, tmp_path / "resumed")
+    assert resumed["resumed_from_epoch"] == 2 and full["resumed_from_epoch"] == 0
     assert resumed["metrics"] == full["metrics"]
     assert resumed["steps"] == full["steps"] == 4 * steps_per_epoch(full["n_train"], 16)
 

@@ -60,6 +60,8 @@ def test_invalid_config_keys_and_values():
         load_config(None, ["batch_size=many"])
     with pytest.raises(ConfigError, match=r"unknown params \['temp'\] for method 'con2'"):
         registry.build_method(make_config({"params": {"temp": 0.1}, "width": 8, "image_size": 16}))
+    with pytest.raises(ConfigError, match="'tta': 4 test-time views cannot be split evenly over 3"):
+        registry.build_method(make_config({"params": {"n_contexts": 3}, "tta": 4, "width": 8, "image_size": 16}))
     with pytest.raises(ConfigError, match="'channels_last' and 'width'"):
         make_config({"width": 4, "channels_last": True})
     with pytest.raises(ConfigError, match="unknown method 'con3'"):

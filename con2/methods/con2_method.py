@@ -62,6 +62,11 @@ class Con2(Method):
             raise ConfigError("params.contexts must name at least one context transform, e.g. [invert]")
         self.context_names = names
         self.contexts = contexts_for(names)
+        if cfg.tta % len(self.contexts):
+            raise ConfigError(
+                f"config key 'tta': {cfg.tta} test-time views cannot be split evenly over {len(self.contexts)} "
+                f"contexts; use a multiple of {len(self.contexts)}"
+            )
         d = self.encoder.out_dim
         self.context_head = projection_head(d, d, params.head_dim)
         self.content_head = projection_head(d, d, params.head_dim)
