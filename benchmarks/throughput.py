@@ -4,10 +4,11 @@ Both sides train the same CON2 model (encoder + two heads, same loss) on the sam
 differ only in how the 4N views of a batch are made:
 
 * ours: the uint8 batch goes to the device once; contexts and SimCLR views are applied to the
-  whole batch there (kornia, per-image parameters), as ``con2.engine.fit`` does;
+  whole batch there (kornia, per-image parameters), and the model runs channels-last, as
+  ``con2.engine.fit`` does;
 * plain: a ``Dataset`` whose ``__getitem__`` applies a torchvision ``transforms.v2`` pipeline to one
   image at a time (context, then two random views), batched by a ``DataLoader`` (the usual
-  SimCLR reference-code layout).
+  SimCLR reference-code layout), default memory format.
 
 Prints images per second (original images, N per step) for each and their ratio, measured in the
 same process. Example::
@@ -121,6 +122,8 @@ def main() -> None:
     for name in ("ours", "plain"):
         torch.manual_seed(0)
         method = build_method(cfg).to(device).train()
+        if name == "ours" and cfg.channels_last:
+            method.to(memory_format=torch.channels_last)
         opt = torch.optim.AdamW(method.parameters(), lr=1e-3, weight_decay=1e-3)
         if name == "ours":
             rates[name] = time_ours(method, images, a.batch_size, a.steps, a.warmup, device, opt)
