@@ -265,7 +265,12 @@ def test_killed_run_resumes_with_the_same_command(tmp_path: Path) -> None:
     (wd / "resume.yaml").write_text(yaml.safe_dump(cfg))
     cmd = [*SNAKEMAKE, "--cores", "1", "runs", "--configfile", "resume.yaml"]
     run_dir = wd / "results/runs/digits/0/con2/invert/seed0"
-    proc = subprocess.Popen(cmd, cwd=wd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    proc = subprocess.Popen(
+        cmd, cwd=wd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        # Ctrl-C must reach the workflow even if something in this pytest process set SIGINT to
+        # "ignore", a disposition that children inherit across exec.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     try:
         deadline = time.time() + 240
         while not (run_dir / "checkpoint.pt").exists():
