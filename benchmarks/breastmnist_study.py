@@ -18,6 +18,7 @@ Example (the default profile's budget)::
 from __future__ import annotations
 
 import argparse
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -65,8 +66,6 @@ def main() -> None:
     rows = {"nnd": [], "lh": [], "silhouette": [], "nnd_no_tta": [], "lh_no_tta": [], "fit_s": []}
     for seed in a.seeds:
         rec = one([*base, f"seed={seed}"], out / f"seed{seed}")
-        import shutil
-
         notta_dir = out / f"seed{seed}_no_tta"
         if not (notta_dir / RECORD).exists():
             notta_dir.mkdir(parents=True, exist_ok=True)

@@ -19,7 +19,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
 
 import numpy as np
 import torch
@@ -27,10 +26,6 @@ from torch import Tensor, nn
 from tqdm.auto import tqdm
 
 from con2.errors import ConfigError, NonFiniteLossError
-
-
-class TrainableModel(Protocol):
-    def training_loss(self, images: Tensor, progress: float) -> dict[str, Tensor]: ...
 
 
 @dataclass(frozen=True)

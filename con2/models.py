@@ -10,7 +10,7 @@ no classifier).
 from __future__ import annotations
 
 import torch
-from torch import Tensor, nn
+from torch import nn
 
 from con2.errors import ConfigError
 
@@ -85,14 +85,3 @@ def projection_head(in_dim: int, hidden_dim: int | None = None, out_dim: int = 1
     """SimCLR's MLP head: ``Linear(in, hidden) - ReLU - Linear(hidden, out)``; ``[B, in] -> [B, out]``."""
     hidden = hidden_dim or in_dim
     return nn.Sequential(nn.Linear(in_dim, hidden), nn.ReLU(inplace=True), nn.Linear(hidden, out_dim))
-
-
-def count_parameters(module: nn.Module) -> int:
-    """Number of trainable parameters."""
-    return sum(p.numel() for p in module.parameters() if p.requires_grad)
-
-
-@torch.no_grad()
-def encode(encoder: nn.Module, x: Tensor, batch_size: int = 256) -> Tensor:
-    """Encoder outputs ``[B, d]`` for normalised inputs ``[B, 3, S, S]``, in chunks, in eval mode."""
-    return torch.cat([encoder(x[i : i + batch_size]).float() for i in range(0, len(x), batch_size)])

@@ -2,11 +2,9 @@
 
 import subprocess
 import sys
-from dataclasses import dataclass
 
 import numpy as np
 import pytest
-import torch
 
 from con2.config import load_config, make_config
 from con2.data import DataError
@@ -66,11 +64,6 @@ def test_invalid_config_keys_and_values():
         make_config({"width": 4, "channels_last": True})
     with pytest.raises(ConfigError, match="unknown method 'con3'"):
         registry.get_method("con3")
-
-
-@dataclass
-class _NoParams:
-    pass
 
 
 class NanMethod(Con2):
