@@ -2,37 +2,37 @@
 
 An external anomaly detector (any language, any framework) joins every table by leaving the same
 two files a registered method leaves: ``scores.csv`` (index, label, one column per score; higher =
-more anomalous) and ``record.json`` (validated against :data:`con2.records.RECORD_SCHEMA`, the one
-place the schema lives). The program only has to write a CSV with a ``label`` column (1 = anomaly,
-0 = normal) and one or more score columns; this module computes the AUROCs and writes the record::
+more anomalous) and ``record.json``, built by :func:`con2.rundir.build_record` (the record builder
+of registered methods too) and validated against :data:`con2.records.RECORD_SCHEMA`. The program
+only has to write a CSV with a ``label`` column (1 = anomaly, 0 = normal), optionally an ``id``
+column (the harness's sample ids), and one or more score columns::
 
     python -m baselines.external --scores raw_scores.csv --run-dir results/runs/.../seed0 \
-        --dataset breastmnist --normal-class 1 --method patchcore --seed 0 --n-train 399
+        --dataset breastmnist --normal-class 1 --method patchcore --seed 0 --data-dir ../shared/data
 
-With ``--data-dir`` the labels are checked against the harness's own split of that dataset, so a
-program that scored another test set is refused instead of joining the tables.
+``--seed`` is the run's (training) seed; the test set is fixed by the split seed (``--set
+split_seed=K``, default 0, the same for every training seed, as for ``con2 train``). With
+``--data-dir`` the labels (and ids, if given) are checked against the harness's own split
+(:func:`con2.rundir.load_run_data`), so a program that scored another test set is refused instead
+of joining the tables, and the record stores the split's checksum.
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
-import hashlib
+import dataclasses
 import json
-import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
-from con2.data import DataError
-from con2.metrics import auroc
-from con2.records import SCHEMA_VERSION, RecordError, write_record
-
-RECORD, SCORES = "record.json", "scores.csv"
+from con2.config import load_config
+from con2.errors import Con2Error, write_failure
+from con2.records import RecordError
+from con2.rundir import RECORD, RunDir, build_record, load_run_data
 
 
 def write_external_run(
@@ -50,6 +50,9 @@ def write_external_run(
     timing: Mapping[str, float] | None = None,
     extras: Mapping[str, float] | None = None,
     device: str = "external",
+    split_seed: int | None = 0,
+    split_sha256: str | None = None,
+    scoring: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Write ``scores.csv`` and a validated ``record.json`` for one external run; return the record.
 
@@ -60,46 +63,33 @@ def write_external_run(
         config: the program's settings (stored, and hashed into ``config_hash``).
         timing: ``fit_seconds``, ``score_seconds``, ``wall_seconds`` (missing ones are 0).
         extras: further scalar metrics (e.g. ``silhouette``).
+        split_seed: the split seed of the test set scored (not the training seed).
+        split_sha256: the split manifest's checksum (``data.manifest["split_sha256"]``), if known.
+        scoring: per score, which reading is its headline (stored as is).
     """
-    run_dir = Path(run_dir)
-    labels = np.asarray(labels).astype(np.int64)
-    if not scores:
-        raise RecordError(f"{run_dir / RECORD}: no score columns given")
-    for name, s in scores.items():
-        if np.shape(s) != labels.shape:
-            raise RecordError(f"{run_dir / RECORD}: score {name!r} has shape {np.shape(s)}, labels {labels.shape}")
-    config = {"method": method, "dataset": dataset, "normal_class": normal_class, "seed": seed, **(config or {})}
-    times = {"fit_seconds": 0.0, "score_seconds": 0.0, "wall_seconds": 0.0, **(timing or {})}
-    record = {
-        "schema_version": SCHEMA_VERSION,
-        "dataset": dataset,
-        "normal_class": str(normal_class),
-        "method": method,
-        "variant": variant,
-        "seed": int(seed),
-        "metrics": {"auroc": {k: auroc(labels, np.asarray(v)) for k, v in scores.items()}, **(extras or {})},
-        "timing": {k: float(v) for k, v in times.items()},
-        "peak_memory_mb": None,
-        "n_train": int(n_train),
-        "n_test": int(len(labels)),
-        "n_anomalous": int(labels.sum()),
-        "config": config,
-        "config_hash": hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()[:16],
-        "git_commit": None,
-        "device": device,
-        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-    }
-    run_dir.mkdir(parents=True, exist_ok=True)
-    table = pd.DataFrame({"index": np.arange(len(labels)), "label": labels, **{k: np.asarray(v) for k, v in scores.items()}})
-    tmp = run_dir / (SCORES + ".tmp")
-    tmp.write_text(table.to_csv(index=False))
-    os.replace(tmp, run_dir / SCORES)
-    write_record(record, run_dir / RECORD)  # validates; written last, so present = complete
+    config = {
+        "method": method, "dataset": dataset, "normal_class": normal_class, "seed": seed, "split_seed": split_seed,
+        **(config or {}),
+    }  # fmt: skip
+    record = build_record(
+        dataset=dataset, normal_class=str(normal_class), method=method, variant=variant, seed=seed,
+        labels=labels, scores=scores, n_train=n_train, config=config, split_seed=split_seed,
+        split_sha256=split_sha256, timing=timing, extras=extras, scoring=scoring, device=device,
+    )  # fmt: skip
+    rd = RunDir(run_dir)
+    with rd.lock():
+        rd.write_scores(np.asarray(labels).astype(np.int64), scores)
+        rd.write_record(record)  # written last, so present = complete
     return record
 
 
-def read_score_table(path: str | Path) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-    """Read a program's CSV: a ``label`` column, optionally ``index``, the other columns scores."""
+def read_score_table(path: str | Path) -> tuple[np.ndarray, dict[str, np.ndarray], list[str] | None]:
+    """Read a program's CSV: a ``label`` column, optionally ``index`` and ``id``, the other columns scores.
+
+    Returns ``(labels [M], {score: [M]}, ids or None)`` in ``index`` order.
+    """
+    import pandas as pd
+
     p = Path(path)
     if not p.is_file():
         raise RecordError(f"{p}: score file not found")
@@ -108,13 +98,14 @@ def read_score_table(path: str | Path) -> tuple[np.ndarray, dict[str, np.ndarray
         raise RecordError(f"{p}: needs a 'label' column (1 = anomaly, 0 = normal); has {list(table.columns)}")
     if "index" in table.columns:
         table = table.sort_values("index")
-    names = [c for c in table.columns if c not in ("index", "label")]
+    names = [c for c in table.columns if c not in ("index", "label", "id")]
     if not names:
-        raise RecordError(f"{p}: no score columns besides 'index' and 'label'")
+        raise RecordError(f"{p}: no score columns besides 'index', 'id' and 'label'")
     bad = [c for c in names if not pd.api.types.is_numeric_dtype(table[c])]
     if bad:
         raise RecordError(f"{p}: score column(s) {bad} are not numeric")
-    return table["label"].to_numpy(), {c: table[c].to_numpy(dtype=np.float64) for c in names}
+    ids = table["id"].astype(str).tolist() if "id" in table.columns else None
+    return table["label"].to_numpy(), {c: table[c].to_numpy(dtype=np.float64) for c in names}, ids
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -124,7 +115,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dataset", required=True)
     parser.add_argument("--normal-class", required=True)
     parser.add_argument("--method", required=True)
-    parser.add_argument("--seed", type=int, required=True)
+    parser.add_argument("--seed", type=int, required=True, help="the run's (training) seed; not the split seed")
+    parser.add_argument(
+        "--set", nargs="*", default=[], metavar="KEY=VALUE",
+        help="data settings of the run (RunConfig keys), e.g. split_seed=0 image_size=28",
+    )
     parser.add_argument("--n-train", type=int, help="training images used (default: the harness's split, needs --data-dir)")
     parser.add_argument("--variant", default="default")
     parser.add_argument("--fit-seconds", type=float, default=0.0)
@@ -133,18 +128,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data-dir", help="check the labels against the harness's split of the dataset")
     args = parser.parse_args(argv)
     try:
-        labels, scores = read_score_table(args.scores)
-        n_train = args.n_train
+        labels, scores, ids = read_score_table(args.scores)
+        cfg = dataclasses.replace(
+            load_config(None, args.set), dataset=args.dataset, normal_class=str(args.normal_class), seed=args.seed,
+            data_dir=args.data_dir or "data",
+        )
+        n_train, split_sha256 = args.n_train, None
         if args.data_dir:
-            from con2.data import load_one_class
-
-            data = load_one_class(args.dataset, args.data_dir, args.normal_class, seed=args.seed)
+            data = load_run_data(cfg)
+            manifest = data.manifest or {}
+            where = (
+                f"the harness's {args.dataset} split (normal class {args.normal_class}, split seed {cfg.split_seed}: "
+                f"{len(data.test_labels)} test images)"
+            )
             if not np.array_equal(np.asarray(data.test_labels), labels):
-                raise RecordError(
-                    f"{args.scores}: labels differ from the harness's {args.dataset} split (normal class "
-                    f"{args.normal_class}, seed {args.seed}: {len(data.test_labels)} test images); score that test set, in order"
-                )
+                raise RecordError(f"{args.scores}: labels differ from {where}; score that test set, in order")
+            if ids is not None and ids != list(manifest.get("test_ids", ids)):
+                raise RecordError(f"{args.scores}: ids differ from {where}; score that test set, in order")
             n_train = n_train or len(data.train)
+            split_sha256 = manifest.get("split_sha256")
         if not n_train:
             raise RecordError("--n-train is required without --data-dir")
         config = json.loads(Path(args.config_json).read_text()) if args.config_json else {}
@@ -153,9 +155,11 @@ def main(argv: list[str] | None = None) -> int:
             labels=labels, scores=scores, n_train=n_train, variant=args.variant, config=config,
             timing={"fit_seconds": args.fit_seconds, "score_seconds": args.score_seconds,
                     "wall_seconds": args.fit_seconds + args.score_seconds},
-        )
-    except (RecordError, DataError, ValueError, OSError) as exc:
-        print(f"baselines.external: error: {exc}", file=sys.stderr)
+            split_seed=cfg.split_seed, split_sha256=split_sha256,
+        )  # fmt: skip
+    except (Con2Error, ValueError, OSError) as exc:
+        message = write_failure(exc) if isinstance(exc, OSError) else None
+        print(f"baselines.external: error: {message or exc}", file=sys.stderr)
         return 2
     print(" ".join(f"AUROC[{k}]={v:.1f}" for k, v in record["metrics"]["auroc"].items()), "->", Path(args.run_dir) / RECORD)
     return 0

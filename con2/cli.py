@@ -14,14 +14,13 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import shutil
 import sys
-from pathlib import Path
 
-from con2.config import load_config
-from con2.data import DataError
-from con2.errors import ConfigError, NonFiniteLossError
-from con2.records import RecordError
+from con2.errors import Con2Error, ConfigError, write_failure
+
+# Start-up imports only the standard library, yaml and con2's light modules (config, errors,
+# rundir): `con2 --help` and a re-run of a finished `con2 train` answer without loading torch,
+# pandas or the data layer, which the commands import when they need them.
 
 
 def _summary(record: dict) -> str:
@@ -36,33 +35,49 @@ def _summary(record: dict) -> str:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    from con2.runner import CHECKPOINT, RECORD, run
+    from con2.config import load_config
+    from con2.rundir import CHECKPOINT, COMPLETE, RECORD, REPLACE, RunDir
 
     cfg = load_config(args.config, args.set)
-    run_dir = Path(args.run_dir)
-    if (run_dir / RECORD).exists() and not args.force:
-        print(f"{run_dir / RECORD} exists: run already complete (use --force to retrain)")
+    rd = RunDir(args.run_dir)
+    done = f"{rd.record} exists: run already complete (use --force to retrain)"
+    if rd.plan(cfg, force=args.force, replace_stale=args.replace_stale) == COMPLETE:  # no torch needed
+        print(done)
         return 0
-    if args.force and run_dir.exists():
-        for name in (RECORD, CHECKPOINT):
-            (run_dir / name).unlink(missing_ok=True)
-    record = run(cfg, run_dir)
+    with rd.lock():
+        action = rd.plan(cfg, force=args.force, replace_stale=args.replace_stale)  # again, as the one writer
+        if action == COMPLETE:
+            print(done)
+            return 0
+        if action == REPLACE:
+            stored = rd.stored()
+            assert stored is not None
+            print(f"{rd.path}: removing {CHECKPOINT} and {RECORD}, written under another configuration "
+                  f"({rd.describe_change(stored, cfg)})", flush=True)  # fmt: skip
+        if args.force or action == REPLACE:
+            rd.discard()
+        from con2.runner import run
+
+        record = run(cfg, rd.path)
     print(_summary(record))
     return 0
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from con2.runner import CHECKPOINT, CONFIG, run
+    from con2.config import load_config
+    from con2.rundir import RunDir, copy_checkpoint
 
-    src = Path(args.run_dir)
-    if not (src / CONFIG).is_file():
-        raise ConfigError(f"{src} holds no {CONFIG}; pass the run directory written by `con2 train`")
-    cfg = load_config(src / CONFIG, args.set)
-    out = Path(args.out) if args.out else src
-    if out != src:
-        out.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(src / CHECKPOINT, out / CHECKPOINT)
-    record = run(cfg, out, train=False)
+    src = RunDir(args.run_dir)
+    if not src.config.is_file():
+        raise ConfigError(f"{src.path} holds no {src.config.name}; pass the run directory written by `con2 train`")
+    cfg = load_config(src.config, args.set)
+    out = RunDir(args.out) if args.out else src
+    with out.lock():
+        if out.path != src.path:
+            copy_checkpoint(src.checkpoint, out.checkpoint)
+        from con2.runner import run
+
+        record = run(cfg, out.path, train=False)
     print(_summary(record))
     return 0
 
@@ -101,7 +116,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--config", help="YAML run config (keys of con2.config.RunConfig)")
     p.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", help="overrides, e.g. epochs=8 params.temperature=0.2")
     p.add_argument("--run-dir", required=True, help="output directory (resumes from its checkpoint)")
-    p.add_argument("--force", action="store_true", help="retrain even if the run directory holds a record")
+    p.add_argument(
+        "--force", action="store_true",
+        help="retrain from scratch: delete the run directory's checkpoint.pt and record.json first",
+    )
+    p.add_argument(
+        "--replace-stale", action="store_true",
+        help="if the run directory holds a checkpoint/record of another configuration, delete them and train "
+        "(a finished run of this configuration stays complete)",
+    )
     p.set_defaults(func=cmd_train)
 
     p = sub.add_parser("evaluate", help="re-score a trained run (e.g. other test-time augmentations)")
@@ -123,16 +146,24 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+def run_command(args: argparse.Namespace) -> int:
+    """Run a parsed command; errors a user can fix print as ``con2: error: ...`` and return 2."""
     try:
         return int(args.func(args))
-    except (ConfigError, DataError, NonFiniteLossError, RecordError, FileNotFoundError) as exc:
-        print(f"con2: error: {exc}", file=sys.stderr)
-        return 2
+    except Con2Error as exc:
+        message = str(exc)
+    except OSError as exc:  # disk full, read-only, missing file: say which path and what to do
+        message = write_failure(exc) or (str(exc) if exc.filename is None or str(exc.filename) in str(exc)
+                                         else f"{exc} ({exc.filename})")  # fmt: skip
     except KeyboardInterrupt:
         print("con2: interrupted; rerun the same command to resume from the last checkpoint", file=sys.stderr)
         return 130
+    print(f"con2: error: {message}", file=sys.stderr)
+    return 2
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_command(build_parser().parse_args(argv))
 
 
 if __name__ == "__main__":

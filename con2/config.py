@@ -20,6 +20,10 @@ import yaml
 from con2.errors import ConfigError
 
 
+# Keys that change neither results nor a run's identity (left out of the config hash).
+RUNTIME_KEYS = ("data_dir", "device", "threads", "progress", "checkpoint_every", "eval_batch_size", "nn_chunk")
+
+
 @dataclass
 class RunConfig:
     """Everything that defines one run (dataset, normal class, method, variant, seed)."""
@@ -72,7 +76,7 @@ class RunConfig:
     def config_hash(self) -> str:
         """Hash of everything that changes results (runtime-only keys excluded)."""
         d = self.to_dict()
-        for k in ("data_dir", "device", "threads", "progress", "checkpoint_every", "eval_batch_size", "nn_chunk"):
+        for k in RUNTIME_KEYS:
             d.pop(k)
         return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]
 
@@ -139,6 +143,13 @@ def validate(cfg: RunConfig) -> None:
     for key in positive:
         if getattr(cfg, key) <= 0:
             raise ConfigError(f"config key {key!r} must be > 0, got {getattr(cfg, key)}")
+    smallest = min_image_size(cfg)
+    if cfg.image_size < smallest:
+        raise ConfigError(
+            f"config key 'image_size': {cfg.image_size} px is below the {smallest} px that encoder {cfg.encoder!r} "
+            f"takes (its downsampling would leave the last stage less than one pixel of image). "
+            f"Fix: --set image_size={smallest} or larger (the prepared data are resized to it)"
+        )
     if cfg.max_steps is not None and cfg.max_steps < 0:
         raise ConfigError(f"config key 'max_steps' must be >= 0 (0: evaluate the untrained encoder), got {cfg.max_steps}")
     if cfg.tta < 0 or cfg.tta % 2:
@@ -155,6 +166,15 @@ def validate(cfg: RunConfig) -> None:
         raise ConfigError(f"config key 'lh_ridge' must be >= 0, got {cfg.lh_ridge}")
     if not (cfg.device in ("auto", "cpu", "cuda") or cfg.device.startswith("cuda:")):
         raise ConfigError(f"config key 'device' must be auto, cpu, cuda or cuda:N, got {cfg.device!r}")
+
+
+def min_image_size(cfg: RunConfig) -> int:
+    """The smallest input size of the configured ResNet18 (its total stride: 8 with the CIFAR stem,
+    32 with the ImageNet stem); 1 for timm encoders, which :func:`con2.models.check_input_size` probes."""
+    if cfg.encoder not in ("resnet18", "resnet18_cifar", "resnet18_imagenet"):
+        return 1
+    cifar = {"resnet18_cifar": True, "resnet18_imagenet": False}.get(cfg.encoder, cfg.image_size <= cfg.cifar_stem_max_size)
+    return 8 if cifar else 32
 
 
 def parse_override(text: str) -> tuple[str, Any]:

@@ -13,7 +13,6 @@ uninterrupted run drew, and two CPU runs with one seed give identical numbers.
 from __future__ import annotations
 
 import math
-import os
 import random
 import time
 from collections.abc import Callable
@@ -26,6 +25,7 @@ from torch import Tensor, nn
 from tqdm.auto import tqdm
 
 from con2.errors import ConfigError, NonFiniteLossError
+from con2.rundir import load_checkpoint, save_checkpoint
 
 
 @dataclass(frozen=True)
@@ -87,11 +87,9 @@ def steps_per_epoch(n_images: int, batch_size: int) -> int:
     return max(1, n_images // batch_size)
 
 
-def save_atomic(obj: object, path: Path) -> None:
-    """``torch.save`` to a temporary name, then rename: a crash never leaves a half-written file."""
-    tmp = path.with_name(path.name + ".tmp")
-    torch.save(obj, tmp)
-    os.replace(tmp, path)
+def save_atomic(obj: dict, path: Path) -> None:
+    """Write a checkpoint atomically (see :func:`con2.rundir.save_checkpoint`)."""
+    save_checkpoint(obj, path)
 
 
 def fit(
@@ -129,11 +127,11 @@ def fit(
 
     start_epoch, step = 0, 0
     if checkpoint_path is not None and checkpoint_path.is_file():
-        state = torch.load(checkpoint_path, map_location=device, weights_only=False)
+        state = load_checkpoint(checkpoint_path, device)
         if state.get("fingerprint") != settings.fingerprint:
             raise ConfigError(
-                f"checkpoint {checkpoint_path} was written by another configuration; "
-                f"delete it or use a new run directory"
+                f"checkpoint {checkpoint_path} was written by another configuration; rerun with --replace-stale "
+                f"(or --force) to retrain, or use a new run directory"
             )
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
@@ -205,7 +203,4 @@ def fit(
 
 def load_weights(model: nn.Module, checkpoint_path: Path, device: torch.device) -> None:
     """Load the model weights of a checkpoint written by :func:`fit`."""
-    if not checkpoint_path.is_file():
-        raise FileNotFoundError(f"no checkpoint at {checkpoint_path}; run `con2 train` for this run directory first")
-    state = torch.load(checkpoint_path, map_location=device, weights_only=False)
-    model.load_state_dict(state["model"])
+    model.load_state_dict(load_checkpoint(checkpoint_path, device)["model"])

@@ -1,9 +1,62 @@
-"""Error types with messages that say what is wrong and how to fix it."""
+"""Error types with messages that say what is wrong and how to fix it.
+
+Every error the user can cause or fix derives from :class:`Con2Error`; the command line prints
+its message as ``con2: error: ...`` and exits 2. Write failures stay ``OSError``s (so callers can
+test ``errno``); :func:`write_failure` turns the common ones (disk full, read-only, no permission)
+into that kind of message. This module imports nothing heavy: the CLI imports it at start-up.
+"""
+
+from __future__ import annotations
+
+import errno
+
+NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
+NOT_WRITABLE = (errno.EROFS, errno.EACCES, errno.EPERM)
 
 
-class ConfigError(ValueError):
+class Con2Error(Exception):
+    """Base of the errors whose message names the problem and the fix."""
+
+
+class ConfigError(Con2Error, ValueError):
     """An invalid configuration value: the message names the key and the allowed values."""
 
 
-class NonFiniteLossError(FloatingPointError):
+class NonFiniteLossError(Con2Error, FloatingPointError):
     """Training produced a NaN or infinite loss; the message names the step and the loss terms."""
+
+
+class DataError(Con2Error, RuntimeError):
+    """A dataset is missing, malformed or cannot be obtained; the message says how to fix it."""
+
+
+class DatasetMissing(DataError):
+    """Nothing of the dataset is on disk (as opposed to a damaged copy): a download may fix it."""
+
+
+class RunDirError(Con2Error, RuntimeError):
+    """A run directory cannot be used: another writer holds it, or its checkpoint is unreadable."""
+
+
+def write_failure(exc: OSError, fix: str | None = None) -> str | None:
+    """A message for a failed write (disk full, read-only, no permission), else ``None``.
+
+    The message names the path (``exc.filename``) and says what to do; ``fix`` replaces the
+    generic advice.
+    """
+    path = exc.filename if exc.filename is not None else "(unknown path)"
+    if exc.errno in NO_SPACE:
+        what = "no space left on device" if exc.errno == errno.ENOSPC else "disk quota exceeded"
+        advice = fix or (
+            "free space on that file system (or write elsewhere: another --run-dir, or CON2_CACHE_DIR for "
+            "prepared data), then rerun the same command: it resumes from the last checkpoint"
+        )
+        return f"{what} writing {path}. Fix: {advice}"
+    if exc.errno in NOT_WRITABLE:
+        what = "read-only file system" if exc.errno == errno.EROFS else "permission denied"
+        advice = fix or (
+            "make that folder writable, or choose a writable --run-dir (prepared data: set CON2_CACHE_DIR "
+            "to a writable folder)"
+        )
+        return f"cannot write {path}: {what}. Fix: {advice}"
+    return None

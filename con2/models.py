@@ -75,7 +75,7 @@ def check_input_size(model: nn.Module, name: str, image_size: int) -> None:
     except (RuntimeError, ValueError, AssertionError) as exc:
         raise ConfigError(
             f"image_size={image_size} is not accepted by encoder {name!r} ({str(exc).splitlines()[0]}); "
-            f"choose a larger image_size or another encoder"
+            f"Fix: --set image_size=... with a size it takes (e.g. its native one), or another --set encoder=..."
         ) from exc
     finally:
         model.train(was_training)

@@ -1,18 +1,20 @@
 """The one-run record: its schema (in one place), an atomic writer and a validating reader.
 
 Every run writes ``record.json`` in its run directory; tables and figures read nothing else. A
-record is written to a temporary name and renamed, so a failed run leaves no record, and a reader
-rejects any record that does not match the schema, naming the field and the file.
+record is written to a temporary name and renamed (:mod:`con2.atomic`), so a failed run leaves no
+record, and a reader rejects any record that does not match the schema, naming the field and the
+file. Records are built by :func:`con2.rundir.build_record`, for registered methods and external
+programs alike.
 """
 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
-import jsonschema
+from con2.atomic import write_text_atomic
+from con2.errors import Con2Error
 
 SCHEMA_VERSION = 1
 
@@ -61,6 +63,10 @@ RECORD_SCHEMA: dict[str, Any] = {
         "epochs": {"type": "integer"},
         "steps": {"type": "integer"},
         "resumed_from_epoch": {"type": ["integer", "null"]},
+        "batch_size": {"type": ["integer", "null"], "minimum": 1},  # the effective batch (images per step)
+        "split_seed": {"type": ["integer", "null"]},
+        "split_sha256": {"type": ["string", "null"]},  # the split manifest's checksum (same test ids <=> same value)
+        "scoring": {"type": "object"},  # per score: which reading is its headline (method-defined, JSON)
         "config": {"type": "object"},
         "config_hash": {"type": "string"},
         "versions": {"type": "object"},
@@ -71,12 +77,14 @@ RECORD_SCHEMA: dict[str, Any] = {
 }
 
 
-class RecordError(ValueError):
+class RecordError(Con2Error, ValueError):
     """A record file is missing, unreadable or does not match the schema."""
 
 
 def validate_record(record: dict[str, Any], source: str = "<record>") -> None:
     """Raise ``RecordError`` naming the offending field and ``source`` if ``record`` is invalid."""
+    import jsonschema
+
     validator = jsonschema.Draft202012Validator(RECORD_SCHEMA)
     errors = sorted(validator.iter_errors(record), key=lambda e: list(e.absolute_path))
     if errors:
@@ -91,10 +99,7 @@ def validate_record(record: dict[str, Any], source: str = "<record>") -> None:
 def write_record(record: dict[str, Any], path: Path) -> None:
     """Validate, then write ``record`` as JSON atomically (temporary file + rename)."""
     validate_record(record, str(path))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(record, indent=2, sort_keys=True))
-    os.replace(tmp, path)
+    write_text_atomic(Path(path), json.dumps(record, indent=2, sort_keys=True))
 
 
 def read_record(path: str | Path) -> dict[str, Any]:

@@ -1,22 +1,14 @@
 """One run, end to end: data -> method -> training -> scores -> metrics -> run directory.
 
-Run directory layout::
-
-    config.yaml      the resolved configuration
-    checkpoint.pt    weights + optimiser state (resume point), written atomically
-    scores.csv       per-sample test scores (index, label, one column per score)
-    features.npz     identity-view representations per split and context (float16)
-    record.json      the one-run record (written last, atomically: present = run complete)
+The run directory (its files, lock, atomic writes and record) belongs to :mod:`con2.rundir`;
+this module only orders the steps, checking everything knowable before training first: the
+directory's owner and contents, the data (both classes in the test split), the batch size
+against the training set, the method and its encoder.
 """
 
 from __future__ import annotations
 
-import datetime as _dt
-import importlib.metadata as md
-import os
-import platform
 import resource
-import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -24,38 +16,14 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 import torch
-import yaml
 
 from con2.config import RunConfig
-from con2.data import load_one_class
 from con2.engine import TrainSettings, fit, load_weights, select_device
 from con2.methods import build_method
-from con2.metrics import auroc
-from con2.records import SCHEMA_VERSION, write_record
+from con2.rundir import CHECKPOINT, CONFIG, FEATURES, RECORD, SCORES, RunDir, build_record, check_batch_size, load_run_data
 
-RECORD, CHECKPOINT, SCORES, FEATURES, CONFIG = "record.json", "checkpoint.pt", "scores.csv", "features.npz", "config.yaml"
-
-
-def _versions() -> dict[str, str]:
-    out = {"python": platform.python_version()}
-    for pkg in ("torch", "torchvision", "kornia", "timm", "numpy", "scikit-learn", "con2-bench"):
-        try:
-            out[pkg] = md.version(pkg)
-        except md.PackageNotFoundError:
-            pass
-    return out
-
-
-def _git_commit() -> str | None:
-    try:
-        res = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=Path(__file__).parent, capture_output=True, text=True, timeout=5
-        )
-        return res.stdout.strip() or None if res.returncode == 0 else None
-    except (OSError, subprocess.SubprocessError):
-        return None
+__all__ = ["CHECKPOINT", "CONFIG", "FEATURES", "RECORD", "SCORES", "run", "to_tensor", "train_settings"]
 
 
 def _peak_memory_mb(device: torch.device) -> float:
@@ -80,12 +48,6 @@ def train_settings(cfg: RunConfig) -> TrainSettings:
     )
 
 
-def _write_atomic_text(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
-
-
 def run(
     cfg: RunConfig,
     run_dir: str | Path,
@@ -95,60 +57,58 @@ def run(
     """Train (or resume) and evaluate one run; return its record.
 
     With ``train=False`` the weights come from the run directory's checkpoint (``con2 evaluate``).
+
+    Raises:
+        RunDirError: another process writes to ``run_dir``, or its checkpoint is corrupt.
+        ConfigError: ``run_dir`` holds a checkpoint or record of another config; a batch larger
+            than the training set; an invalid method or encoder setting.
+        DataError: missing or damaged data, or a test split without both classes.
+        OSError: a write failed (disk full, read-only); nothing partial is left.
     """
     t_wall = time.perf_counter()
-    run_dir = Path(run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    if cfg.threads:
-        torch.set_num_threads(cfg.threads)
-    device = select_device(cfg.device)
-    data = load_one_class(cfg.dataset, cfg.data_dir, cfg.normal_class, seed=cfg.split_seed, size=cfg.data_size or cfg.image_size)
-    torch.manual_seed(cfg.seed)  # model initialisation
-    method = build_method(cfg)
-    _write_atomic_text(run_dir / CONFIG, yaml.safe_dump(cfg.to_dict(), sort_keys=False))
+    rd = RunDir(run_dir)
+    with rd.lock():
+        if train:
+            rd.plan(cfg)  # a checkpoint or record of another config: refuse before loading anything
+        data = load_run_data(cfg)
+        if train:
+            check_batch_size(cfg, len(data.train))
+        if cfg.threads:
+            torch.set_num_threads(cfg.threads)
+        device = select_device(cfg.device)
+        torch.manual_seed(cfg.seed)  # model initialisation
+        method = build_method(cfg)
+        rd.write_config(cfg)
 
-    train_images, test_images = to_tensor(data.train), to_tensor(data.test)
-    if train:
-        result = fit(method, train_images, train_settings(cfg), device, run_dir / CHECKPOINT, on_epoch_end)
-        fit_seconds, epochs, steps, ips = result.fit_seconds, result.epochs, result.steps, result.images_per_second
-        resumed_from = result.resumed_from_epoch
-    else:
-        method.to(device)
-        load_weights(method, run_dir / CHECKPOINT, device)
-        fit_seconds, epochs, steps, ips, resumed_from = 0.0, 0, 0, None, None
+        train_images, test_images = to_tensor(data.train), to_tensor(data.test)
+        if train:
+            result = fit(method, train_images, train_settings(cfg), device, rd.checkpoint, on_epoch_end)
+            fit_seconds, ips = result.fit_seconds, result.images_per_second
+            training = {"epochs": result.epochs, "steps": result.steps, "resumed_from_epoch": result.resumed_from_epoch}
+        else:
+            method.to(device)
+            load_weights(method, rd.checkpoint, device)
+            fit_seconds, ips = 0.0, None
+            training = {"epochs": 0, "steps": 0, "resumed_from_epoch": None}
 
-    t_score = time.perf_counter()
-    out = method.score(train_images, test_images, device)
-    score_seconds = time.perf_counter() - t_score
+        t_score = time.perf_counter()
+        out = method.score(train_images, test_images, device)
+        score_seconds = time.perf_counter() - t_score
 
-    labels = data.test_labels
-    metrics: dict[str, Any] = {"auroc": {name: auroc(labels, s) for name, s in out.scores.items()}}
-    metrics.update(out.extras)
-    table = pd.DataFrame({"index": np.arange(len(labels)), "label": labels, **out.scores})
-    _write_atomic_text(run_dir / SCORES, table.to_csv(index=False))
-    if out.arrays:
-        tmp = run_dir / (FEATURES + ".tmp.npz")
-        np.savez_compressed(tmp, **out.arrays)
-        os.replace(tmp, run_dir / FEATURES)
-
-    record = {
-        "schema_version": SCHEMA_VERSION,
-        "dataset": cfg.dataset,
-        "normal_class": data.normal_class,
-        "method": cfg.method,
-        "variant": cfg.variant,
-        "seed": cfg.seed,
-        "metrics": metrics,
-        "timing": {
-            "fit_seconds": fit_seconds, "score_seconds": score_seconds,
-            "wall_seconds": time.perf_counter() - t_wall, "images_per_second": ips,
-        },
-        "peak_memory_mb": _peak_memory_mb(device),
-        "n_train": len(data.train), "n_test": len(data.test), "n_anomalous": data.n_anomalous,
-        "epochs": epochs, "steps": steps, "resumed_from_epoch": resumed_from,
-        "config": cfg.to_dict(), "config_hash": cfg.config_hash(),
-        "versions": _versions(), "git_commit": _git_commit(), "device": str(device),
-        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-    }
-    write_record(record, run_dir / RECORD)
+        rd.write_scores(data.test_labels, out.scores)
+        if out.arrays:
+            rd.write_features(out.arrays)
+        manifest = data.manifest or {}
+        record = build_record(
+            dataset=cfg.dataset, normal_class=data.normal_class, method=cfg.method, variant=cfg.variant,
+            seed=cfg.seed, labels=data.test_labels, scores=out.scores, n_train=len(data.train),
+            config=cfg.to_dict(), config_hash=cfg.config_hash(),
+            split_seed=cfg.split_seed, split_sha256=manifest.get("split_sha256"),
+            batch_size=min(cfg.batch_size, len(data.train)),
+            timing={"fit_seconds": fit_seconds, "score_seconds": score_seconds,
+                    "wall_seconds": time.perf_counter() - t_wall, "images_per_second": ips},
+            extras=out.extras, scoring=getattr(out, "scoring", None), training=training,
+            device=str(device), peak_memory_mb=_peak_memory_mb(device),
+        )  # fmt: skip
+        rd.write_record(record)
     return record

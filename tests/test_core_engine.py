@@ -5,12 +5,13 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-import torch
 
+from con2.atomic import partials
 from con2.config import make_config
 from con2.data import load_one_class
 from con2.engine import derived_seed, steps_per_epoch
 from con2.records import read_record
+from con2.rundir import load_checkpoint
 from con2.runner import CHECKPOINT, RECORD, SCORES, run
 
 
@@ -40,7 +41,7 @@ def test_interrupted_run_resumes_to_identical_metrics(tiny, tmp_path):
         run(cfg, tmp_path / "resumed", on_epoch_end=stop_after_two)
     assert (tmp_path / "resumed" / CHECKPOINT).is_file()
     assert not (tmp_path / "resumed" / RECORD).exists()  # an interrupted run leaves no record
-    assert torch.load(tmp_path / "resumed" / CHECKPOINT, weights_only=False)["epoch"] == 2
+    assert load_checkpoint(tmp_path / "resumed" / CHECKPOINT)["epoch"] == 2
     resumed = run(cfg, tmp_path / "resumed")
     assert resumed["resumed_from_epoch"] == 2 and full["resumed_from_epoch"] == 0
     assert resumed["metrics"] == full["metrics"]
@@ -67,7 +68,7 @@ def test_run_directory_holds_a_valid_record_and_scores(tiny, tmp_path):
     assert on_disk["n_anomalous"] == data.n_anomalous > 0
     scores = pd.read_csv(tmp_path / SCORES)
     assert len(scores) == len(data.test) and scores["label"].sum() == data.n_anomalous
-    assert not list(tmp_path.glob("*.tmp*"))
+    assert not partials(tmp_path)
 
 
 def test_max_steps_caps_training(tiny, tmp_path):

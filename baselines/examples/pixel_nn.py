@@ -1,18 +1,22 @@
 """A stand-in external anomaly detector: cosine nearest-neighbour distance on raw pixels.
 
 It plays the part of a program outside the harness (no torch, no registry): it writes a CSV with
-a ``label`` column and one score column, which ``python -m baselines.external`` turns into a run
+``id``, ``label`` and one score column, which ``python -m baselines.external`` turns into a run
 record (see ``pixel_nn.smk`` beside this file). It is also a useful floor: on BreastMNIST raw
 pixels give AUROC 70.6 (shared/data/README.md). A real external program reads its own copy of the
-images, and must score the harness's test set in the harness's order (``--data-dir`` checks it).
+images, and must score the harness's test set in the harness's order (``--data-dir`` checks it):
+the split is fixed by the split seed (``--set split_seed=K``, default 0), never by the training
+seed, so every seed of a run scores the same test images as CON2's runs do.
 
     python baselines/examples/pixel_nn.py --data-dir ../shared/data --dataset breastmnist \
-        --normal-class 1 --seed 0 --out raw_scores.csv
+        --normal-class 1 --set split_seed=0 image_size=28 --out raw_scores.csv
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -27,22 +31,33 @@ def pixel_nn_scores(train: np.ndarray, test: np.ndarray) -> np.ndarray:
     return -(te @ tr.T).max(1)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data-dir", required=True)
     parser.add_argument("--dataset", required=True)
     parser.add_argument("--normal-class", required=True)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", required=True, help="CSV to write: index, label, nnd")
-    args = parser.parse_args()
-    from con2.data import load_one_class  # only to get the harness's split of the images
+    parser.add_argument(
+        "--set", nargs="*", default=[], metavar="KEY=VALUE",
+        help="data settings of the run (RunConfig keys), e.g. split_seed=0 image_size=28",
+    )
+    parser.add_argument("--out", required=True, help="CSV to write: index, id, label, nnd")
+    args = parser.parse_args(argv)
+    from con2.config import load_config  # only to get the harness's split of the images
+    from con2.rundir import load_run_data
 
-    data = load_one_class(args.dataset, args.data_dir, args.normal_class, seed=args.seed)
+    cfg = dataclasses.replace(
+        load_config(None, args.set), dataset=args.dataset, normal_class=str(args.normal_class), data_dir=args.data_dir
+    )
+    data = load_run_data(cfg)
+    ids = (data.manifest or {})["test_ids"]
     scores = pixel_nn_scores(np.asarray(data.train), np.asarray(data.test))
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    rows = ["index,label,nnd"] + [f"{i},{int(y)},{s:.8g}" for i, (y, s) in enumerate(zip(data.test_labels, scores))]
-    out.write_text("\n".join(rows) + "\n")
+    with open(out, "w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["index", "id", "label", "nnd"])
+        for i, (sid, y, s) in enumerate(zip(ids, data.test_labels, scores, strict=True)):
+            writer.writerow([i, sid, int(y), f"{s:.8g}"])
 
 
 if __name__ == "__main__":

@@ -15,6 +15,18 @@ from pathlib import Path
 _PIXEL_NN_PROGRAM = Path(workflow.current_basedir) / "pixel_nn.py"
 
 
+def _pixel_nn_data(wildcards):
+    """`--set` arguments that fix the run's test set: its split seed (never the training seed) and
+    sizes. In the workflow they come from the run's resolved settings; standalone, from the
+    config's `run:` block (default split_seed 0, image_size 28), exactly as `con2 train` resolves them."""
+    if "run_settings_for" in globals():  # included in the workflow (workflow/rules/common.smk)
+        settings = run_settings_for("pixel_nn")(wildcards)
+    else:
+        settings = dict(config.get("run") or {})
+    keys = ("split_seed", "image_size", "data_size")
+    return " ".join(f"{k}={settings[k]}" for k in keys if settings.get(k) is not None)
+
+
 rule pixel_nn:
     output:
         record="results/runs/{dataset}/{normal_class}/pixel_nn/{variant}/seed{seed}/record.json",
@@ -26,9 +38,10 @@ rule pixel_nn:
         program=_PIXEL_NN_PROGRAM,
         data_dir=lambda wc: config.get("data_dir", "data"),
         run_dir=lambda wc, output: Path(output.record).parent,
+        data=_pixel_nn_data,
     shell:
         "{params.python} {params.program} --data-dir {params.data_dir} --dataset {wildcards.dataset} "
-        "--normal-class {wildcards.normal_class} --seed {wildcards.seed} --out {params.run_dir}/raw_scores.csv && "
+        "--normal-class {wildcards.normal_class} --set {params.data} --out {params.run_dir}/raw_scores.csv && "
         "{params.python} -m baselines.external --scores {params.run_dir}/raw_scores.csv --run-dir {params.run_dir} "
         "--dataset {wildcards.dataset} --normal-class {wildcards.normal_class} --method pixel_nn "
-        "--variant {wildcards.variant} --seed {wildcards.seed} --data-dir {params.data_dir}"
+        "--variant {wildcards.variant} --seed {wildcards.seed} --set {params.data} --data-dir {params.data_dir}"

@@ -4,19 +4,38 @@ Every loader returns a :class:`OneClassData` with uint8 images in ``[N, H, W, C]
 (C = 1 or 3) and test labels with 1 = anomaly, 0 = normal. The registry maps a dataset name to a
 :class:`DatasetInfo`; ``load_one_class`` is the single entry point the rest of the package uses,
 ``normal_classes`` lists the normal classes the paper runs per dataset.
+
+The names below are imported on first use, so ``import con2.data.cli`` (the command line's
+start-up) does not load numpy, PIL or the dataset sources.
 """
 
-from con2.data.base import DataError, DatasetMissing, OneClassData
-from con2.data.registry import DATASETS, DatasetInfo, get_info, load_one_class, normal_classes, prepare_dataset
+from __future__ import annotations
 
-__all__ = [
-    "DATASETS",
-    "DataError",
-    "DatasetInfo",
-    "DatasetMissing",
-    "OneClassData",
-    "get_info",
-    "load_one_class",
-    "normal_classes",
-    "prepare_dataset",
-]
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from con2.errors import DataError, DatasetMissing
+
+if TYPE_CHECKING:
+    from con2.data.base import OneClassData
+    from con2.data.registry import DATASETS, DatasetInfo, get_info, load_one_class, normal_classes, prepare_dataset
+
+_LAZY = {
+    "OneClassData": "con2.data.base",
+    "DATASETS": "con2.data.registry",
+    "DatasetInfo": "con2.data.registry",
+    "get_info": "con2.data.registry",
+    "load_one_class": "con2.data.registry",
+    "normal_classes": "con2.data.registry",
+    "prepare_dataset": "con2.data.registry",
+}
+
+__all__ = ["DataError", "DatasetMissing", *_LAZY]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'con2.data' has no attribute {name!r}")

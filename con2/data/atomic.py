@@ -1,15 +1,14 @@
-"""Atomic file writes, archive extraction and checksums.
+"""Locks, archive extraction and checksums for the data layer.
 
-Everything the data layer writes goes to a temporary name in the destination folder and is renamed
-into place only after it is complete and verified, so an interrupted download or preparation never
-leaves a file that a later run would take for a good one. Temporary names contain ``.partial-``.
+Everything the data layer writes goes through :mod:`con2.atomic` (a unique temporary name in the
+destination folder, renamed into place only once complete and verified), so an interrupted
+download or preparation never leaves a file that a later run would take for a good one.
+Temporary names contain ``.partial-``.
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
-import shutil
 import tarfile
 import zipfile
 from collections.abc import Callable, Iterator
@@ -17,41 +16,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from con2.data.base import DataError
+from con2.atomic import PARTIAL, atomic_path, clean_partials, install, partial_name, remove
+from con2.errors import DataError, write_failure
 
-PARTIAL = ".partial-"
-
-
-def partial_name(final: Path) -> Path:
-    """A unique temporary sibling of ``final`` (same folder, so the rename is atomic)."""
-    return final.with_name(f".{final.name}{PARTIAL}{os.getpid()}-{os.urandom(3).hex()}")
-
-
-def remove(path: Path) -> None:
-    """Delete a file or folder tree if it exists."""
-    if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path, ignore_errors=True)
-    elif path.exists() or path.is_symlink():
-        path.unlink()
-
-
-@contextmanager
-def atomic_path(final: Path) -> Iterator[Path]:
-    """Yield a temporary path; on success rename it to ``final``, on any error delete it.
-
-    Works for files and folders. An existing ``final`` is replaced (folders: removed first).
-    """
-    final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = partial_name(final)
-    try:
-        yield tmp
-        if not tmp.exists():
-            raise DataError(f"internal: {tmp} was not written")
-        if final.is_dir() and not final.is_symlink():
-            shutil.rmtree(final)
-        os.replace(tmp, final)
-    finally:
-        remove(tmp)
+__all__ = [
+    "PARTIAL", "atomic_path", "clean_partials", "extract_archive", "extract_into", "file_digest", "file_lock",
+    "partial_name", "remove", "text_digest",
+]  # fmt: skip
 
 
 @contextmanager
@@ -70,13 +41,6 @@ def file_lock(path: Path) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-def clean_partials(folder: Path) -> None:
-    """Remove leftovers of interrupted writes (``.*.partial-*``) in ``folder``."""
-    if folder.is_dir():
-        for p in folder.glob(f".*{PARTIAL}*"):
-            remove(p)
 
 
 def file_digest(path: Path, algo: str = "md5", chunk: int = 1 << 20) -> str:
@@ -115,6 +79,8 @@ def extract_archive(archive: Path, dest: Path, dataset: str) -> None:
             else:
                 raise DataError(f"{dataset}: {archive} is not a readable zip or tar archive (truncated?). {fix}")
         except (zipfile.BadZipFile, tarfile.TarError, EOFError, OSError, ValueError) as exc:
+            if isinstance(exc, OSError) and write_failure(exc) is not None:
+                raise  # a full or read-only disk, not a bad archive
             raise DataError(f"{dataset}: {archive} is truncated or corrupt ({exc}). {fix}") from exc
 
 
@@ -129,8 +95,6 @@ def extract_into(archive: Path, target: Path, name: str, check: Callable[[Path],
         for child in tmp.iterdir():
             if child.name == "__MACOSX":
                 continue
-            dest = target / child.name
-            remove(dest)
-            os.replace(child, dest)
+            install(child, target / child.name)
     finally:
         remove(tmp)

@@ -2,8 +2,9 @@
 
 :class:`OneClassData` is what every loader returns: normal training images, a labelled test set
 (1 = anomaly, 0 = normal) and the manifest of the split (sample ids, seed, checksums), so a run
-record can say exactly which images it saw. :class:`DataError` is the single error type of the
-data layer; its message names the dataset, the file and the command or credential that fixes it.
+record can say exactly which images it saw. :class:`DataError` (defined in :mod:`con2.errors`) is the
+single error type of the data layer; its message names the dataset, the file and the command or
+credential that fixes it.
 """
 
 from __future__ import annotations
@@ -13,13 +14,9 @@ from typing import Any
 
 import numpy as np
 
+from con2.errors import DataError, DatasetMissing
 
-class DataError(RuntimeError):
-    """A dataset is missing, malformed or cannot be obtained; the message says how to fix it."""
-
-
-class DatasetMissing(DataError):
-    """Nothing of the dataset is on disk (as opposed to a damaged copy): a download may fix it."""
+__all__ = ["DataError", "DatasetMissing", "OneClassData"]
 
 
 @dataclass(frozen=True)

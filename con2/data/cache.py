@@ -15,6 +15,7 @@ folders work.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import time
@@ -182,6 +183,7 @@ def prepare(table: SourceTable, size: int, directory: Path, progress: bool = Tru
     mpath.unlink(missing_ok=True)  # the old manifest must never describe new images
     with atomic_path(ipath) as tmp:
         out = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.uint8, shape=shape)
+        reserve(tmp)  # a full disk fails here with ENOSPC, not with SIGBUS while writing the memmap
         bar = tqdm(order, desc=f"prepare {table.dataset} {size}px", unit="img", disable=not progress, leave=False)
         for row, i in enumerate(bar):
             try:
@@ -221,6 +223,23 @@ def prepare(table: SourceTable, size: int, directory: Path, progress: bool = Tru
     if prepared is None:  # pragma: no cover - would mean the file system lost our write
         raise DataError(f"{table.dataset}: the cache just written to {directory} does not read back")
     return prepared
+
+
+def reserve(path: Path) -> None:
+    """Allocate the disk blocks of the (sparse) file ``path`` now, so a full disk raises ENOSPC.
+
+    Writing a memory map onto a full file system kills the process with SIGBUS instead.
+    """
+    if hasattr(os, "posix_fallocate"):
+        fd = os.open(path, os.O_RDWR)
+        try:
+            os.posix_fallocate(fd, 0, os.fstat(fd).st_size)
+        except OSError as exc:
+            if exc.errno in (errno.EINVAL, errno.EOPNOTSUPP):  # the file system cannot preallocate
+                return
+            raise OSError(exc.errno, exc.strerror, str(path)) from exc
+        finally:
+            os.close(fd)
 
 
 def take(images: np.ndarray, idx: np.ndarray) -> np.ndarray:

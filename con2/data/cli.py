@@ -7,17 +7,13 @@ callable ``(args) -> int`` (exit status). Also runnable alone: ``python -m con2.
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Sequence
-
-from tqdm import tqdm
-
-from con2.data.base import DataError
-from con2.data.registry import DATASETS, dataset_status, default_data_dir, get_info, load_one_class, prepare_dataset
 
 
 def cmd_list(args: argparse.Namespace) -> int:
     """Print every registered dataset: family, source, present or not, prepared sizes, how to get it."""
+    from con2.data.registry import DATASETS, dataset_status, default_data_dir
+
     data_dir = args.data_dir or default_data_dir()
     print(f"data_dir: {data_dir}")
     print(f"{'name':22} {'family':8} {'source':12} {'present':8} {'prepared':14} normal classes")
@@ -40,27 +36,25 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def cmd_get(args: argparse.Namespace) -> int:
     """Locate or download dataset ``args.name``, verify it and prepare it at each requested size."""
-    try:
-        info = get_info(args.name)
-        data_dir = args.data_dir or default_data_dir()
-        sizes = args.size or [28 if info.source == "medmnist" else info.paper_size]
-        for size in tqdm(sizes, desc=f"{info.name}", unit="size", disable=len(sizes) < 2):
-            if info.source != "embedded":
-                prep = prepare_dataset(
-                    info.name, data_dir, size, download=not args.no_download, progress=True, verify=True
-                )
-                print(
-                    f"{info.name} {size}px: {len(prep.images)} images {tuple(prep.images.shape[1:])} in {prep.directory}"
-                )
-                print(f"  source {prep.manifest['source']['location']}, images sha256 {prep.manifest['images_sha256']}")
-            data = load_one_class(info.name, data_dir, None, 0, size)
+    from tqdm import tqdm
+
+    from con2.data.registry import default_data_dir, get_info, load_one_class, prepare_dataset
+
+    info = get_info(args.name)
+    data_dir = args.data_dir or default_data_dir()
+    sizes = args.size or [28 if info.source == "medmnist" else info.paper_size]
+    for size in tqdm(sizes, desc=f"{info.name}", unit="size", disable=len(sizes) < 2):
+        if info.source != "embedded":
+            prep = prepare_dataset(info.name, data_dir, size, download=not args.no_download, progress=True, verify=True)
             print(
-                f"  normal class {data.normal_class}: {len(data.train)} train, test {data.n_normal_test} normal + "
-                f"{data.n_anomalous} anomalous (split sha256 {data.manifest['split_sha256'][:16]})"  # type: ignore[index]
+                f"{info.name} {size}px: {len(prep.images)} images {tuple(prep.images.shape[1:])} in {prep.directory}"
             )
-    except DataError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+            print(f"  source {prep.manifest['source']['location']}, images sha256 {prep.manifest['images_sha256']}")
+        data = load_one_class(info.name, data_dir, None, 0, size)
+        print(
+            f"  normal class {data.normal_class}: {len(data.train)} train, test {data.n_normal_test} normal + "
+            f"{data.n_anomalous} anomalous (split sha256 {data.manifest['split_sha256'][:16]})"  # type: ignore[index]
+        )
     return 0
 
 
@@ -73,7 +67,7 @@ def add_data_subcommands(subparsers: argparse._SubParsersAction) -> argparse.Arg
     p_list.add_argument("--data-dir", default=None, help="data folder (default: $CON2_DATA_DIR or ./data)")
     p_list.set_defaults(func=cmd_list)
     p_get = sub.add_parser("get", help="locate or download a dataset, verify it, prepare it")
-    p_get.add_argument("name", help=f"one of: {', '.join(DATASETS)}")
+    p_get.add_argument("name", help="a registered dataset (`con2 data list` lists them)")
     p_get.add_argument(
         "--data-dir", default=None, help="data folder, searched first (default: $CON2_DATA_DIR or ./data)"
     )
@@ -89,8 +83,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Stand-alone entry: ``python -m con2.data.cli data {list,get} ...``."""
     parser = argparse.ArgumentParser(prog="con2")
     add_data_subcommands(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    return int(args.func(args))
+    from con2.cli import run_command  # prints `con2: error: ...` and returns 2 for the errors users can fix
+
+    return run_command(parser.parse_args(argv))
 
 
 if __name__ == "__main__":

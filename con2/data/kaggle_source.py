@@ -24,8 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from con2.data.atomic import PARTIAL, extract_into, partial_name, remove, text_digest
+from con2.data.atomic import PARTIAL, atomic_path, extract_into, partial_name, remove, text_digest
 from con2.data.base import DataError, DatasetMissing
+from con2.errors import write_failure
 from con2.data.cache import Found, SourceTable
 from con2.data.folders import folder_table, require_dirs
 
@@ -242,18 +243,15 @@ def _check_dogs_cats_zip(name: str, path: Path, fix: str) -> list[str]:
 
 def _unpack_train_zip(name: str, outer: Path, final: Path, fix: str) -> None:
     """Copy ``train.zip`` out of the competition's ``dogs-vs-cats.zip`` (atomically, checked)."""
-    final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = partial_name(final)
-    try:
+    with atomic_path(final) as tmp:
         try:
             with zipfile.ZipFile(outer) as zf, zf.open("train.zip") as src, open(tmp, "wb") as dst:
                 shutil.copyfileobj(src, dst, 1 << 20)
         except (zipfile.BadZipFile, KeyError, OSError, EOFError) as exc:
+            if isinstance(exc, OSError) and write_failure(exc) is not None:
+                raise  # a full or read-only disk, not a bad archive
             raise DataError(f"{name}: {outer} is truncated or has no train.zip ({exc}). Delete it. {fix}") from exc
         _check_dogs_cats_zip(name, tmp, fix)
-        os.replace(tmp, final)
-    finally:
-        remove(tmp)
 
 
 # --------------------------------------------------------------------------- tables

@@ -52,7 +52,11 @@ def url_and_md5(flag: str, size: int) -> tuple[str, str]:
 def check_size(flag: str, size: int) -> None:
     """Raise unless MedMNIST publishes ``flag`` at ``size``."""
     if size not in SIZES:
-        raise DataError(f"{flag}: MedMNIST comes in sizes {SIZES}, not {size}. Fix: pass --size with one of them.")
+        raise DataError(
+            f"{flag}: MedMNIST comes in sizes {SIZES}, not {size}. Fix: use one of them: `con2 train --set "
+            f"data_size=28` (the prepared resolution; image_size, the training size, may differ) or "
+            f"`con2 data get {flag} --size 28`."
+        )
 
 
 def get_fix(flag: str, size: int, data_dir: Path) -> str:

@@ -30,6 +30,7 @@ from con2.data.base import DataError, DatasetMissing, OneClassData
 from con2.data.cache import Found, Prepared, cache_dir, cache_root, load_prepared, prepare, take
 from con2.data.manifest import manifest_filename, split_manifest, write_manifest
 from con2.data.splits import one_class_split
+from con2.errors import write_failure
 
 
 @dataclass(frozen=True)
@@ -298,7 +299,14 @@ def resolve_normal(info: DatasetInfo, normal_class: str | int | None) -> tuple[s
 
 
 def _data_dir(data_dir: str | Path | None) -> Path:
-    return (Path(data_dir).expanduser() if data_dir is not None else default_data_dir()).absolute()
+    """The absolute data folder; ``DataError`` if the path exists but is not a folder."""
+    d = (Path(data_dir).expanduser() if data_dir is not None else default_data_dir()).absolute()
+    if d.exists() and not d.is_dir():
+        raise DataError(
+            f"data_dir {d} is a file, not a folder. Fix: pass the folder that holds the datasets "
+            f"(`con2 train --set data_dir=DIR`, `con2 data get NAME --data-dir DIR`), e.g. {d.parent}"
+        )
+    return d
 
 
 def find_source(info: DatasetInfo, data_dir: Path, size: int) -> Found:
@@ -375,10 +383,12 @@ def prepare_dataset(
             if prepared is None:
                 prepared = prepare(found.build(), size, directory, progress=show)
     except OSError as exc:
-        raise DataError(
-            f"{info.name}: cannot write the prepared cache {directory} ({exc}). Fix: free disk space, or point "
-            f"CON2_CACHE_DIR at a writable folder, then run `con2 data get {info.name} --size {size}`."
-        ) from exc
+        fix = (
+            f"free disk space, or point CON2_CACHE_DIR at a writable folder with room, then rerun (or run "
+            f"`con2 data get {info.name} --size {size}`)"
+        )
+        problem = write_failure(exc, fix) or f"cannot write the prepared cache {directory} ({exc}). Fix: {fix}"
+        raise DataError(f"{info.name}: {problem}") from exc
     return prepared
 
 
@@ -386,6 +396,20 @@ def _embedded(info: DatasetInfo, size: int) -> tuple[np.ndarray, np.ndarray, np.
     images, ids, labels = digits_source.arrays(size)
     sha = hashlib.sha256(np.ascontiguousarray(images).tobytes()).hexdigest()
     return images, np.array(ids), np.array(["all"] * len(ids)), labels, sha
+
+
+def check_both_classes(info: DatasetInfo, normal_name: str, test_labels: np.ndarray, location: str) -> None:
+    """Raise ``DataError`` unless the test split holds normal and anomalous images (AUROC needs both)."""
+    n_anomalous = int(np.sum(test_labels))
+    if 0 < n_anomalous < len(test_labels):
+        return
+    only = "anomalies" if n_anomalous else "normal images"
+    raise DataError(
+        f"{info.name}: the test split of normal class {normal_name} holds only {only} ({len(test_labels)} images "
+        f"from {location}); an AUROC needs normal and anomalous test images. Fix: check that the copy of "
+        f"{info.name} is complete (delete it and run `con2 data get {info.name}`), or choose another normal class "
+        f"(--set normal_class=..., one of: {', '.join(info.normals)})"
+    )
 
 
 def load_one_class(
@@ -434,6 +458,7 @@ def load_one_class(
         raise DataError(
             f"{info.name}: no training images of normal class {normal_name} in {source.get('location', 'the data')}"
         )
+    check_both_classes(info, normal_name, test_labels, source.get("location", "the data"))
     manifest = split_manifest(
         info.name, normal_name, seed, size, info.protocol, ids[train_idx].tolist(), ids[test_idx].tolist(),
         test_labels, sha, source,

@@ -1,0 +1,483 @@
+"""The run directory: its files, its one writer, its writes, its record, and the data a run sees.
+
+Layout of a run directory::
+
+    config.yaml      the resolved configuration (written before training starts)
+    checkpoint.pt    weights + optimiser state (the resume point; tensors and plain values only)
+    scores.csv       per-sample test scores (index, label, one column per score)
+    features.npz     identity-view representations per split and context (float16)
+    record.json      the one-run record, written last: present = run complete
+    .lock            held while a process writes here (removed when it stops)
+
+Everything here is the single place for: the file names; the lock (one writer per run directory:
+a second writer stops at once naming the holder; a lock left by a killed process never blocks,
+since the operating system drops an ``flock`` with its process); atomic writes of every file
+(unique temporary names, removed on failure: :mod:`con2.atomic`); what a directory already holds
+and whether it belongs to a given config (:meth:`RunDir.plan`); the record of a run, built by
+:func:`build_record` for registered methods and external programs alike; and the data of a run,
+:func:`load_run_data`, which every method and external baseline uses, so all of them score the
+same test images for the same (dataset, normal class, split seed) whatever the training seed.
+
+Heavy modules (torch, numpy, pandas, the data layer) are imported inside the functions that need
+them: the command line answers "already complete" without loading torch.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import io
+import json
+import os
+import socket
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from con2.atomic import atomic_path, clean_partials, remove, write_bytes_atomic, write_text_atomic
+from con2.config import RUNTIME_KEYS, RunConfig, load_config
+from con2.errors import ConfigError, RunDirError
+from con2.records import SCHEMA_VERSION, RecordError, read_record, write_record
+
+if TYPE_CHECKING:
+    import numpy as np
+    import torch
+
+    from con2.data import OneClassData
+
+RECORD, CHECKPOINT, SCORES, FEATURES, CONFIG, LOCK = (
+    "record.json", "checkpoint.pt", "scores.csv", "features.npz", "config.yaml", ".lock",
+)  # fmt: skip
+
+# What a command does with a run directory (see RunDir.plan).
+TRAIN, COMPLETE, REPLACE = "train", "complete", "replace"
+
+
+# --------------------------------------------------------------------------- data
+
+
+def load_run_data(cfg: RunConfig) -> OneClassData:
+    """The one-class split a run trains and scores on: ``cfg``'s dataset, normal class, split seed
+    (``split_seed``, never the training ``seed``) and prepared size (``data_size``, else ``image_size``).
+
+    Every registered method (through :func:`con2.runner.run`) and every external baseline
+    (``baselines/external.py``, ``baselines/examples/``) loads its data here.
+
+    Raises:
+        DataError: missing or damaged data, an unknown class, or a test split without both classes.
+    """
+    from con2.data import load_one_class
+
+    return load_one_class(
+        cfg.dataset, cfg.data_dir, cfg.normal_class, seed=cfg.split_seed, size=cfg.data_size or cfg.image_size
+    )
+
+
+def check_batch_size(cfg: RunConfig, n_train: int) -> None:
+    """Refuse a batch larger than the training set (it would silently become the whole set)."""
+    if cfg.batch_size > n_train:
+        raise ConfigError(
+            f"config key 'batch_size': {cfg.batch_size} is larger than the training set of {cfg.dataset} "
+            f"(normal class {cfg.normal_class if cfg.normal_class is not None else 'default'}: {n_train} images). "
+            f"Fix: --set batch_size={n_train} or smaller"
+        )
+
+
+# --------------------------------------------------------------------------- the lock
+
+
+_HELD: dict[str, list[int]] = {}  # lock path -> [fd, depth]: re-entrant within one process
+
+
+def _holder_text(fd: int) -> str:
+    for _ in range(20):  # a new holder writes its details right after taking the lock
+        os.lseek(fd, 0, os.SEEK_SET)
+        raw = os.read(fd, 4096)
+        if raw:
+            try:
+                h = json.loads(raw)
+                return f"pid {h['pid']} on host {h['host']}, started {h['started']} (`{h['command']}`)"
+            except (ValueError, KeyError, TypeError):
+                break
+        time.sleep(0.05)
+    return "a process that did not say who it is"
+
+
+def _acquire(path: Path) -> int:
+    """Open and ``flock`` ``path`` without waiting; ``RunDirError`` naming the holder if it is taken."""
+    import fcntl
+
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = _holder_text(fd)
+            os.close(fd)
+            raise RunDirError(
+                f"run directory {path.parent} is in use by another writer: {holder}. Fix: wait for it to finish "
+                f"(or stop it), then rerun this command: it resumes from the last checkpoint. Two writers in one "
+                f"run directory would do the work twice"
+            ) from None
+        except OSError:
+            os.close(fd)
+            raise
+        try:  # a holder that was releasing may have unlinked the file we opened: then take the new one
+            if os.fstat(fd).st_ino == os.stat(path).st_ino:
+                return fd
+        except FileNotFoundError:
+            pass
+        os.close(fd)
+
+
+@contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    key = os.path.realpath(path)
+    if key in _HELD:
+        _HELD[key][1] += 1
+        try:
+            yield
+        finally:
+            _HELD[key][1] -= 1
+        return
+    fd = _acquire(path)
+    _HELD[key] = [fd, 1]
+    try:
+        details = {
+            "pid": os.getpid(), "host": socket.gethostname(),
+            "started": _dt.datetime.now().astimezone().isoformat(timespec="seconds"), "command": " ".join(sys.argv)[:300],
+        }  # fmt: skip
+        os.ftruncate(fd, 0)
+        os.write(fd, json.dumps(details).encode())
+        yield
+    finally:
+        del _HELD[key]
+        try:
+            os.unlink(path)  # while still holding it; a waiter that opened it retries (see _acquire)
+        except OSError:
+            pass
+        os.close(fd)
+
+
+# --------------------------------------------------------------------------- the directory
+
+
+@dataclass(frozen=True)
+class Stored:
+    """What a run directory already holds.
+
+    Attributes:
+        source: the file the configuration was read from (``record.json`` or ``config.yaml``).
+        config: that configuration (a mapping of RunConfig keys; empty if unreadable).
+        config_hash: its hash (``None`` if unreadable).
+        complete: a record exists.
+    """
+
+    source: Path
+    config: dict[str, Any]
+    config_hash: str | None
+    complete: bool
+
+
+def config_diff(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+    """``["lr: 0.001 -> 0.01", "params.temperature: 0.5 -> 0.2", ...]`` over the keys that change results."""
+
+    def flat(d: Mapping[str, Any]) -> dict[str, Any]:
+        out = {k: v for k, v in d.items() if k not in RUNTIME_KEYS and k != "params"}
+        out.update({f"params.{k}": v for k, v in (d.get("params") or {}).items()})
+        return out
+
+    a, b = flat(old), flat(new)
+    missing = "(unset)"
+    return [f"{k}: {a.get(k, missing)} -> {b.get(k, missing)}" for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+
+
+class RunDir:
+    """One run directory (see the module docstring): paths, lock, state and writes."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+
+    record = property(lambda self: self.path / RECORD)
+    checkpoint = property(lambda self: self.path / CHECKPOINT)
+    scores = property(lambda self: self.path / SCORES)
+    features = property(lambda self: self.path / FEATURES)
+    config = property(lambda self: self.path / CONFIG)
+
+    @contextmanager
+    def lock(self) -> Iterator[None]:
+        """Be the one writer of this directory (created if missing; removed again if left empty).
+
+        Leftover temporaries of a killed writer are removed once the lock is held.
+
+        Raises:
+            RunDirError: another process holds it (the message names its pid, host and start time).
+            OSError: the directory or its lock file cannot be created (read-only, full).
+        """
+        created = not self.path.exists()
+        self.path.mkdir(parents=True, exist_ok=True)
+        try:
+            with _locked(self.path / LOCK):
+                clean_partials(self.path)
+                yield
+        finally:
+            if created and self.path.is_dir() and not any(self.path.iterdir()):
+                self.path.rmdir()
+
+    def stored(self) -> Stored | None:
+        """The configuration this directory's record, or else its checkpoint, belongs to (``None``: nothing).
+
+        A checkpoint without ``config.yaml`` is not judged here; its own fingerprint is checked when
+        training resumes from it.
+        """
+        if self.record.is_file():
+            try:
+                r = read_record(self.record)
+            except RecordError as exc:
+                raise RunDirError(
+                    f"{exc}. Fix: rerun with --force to retrain this run (it replaces the record), or restore the file"
+                ) from None
+            return Stored(self.record, dict(r["config"]), r["config_hash"], True)
+        if self.checkpoint.is_file() and self.config.is_file():
+            try:
+                cfg = load_config(self.config)
+            except ConfigError:
+                return Stored(self.config, {}, None, False)
+            return Stored(self.config, cfg.to_dict(), cfg.config_hash(), False)
+        return None
+
+    def plan(self, cfg: RunConfig, *, force: bool = False, replace_stale: bool = False) -> str:
+        """What training ``cfg`` here means: ``TRAIN`` (fresh or resume), ``COMPLETE`` (a record of this
+        very config exists) or ``REPLACE`` (``replace_stale``: what is here belongs to another config).
+
+        Raises:
+            ConfigError: the directory holds a run or checkpoint of another config (the message lists
+                the differing keys), unless ``force`` or ``replace_stale``.
+        """
+        if force:
+            return TRAIN
+        stored = self.stored()
+        if stored is None:
+            return TRAIN
+        if stored.config_hash == cfg.config_hash():
+            return COMPLETE if stored.complete else TRAIN
+        if replace_stale:
+            return REPLACE
+        raise ConfigError(
+            f"{self.path} holds {'a finished run' if stored.complete else 'a checkpoint'} of another configuration: "
+            f"{self.describe_change(stored, cfg)}. Fix: rerun with --force to retrain here with this configuration "
+            f"(or --replace-stale: the same, only when the configuration differs), or use another --run-dir"
+        )
+
+    def describe_change(self, stored: Stored, cfg: RunConfig) -> str:
+        """One line: which file holds which hash, and the differing keys."""
+        diff = config_diff(stored.config, cfg.to_dict()) if stored.config else ["(unreadable)"]
+        return (
+            f"{stored.source.name} has config hash {stored.config_hash}, this command {cfg.config_hash()}; "
+            f"differing keys: {'; '.join(diff) or '(none besides the hash)'}"
+        )
+
+    def discard(self) -> None:
+        """Remove the record and the checkpoint (call it holding the lock)."""
+        for p in (self.record, self.checkpoint):
+            remove(p)
+
+    # ---- writes (all atomic)
+
+    def write_config(self, cfg: RunConfig) -> None:
+        import yaml
+
+        write_text_atomic(self.config, yaml.safe_dump(cfg.to_dict(), sort_keys=False))
+
+    def write_scores(self, labels: np.ndarray, scores: Mapping[str, np.ndarray]) -> None:
+        """``scores.csv``: index, label, one column per score (``[M]`` each)."""
+        import numpy as np
+        import pandas as pd
+
+        table = pd.DataFrame({"index": np.arange(len(labels)), "label": labels, **{k: np.asarray(v) for k, v in scores.items()}})
+        write_text_atomic(self.scores, table.to_csv(index=False))
+
+    def write_features(self, arrays: Mapping[str, np.ndarray]) -> None:
+        """``features.npz`` (compressed)."""
+        import numpy as np
+
+        buffer = io.BytesIO()
+        np.savez_compressed(buffer, **arrays)
+        write_bytes_atomic(self.features, buffer.getbuffer())
+
+    def write_record(self, record: dict[str, Any]) -> None:
+        """``record.json``, validated; write it last: its presence marks the run complete."""
+        write_record(record, self.record)
+
+
+def copy_checkpoint(src: Path, dst: Path) -> None:
+    """Copy a checkpoint file atomically (``con2 evaluate --out``)."""
+    import shutil
+
+    if not src.is_file():
+        raise FileNotFoundError(f"no checkpoint at {src}; run `con2 train` for this run directory first")
+    with atomic_path(dst) as tmp:
+        shutil.copyfile(src, tmp)
+
+
+# --------------------------------------------------------------------------- checkpoints
+
+
+def save_checkpoint(state: Mapping[str, Any], path: Path) -> None:
+    """Write a checkpoint (tensors and plain values only) atomically; a full disk leaves the old one."""
+    import torch
+
+    buffer = io.BytesIO()
+    torch.save(dict(state), buffer)
+    write_bytes_atomic(path, buffer.getbuffer())
+
+
+def load_checkpoint(path: Path, device: torch.device | str = "cpu") -> dict[str, Any]:
+    """Read a checkpoint with ``weights_only=True`` (no code runs from the file).
+
+    Raises:
+        FileNotFoundError: no file; RunDirError: a truncated or corrupt file (names it and ``--force``).
+    """
+    import pickle
+
+    import torch
+
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"no checkpoint at {path}; run `con2 train` for this run directory first")
+    try:
+        state = torch.load(path, map_location=device, weights_only=True)
+        if not isinstance(state, dict) or "model" not in state:
+            raise ValueError("not a con2 checkpoint (no 'model' entry)")
+    except (RuntimeError, ValueError, EOFError, pickle.UnpicklingError, OSError) as exc:
+        if isinstance(exc, OSError) and exc.errno is not None:
+            raise
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise RunDirError(
+            f"checkpoint {path} is truncated or corrupt ({reason}). Fix: rerun with --force to retrain this run "
+            f"from scratch (it deletes the checkpoint), or restore the file from a backup"
+        ) from exc
+    return state
+
+
+# --------------------------------------------------------------------------- the record
+
+
+def _versions() -> dict[str, str]:
+    import importlib.metadata as md
+    import platform
+
+    out = {"python": platform.python_version()}
+    for pkg in ("torch", "torchvision", "kornia", "timm", "numpy", "scikit-learn", "con2-bench"):
+        try:
+            out[pkg] = md.version(pkg)
+        except md.PackageNotFoundError:
+            pass
+    return out
+
+
+def _git_commit() -> str | None:
+    import subprocess
+
+    try:
+        res = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=Path(__file__).parent, capture_output=True, text=True, timeout=5
+        )
+        return res.stdout.strip() or None if res.returncode == 0 else None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def hash_config(config: Mapping[str, Any]) -> str:
+    """16 hex digits of sha256 over a config's JSON (external runs; RunConfig has its own hash)."""
+    import hashlib
+
+    return hashlib.sha256(json.dumps(dict(config), sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def build_record(
+    *,
+    dataset: str,
+    normal_class: str,
+    method: str,
+    variant: str,
+    seed: int,
+    labels: np.ndarray,
+    scores: Mapping[str, np.ndarray],
+    n_train: int,
+    config: Mapping[str, Any],
+    config_hash: str | None = None,
+    split_seed: int | None = None,
+    split_sha256: str | None = None,
+    batch_size: int | None = None,
+    timing: Mapping[str, float | None] | None = None,
+    extras: Mapping[str, Any] | None = None,
+    scoring: Mapping[str, Any] | None = None,
+    training: Mapping[str, Any] | None = None,
+    device: str = "external",
+    peak_memory_mb: float | None = None,
+) -> dict[str, Any]:
+    """The one-run record (schema: :data:`con2.records.RECORD_SCHEMA`) of any run, ours or external.
+
+    Args:
+        labels: ``[M]`` test labels, 1 = anomaly, 0 = normal.
+        scores: score name -> ``[M]`` per-sample scores, higher = more anomalous (one AUROC each).
+        n_train: normal training images used.
+        config: the run's settings (stored); ``config_hash`` defaults to :func:`hash_config` of it.
+        split_seed, split_sha256: the split (``split_sha256`` from the data manifest: equal values
+            mean the same train and test ids).
+        batch_size: the effective batch size (images per optimiser step), if the run trained.
+        timing: ``fit_seconds``, ``score_seconds``, ``wall_seconds`` (missing ones are 0),
+            ``images_per_second``.
+        extras: further metrics (e.g. ``silhouette``), stored beside ``auroc``.
+        scoring: per score, which reading is its headline (JSON-serialisable; method-defined).
+        training: ``epochs``, ``steps``, ``resumed_from_epoch``.
+
+    Raises:
+        RecordError: no scores, a score of another length than ``labels``, or labels of one class.
+    """
+    import numpy as np
+
+    from con2.metrics import auroc
+
+    labels = np.asarray(labels).astype(np.int64)
+    where = f"run {dataset}/{normal_class}/{method}/{variant}/seed{seed}"
+    if not scores:
+        raise RecordError(f"{where}: no score columns given")
+    for name, s in scores.items():
+        if np.shape(s) != labels.shape:
+            raise RecordError(f"{where}: score {name!r} has shape {np.shape(s)}, labels {labels.shape}")
+    if len(np.unique(labels)) != 2:
+        raise RecordError(f"{where}: the test labels hold one class only; an AUROC needs normal (0) and anomalous (1)")
+    times = {"fit_seconds": 0.0, "score_seconds": 0.0, "wall_seconds": 0.0, **(timing or {})}
+    record: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "dataset": dataset,
+        "normal_class": str(normal_class),
+        "method": method,
+        "variant": variant,
+        "seed": int(seed),
+        "metrics": {"auroc": {k: auroc(labels, np.asarray(v)) for k, v in scores.items()}, **(extras or {})},
+        "timing": {k: (None if v is None else float(v)) for k, v in times.items()},
+        "peak_memory_mb": peak_memory_mb,
+        "n_train": int(n_train),
+        "n_test": int(len(labels)),
+        "n_anomalous": int(labels.sum()),
+        "batch_size": None if batch_size is None else int(batch_size),
+        "split_seed": None if split_seed is None else int(split_seed),
+        "split_sha256": split_sha256,
+        "config": dict(config),
+        "config_hash": config_hash or hash_config(config),
+        "versions": _versions(),
+        "git_commit": _git_commit(),
+        "device": device,
+        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+    }
+    for key in ("epochs", "steps", "resumed_from_epoch"):
+        if training and key in training:
+            record[key] = training[key]
+    if scoring is not None:
+        record["scoring"] = json.loads(json.dumps(scoring))
+    return record
