@@ -384,8 +384,8 @@ def prepare_dataset(
                 prepared = prepare(found.build(), size, directory, progress=show)
     except OSError as exc:
         fix = (
-            f"free disk space, or point CON2_CACHE_DIR at a writable folder with room, then rerun (or run "
-            f"`con2 data get {info.name} --size {size}`)"
+            f"point CON2_CACHE_DIR at a writable folder with free space (or make room or write access there), "
+            f"then rerun (or run `con2 data get {info.name} --size {size}`)"
         )
         problem = write_failure(exc, fix) or f"cannot write the prepared cache {directory} ({exc}). Fix: {fix}"
         raise DataError(f"{info.name}: {problem}") from exc

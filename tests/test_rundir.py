@@ -1,0 +1,142 @@
+"""The run directory module and the one atomic writer: temporaries, the lock, plans, records, checkpoints."""
+
+from __future__ import annotations
+
+import errno
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import con2.atomic
+from con2.atomic import atomic_path, partial_name, partials, write_bytes_atomic, write_text_atomic
+from con2.config import make_config
+from con2.errors import ConfigError, RunDirError
+from con2.records import RecordError
+from con2.rundir import (
+    COMPLETE, REPLACE, TRAIN, RunDir, build_record, config_diff, load_checkpoint, save_checkpoint,
+)  # fmt: skip
+
+
+def test_temporary_names_are_unique_and_beside_the_target(tmp_path):
+    names = {partial_name(tmp_path / "checkpoint.pt") for _ in range(50)}
+    assert len(names) == 50 and all(n.parent == tmp_path and n.name.startswith(".checkpoint.pt.partial-") for n in names)
+
+
+def test_atomic_write_replaces_whole_files_and_cleans_up_on_error(tmp_path):
+    target = tmp_path / "a" / "file.txt"
+    write_text_atomic(target, "one")
+    write_text_atomic(target, "two")
+    assert target.read_text() == "two"
+    with pytest.raises(ZeroDivisionError), atomic_path(target) as tmp:
+        tmp.write_text("half")
+        1 / 0
+    assert target.read_text() == "two" and not partials(target.parent)
+
+
+def test_a_failed_write_names_the_final_path_and_leaves_no_temporary(tmp_path, monkeypatch):
+    def full(path, mode="r", *a, **k):
+        handle = open(path, mode, *a, **k)
+
+        def write(data):
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        handle.write = write
+        return handle
+
+    monkeypatch.setattr(con2.atomic, "open", full, raising=False)
+    with pytest.raises(OSError) as err:
+        write_bytes_atomic(tmp_path / "x.bin", b"data")
+    assert err.value.errno == errno.ENOSPC and err.value.filename == str(tmp_path / "x.bin")
+    assert not any(tmp_path.iterdir())
+
+
+def test_lock_is_reentrant_in_one_process_and_exclusive_across_processes(tmp_path):
+    rd = RunDir(tmp_path / "run")
+    with rd.lock():
+        with rd.lock():  # the runner locks inside the CLI's lock
+            pass
+        assert (rd.path / ".lock").exists()
+        probe = subprocess.run(
+            [sys.executable, "-c", f"from con2.rundir import RunDir\nwith RunDir({str(rd.path)!r}).lock(): pass"],
+            capture_output=True, text=True, timeout=60,
+        )
+        assert probe.returncode != 0 and "RunDirError" in probe.stderr and "is in use by another writer" in probe.stderr
+    assert not rd.path.exists()  # created by the lock, left empty: removed again
+
+
+def test_lock_removes_leftover_temporaries(tmp_path):
+    rd = RunDir(tmp_path)
+    leftover = partial_name(rd.checkpoint)
+    leftover.write_bytes(b"half a checkpoint")
+    with rd.lock():
+        assert not leftover.exists()
+
+
+def test_plan_of_a_run_directory(tmp_path):
+    cfg = make_config({"dataset": "digits"})
+    other = make_config({"dataset": "digits", "lr": 0.01})
+    rd = RunDir(tmp_path)
+    assert rd.plan(cfg) == TRAIN and rd.stored() is None
+    rd.write_config(cfg)
+    assert rd.plan(other) == TRAIN  # a config without a checkpoint binds nothing
+    rd.checkpoint.write_bytes(b"")
+    assert rd.plan(cfg) == TRAIN  # resume
+    with pytest.raises(ConfigError, match=r"holds a checkpoint of another configuration.*lr: 0.001 -> 0.01"):
+        rd.plan(other)
+    assert rd.plan(other, replace_stale=True) == REPLACE and rd.plan(other, force=True) == TRAIN
+    record = build_record(
+        dataset="digits", normal_class="0", method="con2", variant="default", seed=0, labels=np.array([0, 1]),
+        scores={"s": np.array([0.0, 1.0])}, n_train=3, config=cfg.to_dict(), config_hash=cfg.config_hash(),
+    )  # fmt: skip
+    rd.write_record(record)
+    assert rd.plan(cfg) == COMPLETE and rd.plan(cfg, replace_stale=True) == COMPLETE
+    with pytest.raises(ConfigError, match="holds a finished run of another configuration"):
+        rd.plan(other)
+
+
+def test_config_diff_lists_result_keys_only():
+    old = {"lr": 0.001, "device": "cpu", "params": {"temperature": 0.5}}
+    new = {"lr": 0.01, "device": "cuda", "params": {"temperature": 0.5, "loss": "context_only"}}
+    assert config_diff(old, new) == ["lr: 0.001 -> 0.01", "params.loss: (unset) -> context_only"]
+
+
+def test_build_record_computes_aurocs_and_refuses_bad_input():
+    kw = dict(dataset="d", normal_class="0", method="m", variant="v", seed=1, n_train=4, config={"a": 1})
+    record = build_record(labels=np.array([0, 0, 1, 1]), scores={"s": np.array([0.1, 0.4, 0.35, 0.8])},
+                          split_seed=0, split_sha256="ab", batch_size=2, scoring={"s": "mean"}, **kw)  # fmt: skip
+    assert record["metrics"]["auroc"]["s"] == pytest.approx(75.0)
+    assert (record["split_seed"], record["split_sha256"], record["batch_size"]) == (0, "ab", 2)
+    assert record["scoring"] == {"s": "mean"} and len(record["config_hash"]) == 16
+    with pytest.raises(RecordError, match="one class only"):
+        build_record(labels=np.array([0, 0]), scores={"s": np.array([0.1, 0.2])}, **kw)
+    with pytest.raises(RecordError, match="has shape"):
+        build_record(labels=np.array([0, 1]), scores={"s": np.array([0.1])}, **kw)
+
+
+class NotATensor:
+    pass
+
+
+def test_checkpoints_hold_tensors_only_and_load_with_weights_only(tmp_path):
+    path = tmp_path / "checkpoint.pt"
+    save_checkpoint({"epoch": 2, "model": {"w": torch.ones(2)}, "betas": (0.9, 0.999), "fingerprint": "x"}, path)
+    state = load_checkpoint(path)
+    assert state["epoch"] == 2 and torch.equal(state["model"]["w"], torch.ones(2)) and state["betas"] == (0.9, 0.999)
+    torch.save({"model": {}, "code": NotATensor()}, path)  # a pickled object: refused, nothing runs
+    with pytest.raises(RunDirError, match=rf"checkpoint {path} .*--force"):
+        load_checkpoint(path)
+    with pytest.raises(FileNotFoundError, match="run `con2 train`"):
+        load_checkpoint(tmp_path / "missing.pt")
+
+
+def test_engine_checkpoints_load_with_weights_only(tiny, tmp_path):
+    """What the training loop saves (model, AdamW and cosine-schedule state) loads with weights_only=True."""
+    from con2.runner import CHECKPOINT, run
+
+    run(make_config(tiny), tmp_path)
+    state = load_checkpoint(Path(tmp_path) / CHECKPOINT)
+    assert {"epoch", "step", "model", "optimizer", "scheduler", "fingerprint"} <= set(state)
