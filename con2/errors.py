@@ -38,6 +38,15 @@ class RunDirError(Con2Error, RuntimeError):
     """A run directory cannot be used: another writer holds it, or its checkpoint is unreadable."""
 
 
+_NO_SPACE_FIX = (
+    "free space on that file system (or write elsewhere: another --run-dir, or CON2_CACHE_DIR for prepared data), "
+    "then rerun the same command: it resumes from the last checkpoint"
+)
+_NOT_WRITABLE_FIX = (
+    "make that folder writable, or choose a writable --run-dir (prepared data: set CON2_CACHE_DIR to a writable folder)"
+)
+
+
 def write_failure(exc: OSError, fix: str | None = None) -> str | None:
     """A message for a failed write (disk full, read-only, no permission), else ``None``.
 
@@ -47,16 +56,10 @@ def write_failure(exc: OSError, fix: str | None = None) -> str | None:
     path = exc.filename if exc.filename is not None else "(unknown path)"
     if exc.errno in NO_SPACE:
         what = "no space left on device" if exc.errno == errno.ENOSPC else "disk quota exceeded"
-        advice = fix or (
-            "free space on that file system (or write elsewhere: another --run-dir, or CON2_CACHE_DIR for "
-            "prepared data), then rerun the same command: it resumes from the last checkpoint"
-        )
-        return f"{what} writing {path}. Fix: {advice}"
-    if exc.errno in NOT_WRITABLE:
+        problem, advice = f"{what} writing {path}", _NO_SPACE_FIX
+    elif exc.errno in NOT_WRITABLE:
         what = "read-only file system" if exc.errno == errno.EROFS else "permission denied"
-        advice = fix or (
-            "make that folder writable, or choose a writable --run-dir (prepared data: set CON2_CACHE_DIR "
-            "to a writable folder)"
-        )
-        return f"cannot write {path}: {what}. Fix: {advice}"
-    return None
+        problem, advice = f"cannot write {path}: {what}", _NOT_WRITABLE_FIX
+    else:
+        return None
+    return f"{problem}. Fix: {fix or advice}"

@@ -331,3 +331,18 @@ def test_cli_answers_a_finished_run_without_loading_torch(finished_run):
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert res.stdout.strip().splitlines()[-1] == "0 False False False", res.stdout + res.stderr
     assert "run already complete" in res.stdout
+
+
+def test_cli_evaluate_rescores_into_another_directory_and_names_a_corrupt_checkpoint(finished_run, tmp_path, capsys):
+    before = read_record(finished_run / RECORD)
+    out = tmp_path / "no_tta"
+    assert main(["evaluate", "--run-dir", str(finished_run), "--set", "tta=0", "--out", str(out)]) == 0
+    record = read_record(out / RECORD)
+    assert record["config"]["tta"] == 0 and record["metrics"] != before["metrics"]
+    assert (out / CHECKPOINT).read_bytes() == (finished_run / CHECKPOINT).read_bytes() and not partials(out)
+    assert read_record(finished_run / RECORD) == before  # the source run is untouched
+    ckpt = out / CHECKPOINT
+    ckpt.write_bytes(ckpt.read_bytes()[:100])
+    capsys.readouterr()
+    assert main(["evaluate", "--run-dir", str(out)]) == 2
+    assert f"checkpoint {ckpt} is truncated or corrupt" in error_of(capsys)
