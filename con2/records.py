@@ -46,6 +46,7 @@ RECORD_SCHEMA: dict[str, Any] = {
                 "silhouette": _nullable_number,
             },
         },
+        "scoring": {"type": ["object", "null"]},
         "timing": {
             "type": "object",
             "required": ["fit_seconds", "score_seconds", "wall_seconds"],

@@ -33,6 +33,7 @@ from con2.data import load_one_class
 from con2.engine import TrainSettings, fit, load_weights, select_device
 from con2.methods import build_method
 from con2.metrics import auroc
+from con2.preprocess import center_crop
 from con2.records import SCHEMA_VERSION, write_record
 
 RECORD, CHECKPOINT, SCORES, FEATURES, CONFIG = "record.json", "checkpoint.pt", "scores.csv", "features.npz", "config.yaml"
@@ -107,7 +108,7 @@ def run(
     method = build_method(cfg)
     _write_atomic_text(run_dir / CONFIG, yaml.safe_dump(cfg.to_dict(), sort_keys=False))
 
-    train_images, test_images = to_tensor(data.train), to_tensor(data.test)
+    train_images, test_images = (center_crop(to_tensor(a), cfg.center_crop) for a in (data.train, data.test))
     if train:
         result = fit(method, train_images, train_settings(cfg), device, run_dir / CHECKPOINT, on_epoch_end)
         fit_seconds, epochs, steps, ips = result.fit_seconds, result.epochs, result.steps, result.images_per_second
@@ -146,6 +147,7 @@ def run(
         "peak_memory_mb": _peak_memory_mb(device),
         "n_train": len(data.train), "n_test": len(data.test), "n_anomalous": data.n_anomalous,
         "epochs": epochs, "steps": steps, "resumed_from_epoch": resumed_from,
+        "scoring": out.scoring or None,
         "config": cfg.to_dict(), "config_hash": cfg.config_hash(),
         "versions": _versions(), "git_commit": _git_commit(), "device": str(device),
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
