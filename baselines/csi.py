@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import torch
 import torch.nn.functional as F
@@ -45,21 +45,10 @@ from con2.errors import ConfigError
 from con2.evaluation import ContextFn, Reading, Scorer, ScoringSpec, TestView, tta_plan
 from con2.losses import nt_xent
 from con2.methods.base import Method
-from con2.methods.registry import register
+from baselines.csi_spec import SPEC, CSIParams
 from con2.models import projection_head
 
 N_ROTATIONS = 4
-
-
-@dataclass
-class CSIParams:
-    """CSI hyperparameters; defaults are CSI's (Tack et al. 2020)."""
-
-    temperature: float = 0.5  # NT-Xent tau
-    head_dim: int = 128  # projection size (CSI scores on these 128-d projections)
-    rotation_weight: float = 1.0  # weight of the rotation cross-entropy
-    samples: int = -1  # test-time samples per rotation; -1: ceil(tta / 4); 0: the identity view only
-    test_norm: bool = True  # score term max cos * ||z(x)|| as CSI (False: plain max cosine)
 
 
 def rotate_all(images: Tensor, n_rotations: int = N_ROTATIONS) -> Tensor:
@@ -162,22 +151,15 @@ def rotation_context(k: int, hflip: bool) -> Callable[[Tensor], Tensor]:
     return transform
 
 
-@register
 class CSI(Method):
     """CSI: rotations as shifted instances in NT-Xent, a rotation head, and the CSI score."""
 
-    name = "csi"
+    name = SPEC.name
     Params = CSIParams
-    test_params = {"samples": 1}
-    score_names = ("csi",)
-    description = "CSI: rotated copies as negatives in NT-Xent + rotation head; CSI score over rotations and samples"
+    score_names = SPEC.score_names
 
     def __init__(self, cfg: RunConfig, params: CSIParams) -> None:
         super().__init__(cfg, params)
-        if params.temperature <= 0:
-            raise ConfigError(f"params.temperature must be > 0, got {params.temperature}")
-        if params.samples < -1:
-            raise ConfigError(f"params.samples must be >= 0, or -1 for ceil(tta / 4), got {params.samples}")
         d = self.encoder.out_dim
         self.head = projection_head(d, d, params.head_dim)
         self.rotation_head = nn.Linear(d, N_ROTATIONS)

@@ -19,49 +19,27 @@ SSD = ``simclr/ssd``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 from torch import Tensor
 
 from con2.config import RunConfig
-from con2.errors import ConfigError
 from con2.evaluation import Scorer, ScoringSpec
 from con2.losses import nt_xent
 from con2.methods.base import Method
-from con2.methods.registry import register
+from baselines.simclr_spec import SPEC, SimCLRParams
 from con2.models import projection_head
 from con2.scores import knn_scores, mahalanobis_scores
 
 
-@dataclass
-class SimCLRParams:
-    """SimCLR/SSD hyperparameters; defaults are the papers'."""
-
-    temperature: float = 0.5  # NT-Xent tau (SimCLR's 0.5)
-    head_dim: int = 128  # projection size: Linear(d, d) - ReLU - Linear(d, head_dim)
-    k: int = 1  # kNN score: distance to the k-th nearest training feature (Sun et al.: 1 or 50)
-    ssd_clusters: int = 1  # SSD: k-means clusters of the training features (score = min over them)
-
-
-@register
 class SimCLR(Method):
     """SimCLR trained on normal data, scored by deep kNN (``knn``) and by SSD (``ssd``)."""
 
-    name = "simclr"
+    name = SPEC.name
     Params = SimCLRParams
-    test_params = {"k": 2, "ssd_clusters": 2}
-    score_names = ("knn", "ssd")
-    description = "SimCLR (NT-Xent, 2 views); scores: knn = SimCLR+kNN with TTA, ssd = SSD Mahalanobis"
+    score_names = SPEC.score_names
 
     def __init__(self, cfg: RunConfig, params: SimCLRParams) -> None:
         super().__init__(cfg, params)
-        if params.temperature <= 0:
-            raise ConfigError(f"params.temperature must be > 0, got {params.temperature}")
-        if params.k < 1:
-            raise ConfigError(f"params.k must be >= 1, got {params.k}")
-        if params.ssd_clusters < 1:
-            raise ConfigError(f"params.ssd_clusters must be >= 1, got {params.ssd_clusters}")
         d = self.encoder.out_dim
         self.head = projection_head(d, d, params.head_dim)
 

@@ -47,6 +47,7 @@ RECORD_SCHEMA: dict[str, Any] = {
             },
         },
         "scoring": {"type": ["object", "null"]},
+        "method_card": {"type": ["object", "null"]},
         "timing": {
             "type": "object",
             "required": ["fit_seconds", "score_seconds", "wall_seconds"],

@@ -31,7 +31,7 @@ import yaml
 from con2.config import RunConfig
 from con2.data import load_one_class
 from con2.engine import TrainSettings, fit, load_weights, select_device
-from con2.methods import build_method
+from con2.methods import build_method, get_spec
 from con2.metrics import auroc
 from con2.preprocess import center_crop
 from con2.records import SCHEMA_VERSION, write_record
@@ -148,6 +148,7 @@ def run(
         "n_train": len(data.train), "n_test": len(data.test), "n_anomalous": data.n_anomalous,
         "epochs": epochs, "steps": steps, "resumed_from_epoch": resumed_from,
         "scoring": out.scoring or None,
+        "method_card": get_spec(cfg.method).card(method.params),
         "config": cfg.to_dict(), "config_hash": cfg.config_hash(),
         "versions": _versions(), "git_commit": _git_commit(), "device": str(device),
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),

@@ -100,7 +100,8 @@ class RotNet(Method):
 
 
 def test_a_newly_registered_method_joins_the_registry_and_this_test(tiny, tmp_path, monkeypatch):
-    monkeypatch.setattr(registry, "METHODS", dict(registry.METHODS))  # undo the registration afterwards
+    monkeypatch.setattr(registry, "METHODS", dict(registry.all_methods()))  # undo the registration afterwards
+    monkeypatch.setattr(registry, "_CLASSES", dict(registry._CLASSES))
     register(RotNet)
     assert "rotnet_example" in all_methods()  # what the parametrisation above iterates over
     check_method_run("rotnet_example", tiny, tmp_path)

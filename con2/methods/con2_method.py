@@ -23,43 +23,18 @@ of the identity-view test representations labelled by context.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import torch
 from torch import Tensor
 
 from con2.augment import contexts_for, multi_context_names
-from con2.errors import ConfigError
 from con2.evaluation import REFERENCES, ContextFn, Reading, Scorer, ScoringSpec
 from con2.losses import alpha_schedule, batch_labels, content_loss, context_loss
 from con2.methods.base import Method
-from con2.methods.registry import register
+from con2.methods.con2_spec import FEATURES, SPEC, Con2Params
 from con2.metrics import context_silhouette
 from con2.models import projection_head
 from con2.scores import fit_gaussian, lh_scores, nnd_scores
-
-LOSSES = ("full", "context_only", "content_only")
-ALPHA_SCHEDULES = ("step", "epoch", "constant")
-FEATURES = ("encoder", "content", "context")
-
-
-@dataclass
-class Con2Params:
-    """CON2's hyperparameters. The paper gives neither temperature nor the alpha granularity."""
-
-    contexts: tuple[str, ...] = ("invert",)  # context transforms after the identity; k = len + 1
-    n_contexts: int = 0  # > 0: use the k-context ablation's first k contexts instead of `contexts`
-    temperature: float = 0.5  # both terms, unless context_/content_temperature is set
-    context_temperature: float | None = None  # tau of L_Context (None: `temperature`)
-    content_temperature: float | None = None  # tau of L_Content (None: `temperature`)
-    loss: str = "full"  # full | context_only | content_only
-    context_weight: float = 1.0  # w in L = w L_Context + alpha L_Content (1 as printed)
-    alpha_start: float = 0.0
-    alpha_end: float = 1.0
-    alpha_schedule: str = "step"  # step | epoch | constant (held at alpha_end)
-    head_dim: int = 128
-    score_features: str = "encoder"  # headline reading: encoder (the paper's f) | content | context
-    score_reference: str = "matched"  # headline reading: matched | original (x^C vs the training set as printed)
 
 
 def alpha_at(progress: float, params: Con2Params, epochs: int) -> float:
@@ -74,41 +49,16 @@ def alpha_at(progress: float, params: Con2Params, epochs: int) -> float:
     return alpha_schedule(progress, params.alpha_start, params.alpha_end)
 
 
-@register
 class Con2(Method):
-    name = "con2"
+    name = SPEC.name
     Params = Con2Params
-    test_params = {"temperature": 0.5}
-    score_names = ("nnd", "lh")
-    description = "CON2: context contrasting + content alignment; scores S_NND and S_LH with TTA"
+    score_names = SPEC.score_names
 
     def __init__(self, cfg, params: Con2Params) -> None:
         super().__init__(cfg, params)
-        checks = [
-            (params.loss in LOSSES, f"params.loss must be one of {LOSSES}, got {params.loss!r}"),
-            (params.alpha_schedule in ALPHA_SCHEDULES,
-             f"params.alpha_schedule must be one of {ALPHA_SCHEDULES}, got {params.alpha_schedule!r}"),
-            (params.score_features in FEATURES, f"params.score_features must be one of {FEATURES}, got {params.score_features!r}"),
-            (params.score_reference in REFERENCES,
-             f"params.score_reference must be one of {REFERENCES}, got {params.score_reference!r}"),
-            (params.context_weight >= 0, f"params.context_weight must be >= 0, got {params.context_weight}"),
-        ]  # fmt: skip
-        for name in ("temperature", "context_temperature", "content_temperature"):
-            value = getattr(params, name)
-            checks.append((value is None or value > 0, f"params.{name} must be > 0, got {value}"))
-        for ok, message in checks:
-            if not ok:
-                raise ConfigError(message)
         names = multi_context_names(params.n_contexts) if params.n_contexts else list(params.contexts)
-        if not names:
-            raise ConfigError("params.contexts must name at least one context transform, e.g. [invert]")
         self.context_names = names
-        self.contexts = contexts_for(names)
-        if cfg.tta % len(self.contexts):
-            raise ConfigError(
-                f"config key 'tta': {cfg.tta} test-time views cannot be split evenly over {len(self.contexts)} "
-                f"contexts; use a multiple of {len(self.contexts)}"
-            )
+        self.contexts = contexts_for(names)  # unknown context names fail here, naming the choices
         d = self.encoder.out_dim
         self.context_head = projection_head(d, d, params.head_dim)
         self.content_head = projection_head(d, d, params.head_dim)
