@@ -8,19 +8,18 @@ Registered methods (``con2 methods`` lists them with their parameters):
 
 The contract for a new baseline, either way it joins every table through its run record:
 
-(a) A Python class: subclass :class:`con2.methods.Method`, decorate it with
-    :func:`con2.methods.register`, give it ``name``, a ``Params`` dataclass (defaults = the
-    paper's; ``cfg.params`` is validated against it), ``test_params`` (a tiny override for the
-    every-method test), ``score_names``, ``training_loss(images, progress)`` and
-    ``score(train, test, device)``. Put the module here and import it below (or expose it as a
-    ``con2.methods`` entry point from another package): ``con2 train --set method=NAME`` runs it
-    and ``tests/test_every_method.py`` trains and scores it on tiny data, with no other edit.
+(a) A Python class: subclass :class:`con2.methods.Method` with ``training_loss(images,
+    progress)`` and the scoring declarations (``scoring()``, and where needed
+    ``test_contexts()``, ``test_plan()``, ``feature_spaces()``); describe it by a torch-free
+    :class:`con2.methods.MethodSpec` (its ``Params`` dataclass with defaults = the paper's, a
+    ``check`` of their constraints, labels, ``test_params`` for the every-method test) in a
+    ``<name>_spec.py`` module, and declare the spec as a ``con2.methods`` entry point in
+    ``pyproject.toml`` (one line; then reinstall). ``con2 train --set method=NAME`` runs it and
+    ``tests/test_every_method.py`` trains and scores it on tiny data, with no other edit.
 (b) An external program: it writes per-sample scores (a ``label`` column and one column per
     score); ``python -m baselines.external`` (:mod:`baselines.external`) turns them into the
     standard ``scores.csv`` and a schema-validated ``record.json``. See
     ``baselines/examples/pixel_nn.smk`` for a Snakemake rule doing both steps.
+
+Importing this package imports nothing heavy: the registry loads implementations on demand.
 """
-
-from baselines import csi, simclr  # noqa: F401  (importing registers the methods)
-
-__all__ = ["csi", "simclr"]

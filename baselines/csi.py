@@ -33,34 +33,22 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from con2.augment import IDENTITY_VIEW, FixedView, ViewAugment
+from con2.augment import ViewAugment
 from con2.config import RunConfig
 from con2.errors import ConfigError
-from con2.evaluation import tta_plan, view_features
+from con2.evaluation import ContextFn, Reading, Scorer, ScoringSpec, TestView, tta_plan
 from con2.losses import nt_xent
-from con2.methods.base import Method, MethodScores
-from con2.methods.registry import register
+from con2.methods.base import Method
+from baselines.csi_spec import SPEC, CSIParams
 from con2.models import projection_head
 
 N_ROTATIONS = 4
-
-
-@dataclass
-class CSIParams:
-    """CSI hyperparameters; defaults are CSI's (Tack et al. 2020)."""
-
-    temperature: float = 0.5  # NT-Xent tau
-    head_dim: int = 128  # projection size (CSI scores on these 128-d projections)
-    rotation_weight: float = 1.0  # weight of the rotation cross-entropy
-    samples: int = -1  # test-time samples per rotation; -1: ceil(tta / 4); 0: the identity view only
-    test_norm: bool = True  # score term max cos * ||z(x)|| as CSI (False: plain max cosine)
 
 
 def rotate_all(images: Tensor, n_rotations: int = N_ROTATIONS) -> Tensor:
@@ -86,6 +74,29 @@ def _signed_floor(x: Tensor, eps: float = 1e-8) -> Tensor:
     return torch.where(x < 0, x.clamp(max=-eps), x.clamp(min=eps))
 
 
+def csi_view_scores(
+    test_proj: Tensor, test_logits: Tensor, train_proj: Tensor, train_logits: Tensor, k: int,
+    test_norm: bool = True, chunk: int = 4096,
+) -> Tensor:
+    """CSI's score of one test-time sample under rotation ``k`` (higher = more anomalous).
+
+    Args:
+        test_proj: ``[M, p]`` projections of the M test images; ``test_logits``: ``[M, R]``.
+        train_proj: ``[n, p]`` projections of the n training images; ``train_logits``: ``[n, R]``.
+
+    Returns:
+        ``[M]``: ``-(max_j sim(x, x_j) / mean_j ||z(x_j)|| + l(x)[k] / mean_j l(x_j)[k])`` with
+        ``sim = <z(x), z(x_j)/||z(x_j)||>`` (``cos`` if not ``test_norm``).
+    """
+    tr, te = train_proj.double(), test_proj.double()
+    axis = F.normalize(tr, dim=1)
+    q = te if test_norm else F.normalize(te, dim=1)
+    sim = torch.cat([(q[i : i + chunk] @ axis.T).max(1).values for i in range(0, len(q), chunk)])
+    weight_sim = 1.0 / _signed_floor(tr.norm(dim=1).mean())
+    weight_rot = 1.0 / _signed_floor(train_logits[:, k].double().mean())
+    return -(sim * weight_sim + test_logits[:, k].double() * weight_rot)
+
+
 def csi_scores(
     test_proj: Tensor,
     test_logits: Tensor,
@@ -105,8 +116,7 @@ def csi_scores(
         chunk: test rows per block of the similarity search (bounds memory).
 
     Returns:
-        ``[M]``: ``-mean_{t,k} [ max_j sim_tk(x, x_j) / mean_j ||z_tk(x_j)|| + l_tk(x)[k] / mean_j l_tk(x_j)[k] ]``
-        with ``sim = <z(x), z(x_j)/||z(x_j)||>`` (``cos`` if not ``test_norm``): higher = more anomalous.
+        ``[M]``: the mean over (t, k) of :func:`csi_view_scores`: higher = more anomalous.
     """
     t_, r_, m, _ = test_proj.shape
     if train_proj.shape[:2] != (t_, r_) or test_logits.shape != (t_, r_, m, r_) or train_logits.shape[:2] != (t_, r_):
@@ -117,15 +127,8 @@ def csi_scores(
     total = torch.zeros(m, dtype=torch.float64, device=test_proj.device)
     for t in range(t_):
         for k in range(r_):
-            tr = train_proj[t, k].double()
-            te = test_proj[t, k].double()
-            axis = F.normalize(tr, dim=1)
-            q = te if test_norm else F.normalize(te, dim=1)
-            sim = torch.cat([(q[i : i + chunk] @ axis.T).max(1).values for i in range(0, m, chunk)])
-            weight_sim = 1.0 / _signed_floor(tr.norm(dim=1).mean())
-            weight_rot = 1.0 / _signed_floor(train_logits[t, k, :, k].double().mean())
-            total += sim * weight_sim + test_logits[t, k, :, k].double() * weight_rot
-    return (-total / (t_ * r_)).float()
+            total += csi_view_scores(test_proj[t, k], test_logits[t, k], train_proj[t, k], train_logits[t, k], k, test_norm, chunk)
+    return (total / (t_ * r_)).float()
 
 
 class _ProjectionAndRotation(nn.Module):
@@ -148,22 +151,15 @@ def rotation_context(k: int, hflip: bool) -> Callable[[Tensor], Tensor]:
     return transform
 
 
-@register
 class CSI(Method):
     """CSI: rotations as shifted instances in NT-Xent, a rotation head, and the CSI score."""
 
-    name = "csi"
+    name = SPEC.name
     Params = CSIParams
-    test_params = {"samples": 1}
-    score_names = ("csi",)
-    description = "CSI: rotated copies as negatives in NT-Xent + rotation head; CSI score over rotations and samples"
+    score_names = SPEC.score_names
 
     def __init__(self, cfg: RunConfig, params: CSIParams) -> None:
         super().__init__(cfg, params)
-        if params.temperature <= 0:
-            raise ConfigError(f"params.temperature must be > 0, got {params.temperature}")
-        if params.samples < -1:
-            raise ConfigError(f"params.samples must be >= 0, or -1 for ceil(tta / 4), got {params.samples}")
         d = self.encoder.out_dim
         self.head = projection_head(d, d, params.head_dim)
         self.rotation_head = nn.Linear(d, N_ROTATIONS)
@@ -190,41 +186,35 @@ class CSI(Method):
         out["loss"] = out["contrastive"] + self.params.rotation_weight * out["rotation"]
         return out
 
-    def _features(self, images: Tensor, view: FixedView, k: int, device: torch.device) -> tuple[Tensor, Tensor]:
-        """Projections ``[n, p]`` and rotation logits ``[n, R]`` of ``images`` under one view and rotation k."""
-        cfg = self.cfg
-        f = view_features(
-            self.encoder, images, replace(view, hflip=False), rotation_context(k, view.hflip), cfg.image_size,
-            device, cfg.eval_batch_size, head=_ProjectionAndRotation(self.head, self.rotation_head),
-        )
-        return f[:, : -N_ROTATIONS], f[:, -N_ROTATIONS:]
+    # --- scoring: every sample view in every rotation, its flip before the rotation ---------------
 
-    @torch.no_grad()
-    def score(self, train: Tensor, test: Tensor, device: torch.device) -> MethodScores:
-        cfg = self.cfg
-        plan = tta_plan(self.n_samples, 1, cfg.tta_seed, self.view_params)
-        total = torch.zeros(len(test))
-        for view, _ in plan:
-            feats = [
-                [self._features(imgs, view, k, device) for k in range(N_ROTATIONS)] for imgs in (train, test)
-            ]
-            (train_p, train_l), (test_p, test_l) = (
-                (torch.stack([f[0] for f in fs])[None], torch.stack([f[1] for f in fs])[None]) for fs in feats
-            )
-            total += csi_scores(test_p, test_l, train_p, train_l, self.params.test_norm, cfg.nn_chunk).cpu()
-        # Diagnostics: rotation accuracy on the training images and identity-view encoder features.
-        correct = 0
+    def test_contexts(self) -> list[ContextFn]:
+        return [rotation_context(k, False) for k in range(N_ROTATIONS)]
+
+    def test_plan(self) -> list[TestView]:
+        views = [v for v, _ in tta_plan(self.n_samples, 1, self.cfg.tta_seed, self.view_params)]
+        return [
+            TestView(replace(v, hflip=False), k, rotation_context(k, v.hflip)) for v in views for k in range(N_ROTATIONS)
+        ]
+
+    def feature_spaces(self):
+        return {"encoder": None, "csi": _ProjectionAndRotation(self.head, self.rotation_head)}
+
+    def scoring(self) -> ScoringSpec:
+        test_norm, chunk = self.params.test_norm, self.cfg.nn_chunk
+
+        def score(te: Tensor, tr: Tensor, k: int) -> Tensor:
+            r = N_ROTATIONS
+            return csi_view_scores(te[:, :-r], te[:, -r:], tr[:, :-r], tr[:, -r:], k, test_norm, chunk)
+
+        reading = Reading("csi", "matched")
+        return ScoringSpec({"csi": Scorer(score)}, (reading,), reading)
+
+    def diagnostics(self, identity_features) -> dict[str, float]:
+        """Rotation accuracy of the rotation head on the identity views of the training images."""
+        correct = total = 0
         for k in range(N_ROTATIONS):
-            _, logits = self._features(train, IDENTITY_VIEW, k, device)
+            logits = identity_features["train", k]["csi"][:, -N_ROTATIONS:]
             correct += int((logits.argmax(1) == k).sum())
-        identity = {
-            f"{split}_context0": F.normalize(
-                view_features(self.encoder, imgs, IDENTITY_VIEW, lambda x: x, cfg.image_size, device, cfg.eval_batch_size), dim=1
-            ).cpu().numpy().astype(np.float16)
-            for split, imgs in (("train", train), ("test", test))
-        }
-        return MethodScores(
-            scores={"csi": (total / len(plan)).numpy()},
-            extras={"train_rotation_accuracy": correct / (N_ROTATIONS * len(train))},
-            arrays=identity,
-        )
+            total += len(logits)
+        return {"train_rotation_accuracy": correct / total}

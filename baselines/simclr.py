@@ -19,52 +19,27 @@ SSD = ``simclr/ssd``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-import numpy as np
 import torch
-import torch.nn.functional as F
 from torch import Tensor
 
-from con2.augment import IDENTITY_VIEW, contexts_for
 from con2.config import RunConfig
-from con2.errors import ConfigError
-from con2.evaluation import iter_plan_features, tta_plan, view_features
+from con2.evaluation import Scorer, ScoringSpec
 from con2.losses import nt_xent
-from con2.methods.base import Method, MethodScores
-from con2.methods.registry import register
+from con2.methods.base import Method
+from baselines.simclr_spec import SPEC, SimCLRParams
 from con2.models import projection_head
 from con2.scores import knn_scores, mahalanobis_scores
 
 
-@dataclass
-class SimCLRParams:
-    """SimCLR/SSD hyperparameters; defaults are the papers'."""
-
-    temperature: float = 0.5  # NT-Xent tau (SimCLR's 0.5)
-    head_dim: int = 128  # projection size: Linear(d, d) - ReLU - Linear(d, head_dim)
-    k: int = 1  # kNN score: distance to the k-th nearest training feature (Sun et al.: 1 or 50)
-    ssd_clusters: int = 1  # SSD: k-means clusters of the training features (score = min over them)
-
-
-@register
 class SimCLR(Method):
     """SimCLR trained on normal data, scored by deep kNN (``knn``) and by SSD (``ssd``)."""
 
-    name = "simclr"
+    name = SPEC.name
     Params = SimCLRParams
-    test_params = {"k": 2, "ssd_clusters": 2}
-    score_names = ("knn", "ssd")
-    description = "SimCLR (NT-Xent, 2 views); scores: knn = SimCLR+kNN with TTA, ssd = SSD Mahalanobis"
+    score_names = SPEC.score_names
 
     def __init__(self, cfg: RunConfig, params: SimCLRParams) -> None:
         super().__init__(cfg, params)
-        if params.temperature <= 0:
-            raise ConfigError(f"params.temperature must be > 0, got {params.temperature}")
-        if params.k < 1:
-            raise ConfigError(f"params.k must be >= 1, got {params.k}")
-        if params.ssd_clusters < 1:
-            raise ConfigError(f"params.ssd_clusters must be >= 1, got {params.ssd_clusters}")
         d = self.encoder.out_dim
         self.head = projection_head(d, d, params.head_dim)
 
@@ -75,25 +50,9 @@ class SimCLR(Method):
         loss = nt_xent(z[:n], z[n:], self.params.temperature)
         return {"loss": loss}
 
-    @torch.no_grad()
-    def score(self, train: Tensor, test: Tensor, device: torch.device) -> MethodScores:
-        cfg, p = self.cfg, self.params
-        identity = contexts_for([])  # SimCLR has one context: x itself
-        plan = tta_plan(cfg.tta, 1, cfg.tta_seed, self.view_params)
-        knn = torch.zeros(len(test))
-        for train_f, test_f in iter_plan_features(
-            self.encoder, train, test, plan, identity, cfg.image_size, device, cfg.eval_batch_size
-        ):
-            knn += knn_scores(test_f, train_f, p.k, cfg.nn_chunk).cpu()
-        train_id, test_id = (
-            view_features(self.encoder, imgs, IDENTITY_VIEW, identity[0], cfg.image_size, device, cfg.eval_batch_size).cpu()
-            for imgs in (train, test)
-        )
-        ssd = mahalanobis_scores(test_id, train_id, p.ssd_clusters, seed=cfg.seed)
-        return MethodScores(
-            scores={"knn": (knn / len(plan)).numpy(), "ssd": ssd.numpy()},
-            arrays={
-                "train_context0": F.normalize(train_id, dim=1).numpy().astype(np.float16),
-                "test_context0": F.normalize(test_id, dim=1).numpy().astype(np.float16),
-            },
-        )
+    def scoring(self) -> ScoringSpec:
+        p, chunk, seed = self.params, self.cfg.nn_chunk, self.cfg.seed
+        return ScoringSpec({
+            "knn": Scorer(lambda te, tr, c: knn_scores(te, tr, p.k, chunk)),
+            "ssd": Scorer(lambda te, tr, c: mahalanobis_scores(te, tr, p.ssd_clusters, seed=seed), tta=False),
+        })  # fmt: skip

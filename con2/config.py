@@ -35,6 +35,7 @@ class RunConfig:
     image_size: int = 28  # training/encoder input size (views are resized to it)
     data_size: int | None = None  # resolution of the prepared data (None: image_size); e.g. 28 px MedMNIST trained at 64
     split_seed: int = 0  # split seed for datasets without an official split (fixed across training seeds)
+    center_crop: float = 1.0  # keep the central fraction of each side before the views (paper: 224/256 = 0.875)
     # method and its own hyperparameters (validated against the method's Params dataclass)
     method: str = "con2"
     variant: str = "default"  # free label used by the workflow's tables (e.g. "invert", "context_only")
@@ -84,13 +85,19 @@ class RunConfig:
 _FIELDS = {f.name: f for f in fields(RunConfig)}
 
 
-def _coerce(key: str, value: Any, default: Any) -> Any:
-    """Coerce ``value`` to the type of the field's default (lists to tuples, ints to floats)."""
+def _coerce(key: str, value: Any, default: Any, annotation: str | None = None) -> Any:
+    """Coerce ``value`` to the type of the field's default (lists to tuples, ints to floats).
+
+    Optional fields (default ``None``) are coerced by their annotation (``int | None``,
+    ``float | None``, ``str | None``); ``annotation`` defaults to the RunConfig field's.
+    """
     if value is None:
         return value
-    if default is None:  # optional fields: coerce by the annotation (``int | None``, ``str | None``)
-        annotation = str(_FIELDS[key].type) if key in _FIELDS else ""
-        default = 0 if annotation.startswith("int") else "" if annotation.startswith("str") else None
+    if default is None:
+        if annotation is None:
+            annotation = str(_FIELDS[key].type) if key in _FIELDS else ""
+        kinds = {"int": 0, "float": 0.0, "str": ""}
+        default = next((v for k, v in kinds.items() if annotation.startswith(k)), None)
         if default is None:
             return value
     try:
@@ -162,6 +169,8 @@ def validate(cfg: RunConfig) -> None:
             f"process in oneDNN's CPU backward of the 1x1 stride-2 shortcut conv (PyTorch 2.14); "
             f"set channels_last=false or width >= 8"
         )
+    if not 0 < cfg.center_crop <= 1:
+        raise ConfigError(f"config key 'center_crop' must lie in (0, 1] (the paper's resize 256 / crop 224 is 0.875), got {cfg.center_crop}")
     if cfg.lh_ridge < 0:
         raise ConfigError(f"config key 'lh_ridge' must be >= 0, got {cfg.lh_ridge}")
     if not (cfg.device in ("auto", "cpu", "cuda") or cfg.device.startswith("cuda:")):
@@ -213,4 +222,4 @@ def dataclass_from_params(cls: type, params: dict[str, Any], owner: str) -> Any:
     if unknown:
         raise ConfigError(f"unknown params {unknown} for method {owner!r}; valid: {sorted(names)}")
     defaults = cls()
-    return cls(**{k: _coerce(f"params.{k}", v, getattr(defaults, k)) for k, v in params.items()})
+    return cls(**{k: _coerce(f"params.{k}", v, getattr(defaults, k), str(names[k].type)) for k, v in params.items()})

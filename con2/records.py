@@ -66,7 +66,8 @@ RECORD_SCHEMA: dict[str, Any] = {
         "batch_size": {"type": ["integer", "null"], "minimum": 1},  # the effective batch (images per step)
         "split_seed": {"type": ["integer", "null"]},
         "split_sha256": {"type": ["string", "null"]},  # the split manifest's checksum (same test ids <=> same value)
-        "scoring": {"type": "object"},  # per score: which reading is its headline (method-defined, JSON)
+        "scoring": {"type": "object"},  # each score column's reading, and each score's headline reading
+        "method_card": {"type": "object"},  # the method spec's labels, paper rows and tags (con2.methods.spec)
         "config": {"type": "object"},
         "config_hash": {"type": "string"},
         "versions": {"type": "object"},

@@ -61,7 +61,8 @@ TRAIN, COMPLETE, REPLACE = "train", "complete", "replace"
 
 def load_run_data(cfg: RunConfig) -> OneClassData:
     """The one-class split a run trains and scores on: ``cfg``'s dataset, normal class, split seed
-    (``split_seed``, never the training ``seed``) and prepared size (``data_size``, else ``image_size``).
+    (``split_seed``, never the training ``seed``) and prepared size (``data_size``, else ``image_size``),
+    centre-cropped by ``center_crop`` (:mod:`con2.preprocess`) when below 1.
 
     Every registered method (through :func:`con2.runner.run`) and every external baseline
     (``baselines/external.py``, ``baselines/examples/``) loads its data here.
@@ -71,9 +72,18 @@ def load_run_data(cfg: RunConfig) -> OneClassData:
     """
     from con2.data import load_one_class
 
-    return load_one_class(
+    data = load_one_class(
         cfg.dataset, cfg.data_dir, cfg.normal_class, seed=cfg.split_seed, size=cfg.data_size or cfg.image_size
     )
+    if cfg.center_crop < 1:  # the paper's resize 256 / centre-crop 224, at the stored size
+        import dataclasses
+
+        from con2.preprocess import center_crop_array
+
+        data = dataclasses.replace(
+            data, train=center_crop_array(data.train, cfg.center_crop), test=center_crop_array(data.test, cfg.center_crop)
+        )
+    return data
 
 
 def check_batch_size(cfg: RunConfig, n_train: int) -> None:
@@ -415,6 +425,7 @@ def build_record(
     timing: Mapping[str, float | None] | None = None,
     extras: Mapping[str, Any] | None = None,
     scoring: Mapping[str, Any] | None = None,
+    method_card: Mapping[str, Any] | None = None,
     training: Mapping[str, Any] | None = None,
     device: str = "external",
     peak_memory_mb: float | None = None,
@@ -433,6 +444,7 @@ def build_record(
             ``images_per_second``.
         extras: further metrics (e.g. ``silhouette``), stored beside ``auroc``.
         scoring: per score, which reading is its headline (JSON-serialisable; method-defined).
+        method_card: the method spec's card of this run (labels, paper rows, tags).
         training: ``epochs``, ``steps``, ``resumed_from_epoch``.
 
     Raises:
@@ -480,4 +492,6 @@ def build_record(
             record[key] = training[key]
     if scoring is not None:
         record["scoring"] = json.loads(json.dumps(scoring))
+    if method_card is not None:
+        record["method_card"] = json.loads(json.dumps(method_card))
     return record

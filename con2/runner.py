@@ -20,7 +20,7 @@ import torch
 
 from con2.config import RunConfig
 from con2.engine import TrainSettings, fit, load_weights, select_device
-from con2.methods import build_method
+from con2.methods import build_method, get_spec
 from con2.rundir import CHECKPOINT, CONFIG, FEATURES, RECORD, SCORES, RunDir, build_record, check_batch_size, load_run_data
 
 __all__ = ["CHECKPOINT", "CONFIG", "FEATURES", "RECORD", "SCORES", "run", "to_tensor", "train_settings"]
@@ -107,7 +107,8 @@ def run(
             batch_size=min(cfg.batch_size, len(data.train)),
             timing={"fit_seconds": fit_seconds, "score_seconds": score_seconds,
                     "wall_seconds": time.perf_counter() - t_wall, "images_per_second": ips},
-            extras=out.extras, scoring=getattr(out, "scoring", None), training=training,
+            extras=out.extras, scoring=out.scoring or None, method_card=get_spec(cfg.method).card(method.params),
+            training=training,
             device=str(device), peak_memory_mb=_peak_memory_mb(device),
         )  # fmt: skip
         rd.write_record(record)

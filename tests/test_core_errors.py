@@ -93,7 +93,9 @@ class NanMethod(Con2):
 
 
 def test_nan_loss_stops_with_message_and_no_record(tiny, tmp_path, monkeypatch):
-    monkeypatch.setitem(registry.METHODS, "nan_test_method", NanMethod)
+    monkeypatch.setattr(registry, "METHODS", dict(registry.all_methods()))  # undone after the test
+    monkeypatch.setattr(registry, "_CLASSES", dict(registry._CLASSES))
+    registry.register(NanMethod)
     cfg = make_config({**tiny, "method": "nan_test_method"})
     with pytest.raises(NonFiniteLossError, match=r"non-finite loss at epoch 0, step 0 \(.*loss=nan"):
         run(cfg, tmp_path)

@@ -21,10 +21,12 @@ from torch import nn
 
 from con2.augment import IDENTITY_VIEW
 from con2.config import make_config
-from con2.evaluation import view_features
-from con2.methods import Method, MethodScores, all_methods, register, registry
+from con2.evaluation import Reading, Scorer, ScoringSpec, crossed_plan, view_features
+from con2.data import load_one_class
+from con2.engine import load_weights
+from con2.methods import Method, all_methods, build_method, register, registry
 from con2.records import read_record
-from con2.runner import RECORD, SCORES, run
+from con2.runner import RECORD, SCORES, run, to_tensor
 
 
 def check_method_run(name: str, tiny: dict[str, Any], run_dir: Path) -> dict[str, Any]:
@@ -34,13 +36,17 @@ def check_method_run(name: str, tiny: dict[str, Any], run_dir: Path) -> dict[str
     record = read_record(run_dir / RECORD)  # validates against the schema
     assert record["method"] == name
     aurocs = record["metrics"]["auroc"]
-    assert sorted(aurocs) == sorted(cls.score_names), "score() must return exactly the declared score_names"
+    headline = [k for k in aurocs if "@" not in k]
+    assert sorted(headline) == sorted(cls.score_names), "the headline columns must be exactly the declared score_names"
+    assert {k.split("@")[0] for k in aurocs} == set(cls.score_names), "every other reading is <score>@<reading>"
+    assert sorted(record["scoring"]["headline"]) == sorted(cls.score_names)
+    assert sorted(record["scoring"]["columns"]) == sorted(aurocs)
     for score, value in aurocs.items():
         assert math.isfinite(value) and 0.0 <= value <= 100.0, (score, value)
     table = pd.read_csv(run_dir / SCORES)
-    assert list(table.columns[:2]) == ["index", "label"] and sorted(table.columns[2:]) == sorted(cls.score_names)
+    assert list(table.columns[:2]) == ["index", "label"] and sorted(table.columns[2:]) == sorted(aurocs)
     assert len(table) == record["n_test"] and int(table["label"].sum()) == record["n_anomalous"]
-    assert np.isfinite(table[list(cls.score_names)].to_numpy()).all()
+    assert np.isfinite(table[list(aurocs)].to_numpy()).all()
     return record
 
 
@@ -77,20 +83,36 @@ class RotNet(Method):
         logits = self.rotation_head(self.encoder(self.augment(rotated))).float()
         return {"loss": self.params.head_weight * F.cross_entropy(logits, labels)}
 
-    @torch.no_grad()
-    def score(self, train, test, device):
-        nll = torch.zeros(len(test))
-        for k in range(4):
-            logits = view_features(
-                self.encoder, test, IDENTITY_VIEW, lambda x, k=k: torch.rot90(x, k, dims=(-2, -1)),
-                self.cfg.image_size, device, head=self.rotation_head,
-            )
-            nll -= logits.log_softmax(1)[:, k].cpu()
-        return MethodScores(scores={"rotation": (nll / 4).numpy()})
+    # Scoring is declared: the identity view in each of the 4 rotations, the rotation head's
+    # logits as the feature space, and the score -log p(rotation k | view in rotation k).
+    def test_contexts(self):
+        return [lambda x, k=k: torch.rot90(x, k, dims=(-2, -1)) for k in range(4)]
+
+    def test_plan(self):
+        return crossed_plan(0, self.test_contexts(), self.cfg.tta_seed)
+
+    def feature_spaces(self):
+        return {"encoder": None, "rotation": self.rotation_head}
+
+    def scoring(self):
+        reading = Reading("rotation")
+        return ScoringSpec({"rotation": Scorer(lambda test, train, k: -test.log_softmax(1)[:, k])}, (reading,), reading)
 
 
 def test_a_newly_registered_method_joins_the_registry_and_this_test(tiny, tmp_path, monkeypatch):
-    monkeypatch.setattr(registry, "METHODS", dict(registry.METHODS))  # undo the registration afterwards
+    monkeypatch.setattr(registry, "METHODS", dict(registry.all_methods()))  # undo the registration afterwards
+    monkeypatch.setattr(registry, "_CLASSES", dict(registry._CLASSES))
     register(RotNet)
     assert "rotnet_example" in all_methods()  # what the parametrisation above iterates over
     check_method_run("rotnet_example", tiny, tmp_path)
+    # The shared loop computed -mean_k log p(k | rotated identity view), as a loop by hand shows.
+    method = build_method(make_config({**tiny, "method": "rotnet_example"}))
+    load_weights(method, tmp_path / "checkpoint.pt", torch.device("cpu"))
+    cfg = make_config(tiny)
+    test = to_tensor(load_one_class(cfg.dataset, cfg.data_dir, cfg.normal_class, seed=cfg.split_seed, size=16).test)
+    expected = torch.zeros(len(test))
+    for k in range(4):
+        logits = view_features(method.encoder, torch.rot90(test, k, dims=(-2, -1)), IDENTITY_VIEW, lambda x: x, 16,
+                               torch.device("cpu"), head=method.rotation_head)  # fmt: skip
+        expected -= logits.log_softmax(1)[:, k] / 4
+    np.testing.assert_allclose(pd.read_csv(tmp_path / SCORES)["rotation"], expected.numpy(), rtol=1e-4, atol=1e-5)

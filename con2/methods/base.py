@@ -1,12 +1,16 @@
-"""The method interface: a small ``nn.Module`` that supplies a training loss and anomaly scores.
+"""The method interface: a small ``nn.Module`` that supplies a training loss and declares its scores.
 
 A method declares its hyperparameters as a ``Params`` dataclass (defaults = the paper's), a tiny
 ``test_params`` override used by the every-method test, and the names of the scores it writes.
-The engine calls ``training_loss``; the runner calls ``score`` once training is done.
+The engine calls ``training_loss``. Scoring is declarative: a method says which test-time views
+and contexts it uses (``test_contexts``, ``test_plan``), which feature spaces exist
+(``feature_spaces``), and which scores and readings it wants (``scoring``); the shared loop in
+:mod:`con2.evaluation` runs them, so no method writes its own test-time loop.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -16,16 +20,22 @@ from torch import Tensor, nn
 
 from con2.augment import ViewAugment, ViewParams, normalize, to_float
 from con2.config import RunConfig
+from con2.evaluation import ContextFn, ScoringSpec, TestView, identity, score_method, split_plan
 from con2.models import build_encoder
 
 
 @dataclass
 class MethodScores:
-    """Per-sample anomaly scores (``[M]`` each, higher = more anomalous) and scalar extras."""
+    """Per-sample anomaly scores (``[M]`` each, higher = more anomalous) and what goes with them.
+
+    ``scores`` has one column per (score, reading): the headline reading under the score's name.
+    ``scoring`` describes the columns for the record (see ``ScoringSpec.describe``).
+    """
 
     scores: dict[str, np.ndarray]
     extras: dict[str, float] = field(default_factory=dict)
     arrays: dict[str, np.ndarray] = field(default_factory=dict)  # saved to features.npz
+    scoring: dict[str, Any] = field(default_factory=dict)
 
 
 class Method(nn.Module):
@@ -58,6 +68,28 @@ class Method(nn.Module):
         """uint8 ``[N, C, H, W]`` on the device -> ``{"loss": scalar, ...terms}``."""
         raise NotImplementedError
 
+    # --- scoring: declarations read by con2.evaluation.score_method ------------------------------
+
+    def test_contexts(self) -> list[ContextFn]:
+        """Pixel transforms of the test-time contexts, by context label (default: x alone)."""
+        return [identity]
+
+    def test_plan(self) -> list[TestView]:
+        """The fixed test-time views: ``cfg.tta`` views split evenly over :meth:`test_contexts`."""
+        return split_plan(self.cfg.tta, self.test_contexts(), self.cfg.tta_seed, self.view_params)
+
+    def feature_spaces(self) -> Mapping[str, nn.Module | None]:
+        """Named maps of the encoder output that readings may score (``None``: the output itself)."""
+        return {"encoder": None}
+
+    def scoring(self) -> ScoringSpec:
+        """The scores, the readings computed and the headline reading."""
+        raise NotImplementedError
+
+    def diagnostics(self, identity_features: Mapping[tuple[str, int], Mapping[str, Tensor]]) -> dict[str, float]:
+        """Scalar extras for the record from identity-view features ``{(split, context): {space: [n, d]}}``."""
+        return {}
+
     def score(self, train: Tensor, test: Tensor, device: torch.device) -> MethodScores:
         """Score uint8 ``test [M, C, H, W]`` against the normal ``train [n, C, H, W]`` (CPU tensors)."""
-        raise NotImplementedError
+        return score_method(self, train, test, device)

@@ -1,72 +1,64 @@
 """CON2: context contrasting plus content alignment (Ryser et al., TMLR 2025).
 
 Batch: N images x and their contexts t_c(x) (c = 1..K-1), two random views of each -> 2KN images,
-one encoder pass (BatchNorm sees every context), two heads. L = L_Context + alpha * L_Content with
-alpha annealed linearly per step from ``alpha_start`` to ``alpha_end``; ``loss = "context_only"``
-sets alpha = 0, ``"content_only"`` drops L_Context.
+one encoder pass (BatchNorm sees every context), two heads. The objective is
 
-Scores (on encoder outputs): S_NND and S_LH averaged over the run's fixed test-time views, split
-evenly over the contexts (x and x^C); the silhouette of the identity-view test representations
-labelled by context.
+    L = w * L_Context + alpha * L_Content
+
+with ``w = context_weight`` (1 as printed) and alpha annealed linearly from ``alpha_start`` to
+``alpha_end`` (0 -> 1 as printed) per optimiser step (``alpha_schedule = "step"``), held for each
+epoch at the value of its first step (``"epoch"``), or held at ``alpha_end`` (``"constant"``).
+``loss = "context_only"`` sets alpha = 0, ``"content_only"`` drops L_Context. The two terms have
+their own temperatures (``context_temperature``, ``content_temperature``; ``temperature`` for
+both when those are unset): the paper gives neither.
+
+Scores: S_NND and S_LH averaged over the run's fixed test-time views, split evenly over the
+contexts (x and x^C). Every run is scored under every reading: the feature space (``encoder``
+output, the paper's f; the ``content`` or ``context`` head) crossed with the training set that
+x^C views are compared with (``matched``: mapped through t_C; ``original``: the formula as
+printed). ``score_features`` / ``score_reference`` pick the headline reading. Also the silhouette
+of the identity-view test representations labelled by context.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
 
-import numpy as np
 import torch
-import torch.nn.functional as F
 from torch import Tensor
 
-from con2.augment import IDENTITY_VIEW, contexts_for, multi_context_names
-from con2.errors import ConfigError
-from con2.evaluation import iter_plan_features, tta_plan, view_features
+from con2.augment import contexts_for, multi_context_names
+from con2.evaluation import REFERENCES, ContextFn, Reading, Scorer, ScoringSpec
 from con2.losses import alpha_schedule, batch_labels, content_loss, context_loss
-from con2.methods.base import Method, MethodScores
-from con2.methods.registry import register
+from con2.methods.base import Method
+from con2.methods.con2_spec import FEATURES, SPEC, Con2Params
 from con2.metrics import context_silhouette
 from con2.models import projection_head
 from con2.scores import fit_gaussian, lh_scores, nnd_scores
 
-LOSSES = ("full", "context_only", "content_only")
+
+def alpha_at(progress: float, params: Con2Params, epochs: int) -> float:
+    """The content weight alpha at training progress in [0, 1] under ``params.alpha_schedule``.
+
+    ``epoch`` holds alpha for each of ``epochs`` epochs at the value of the epoch's start.
+    """
+    if params.alpha_schedule == "constant":
+        return params.alpha_end
+    if params.alpha_schedule == "epoch":
+        progress = math.floor(progress * epochs + 1e-9) / max(1, epochs)
+    return alpha_schedule(progress, params.alpha_start, params.alpha_end)
 
 
-@dataclass
-class Con2Params:
-    """CON2's hyperparameters (the temperature is not given in the paper: a documented choice)."""
-
-    contexts: tuple[str, ...] = ("invert",)  # context transforms after the identity; k = len + 1
-    n_contexts: int = 0  # > 0: use the k-context ablation's first k contexts instead of `contexts`
-    temperature: float = 0.5
-    loss: str = "full"  # full | context_only | content_only
-    alpha_start: float = 0.0
-    alpha_end: float = 1.0
-    head_dim: int = 128
-
-
-@register
 class Con2(Method):
-    name = "con2"
+    name = SPEC.name
     Params = Con2Params
-    test_params = {"temperature": 0.5}
-    score_names = ("nnd", "lh")
-    description = "CON2: context contrasting + content alignment; scores S_NND and S_LH with TTA"
+    score_names = SPEC.score_names
 
     def __init__(self, cfg, params: Con2Params) -> None:
         super().__init__(cfg, params)
-        if params.loss not in LOSSES:
-            raise ConfigError(f"params.loss must be one of {LOSSES}, got {params.loss!r}")
         names = multi_context_names(params.n_contexts) if params.n_contexts else list(params.contexts)
-        if not names:
-            raise ConfigError("params.contexts must name at least one context transform, e.g. [invert]")
         self.context_names = names
-        self.contexts = contexts_for(names)
-        if cfg.tta % len(self.contexts):
-            raise ConfigError(
-                f"config key 'tta': {cfg.tta} test-time views cannot be split evenly over {len(self.contexts)} "
-                f"contexts; use a multiple of {len(self.contexts)}"
-            )
+        self.contexts = contexts_for(names)  # unknown context names fail here, naming the choices
         d = self.encoder.out_dim
         self.context_head = projection_head(d, d, params.head_dim)
         self.content_head = projection_head(d, d, params.head_dim)
@@ -75,48 +67,52 @@ class Con2(Method):
     def n_contexts(self) -> int:
         return len(self.contexts)
 
+    @property
+    def temperatures(self) -> tuple[float, float]:
+        """``(tau of L_Context, tau of L_Content)``."""
+        p = self.params
+        return (p.context_temperature or p.temperature, p.content_temperature or p.temperature)
+
     def training_loss(self, images: Tensor, progress: float) -> dict[str, Tensor]:
         n, k = len(images), self.n_contexts
         ctx = torch.cat([fn(images) for fn in self.contexts])  # [K*N, C, H, W]
         x = torch.cat([self.augment(ctx), self.augment(ctx)])  # [2*K*N, 3, S, S], view-major
         h = self.encoder(x)
         context_labels, sample_labels = batch_labels(n, k, 2, device=h.device)
-        tau = self.params.temperature
+        tau_context, tau_content = self.temperatures
+        p = self.params
         out: dict[str, Tensor] = {}
-        if self.params.loss != "content_only":
-            out["context"] = context_loss(self.context_head(h), context_labels, tau)
-        if self.params.loss != "context_only":
-            out["content"] = content_loss(self.content_head(h), sample_labels, tau)
-        if self.params.loss == "full":
-            alpha = alpha_schedule(progress, self.params.alpha_start, self.params.alpha_end)
-            out["loss"] = out["context"] + alpha * out["content"]
+        if p.loss != "content_only":
+            out["context"] = context_loss(self.context_head(h), context_labels, tau_context)
+        if p.loss != "context_only":
+            out["content"] = content_loss(self.content_head(h), sample_labels, tau_content)
+        if p.loss == "full":
+            alpha = alpha_at(progress, p, self.cfg.epochs)
+            out["loss"] = p.context_weight * out["context"] + alpha * out["content"]
         else:
             out["loss"] = out["context"] if "context" in out else out["content"]
         return out
 
-    @torch.no_grad()
-    def score(self, train: Tensor, test: Tensor, device: torch.device) -> MethodScores:
+    # --- scoring ----------------------------------------------------------------------------------
+
+    def test_contexts(self) -> list[ContextFn]:
+        return self.contexts
+
+    def feature_spaces(self):
+        return {"encoder": None, "content": self.content_head, "context": self.context_head}
+
+    def scoring(self) -> ScoringSpec:
         cfg = self.cfg
-        plan = tta_plan(cfg.tta, self.n_contexts, cfg.tta_seed, self.view_params)
-        nnd = torch.zeros(len(test))
-        lh = torch.zeros(len(test))
-        for train_f, test_f in iter_plan_features(
-            self.encoder, train, test, plan, self.contexts, cfg.image_size, device, cfg.eval_batch_size
-        ):
-            nnd += nnd_scores(test_f, train_f, cfg.nn_chunk).cpu()
-            lh += lh_scores(test_f, fit_gaussian(train_f, cfg.lh_ridge)).cpu()
-        # Representations without augmentation, in every context: silhouette and the PCA figure.
-        identity = {
-            f"{split}_context{c}": F.normalize(
-                view_features(self.encoder, imgs, IDENTITY_VIEW, fn, cfg.image_size, device, cfg.eval_batch_size), dim=1
-            ).cpu().numpy()
-            for split, imgs in (("train", train), ("test", test))
-            for c, fn in enumerate(self.contexts)
+        ridge, chunk = cfg.lh_ridge, cfg.nn_chunk
+        scorers = {
+            "nnd": Scorer(lambda te, tr, c: nnd_scores(te, tr, chunk)),
+            "lh": Scorer(lambda te, tr, c: lh_scores(te, fit_gaussian(tr, ridge))),
         }
-        test_feats = np.concatenate([identity[f"test_context{c}"] for c in range(self.n_contexts)])
-        test_ctx = np.repeat(np.arange(self.n_contexts), len(test))
-        return MethodScores(
-            scores={"nnd": (nnd / len(plan)).numpy(), "lh": (lh / len(plan)).numpy()},
-            extras={"silhouette": context_silhouette(test_feats, test_ctx)},
-            arrays={k: v.astype(np.float16) for k, v in identity.items()},
-        )
+        readings = tuple(Reading(f, r) for f in FEATURES for r in REFERENCES)
+        return ScoringSpec(scorers, readings, Reading(self.params.score_features, self.params.score_reference))
+
+    def diagnostics(self, identity_features) -> dict[str, float]:
+        test = [identity_features["test", c]["encoder"] for c in range(self.n_contexts)]
+        feats = torch.nn.functional.normalize(torch.cat(test), dim=1).numpy()
+        labels = torch.arange(self.n_contexts).repeat_interleave(len(test[0])).numpy()
+        return {"silhouette": context_silhouette(feats, labels)}

@@ -1,26 +1,63 @@
-"""Methods found by name: CON2 here, the baselines from the ``baselines`` package, and any
-third-party package that declares a ``con2.methods`` entry point."""
+"""Methods found by name, through the ``con2.methods`` entry-point group.
+
+Every method (CON2 and the baselines alike) is declared as an entry point whose value is its
+:class:`~con2.methods.spec.MethodSpec` (torch-free: listing and validating never import torch)
+or its :class:`~con2.methods.Method` subclass. The core names no method: the built-ins are the
+entry points of this project's ``pyproject.toml``. Run from a source checkout that was never
+installed (e.g. with ``PYTHONPATH`` on a GPU machine), the same table is read from the
+checkout's ``pyproject.toml``. ``register`` adds a class at run time (tests, notebooks).
+"""
 
 from __future__ import annotations
 
 import importlib
+import tomllib
 from importlib.metadata import entry_points
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from con2.config import RunConfig, dataclass_from_params
+from con2.config import RunConfig
 from con2.errors import ConfigError
-from con2.methods.base import Method
+from con2.methods.spec import MethodSpec, spec_from_class
 
-METHODS: dict[str, type[Method]] = {}
+if TYPE_CHECKING:
+    from con2.methods.base import Method
+
+GROUP = "con2.methods"
+METHODS: dict[str, MethodSpec] = {}
+_CLASSES: dict[str, type] = {}  # methods registered as classes (no import needed to load them)
 _loaded = False
+_PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
 
 
 def register(cls: type[Method]) -> type[Method]:
-    """Class decorator: add a method to the registry under ``cls.name``."""
-    if cls.name in METHODS and METHODS[cls.name] is not cls:
+    """Class decorator: add a method class to the registry under ``cls.name``."""
+    if cls.name in _CLASSES and _CLASSES[cls.name] is not cls:
         raise ValueError(f"method name {cls.name!r} is registered twice")
-    METHODS[cls.name] = cls
+    spec = METHODS.get(cls.name)
+    if spec is None or spec.implementation != f"{cls.__module__}:{cls.__qualname__}":
+        spec = spec_from_class(cls)
+    METHODS[cls.name] = spec
+    _CLASSES[cls.name] = cls
     return cls
+
+
+def register_spec(spec: MethodSpec) -> MethodSpec:
+    """Add a method by its spec (its class is imported when a run needs it)."""
+    old = METHODS.get(spec.name)
+    if old is not None and old.implementation != spec.implementation:
+        raise ValueError(f"method name {spec.name!r} is registered twice ({old.implementation}, {spec.implementation})")
+    METHODS[spec.name] = spec
+    return spec
+
+
+def _declared_entry_points() -> dict[str, str]:
+    """``{name: "module:attr"}`` of the group: installed distributions, else this checkout's pyproject."""
+    found = {ep.name: ep.value for ep in entry_points(group=GROUP)}
+    if "con2" not in found and _PYPROJECT.is_file():  # a source checkout run without installing
+        table = tomllib.loads(_PYPROJECT.read_text()).get("project", {}).get("entry-points", {}).get(GROUP, {})
+        found = {**table, **found}
+    return found
 
 
 def _load_all() -> None:
@@ -28,32 +65,48 @@ def _load_all() -> None:
     if _loaded:
         return
     _loaded = True
-    importlib.import_module("con2.methods.con2_method")
-    try:
-        importlib.import_module("baselines")
-    except ModuleNotFoundError as exc:
-        if exc.name != "baselines":
-            raise
-    for ep in entry_points(group="con2.methods"):
-        ep.load()
+    for name, value in _declared_entry_points().items():
+        module, _, attr = value.partition(":")
+        obj: Any = getattr(importlib.import_module(module), attr)
+        spec = obj if isinstance(obj, MethodSpec) else spec_from_class(obj)
+        if spec.name != name:
+            raise ValueError(f"entry point {name!r} = {value!r} declares method {spec.name!r}")
+        if isinstance(obj, MethodSpec):
+            register_spec(spec)
+        else:
+            register(obj)
 
 
-def all_methods() -> dict[str, type[Method]]:
-    """Every registered method by name (sorted)."""
+def all_methods() -> dict[str, MethodSpec]:
+    """Every registered method's spec by name (sorted). Torch-free for spec entry points."""
     _load_all()
     return dict(sorted(METHODS.items()))
 
 
-def get_method(name: str) -> type[Method]:
-    """The method class called ``name``; ``ConfigError`` lists the registered names otherwise."""
+def get_spec(name: str) -> MethodSpec:
+    """The spec of method ``name``; ``ConfigError`` lists the registered names otherwise."""
     methods = all_methods()
     if name not in methods:
         raise ConfigError(f"unknown method {name!r}; registered: {sorted(methods)}")
     return methods[name]
 
 
+def get_method(name: str) -> type[Method]:
+    """The method class called ``name`` (imports its module)."""
+    spec = get_spec(name)
+    cls = _CLASSES.get(name)
+    if cls is None:
+        cls = spec.load()
+        _CLASSES[name] = cls
+    return cls
+
+
+def validate_run(cfg: RunConfig) -> Any:
+    """Check a run's method and its ``params`` without building anything; return the params object."""
+    return get_spec(cfg.method).params_for(cfg)
+
+
 def build_method(cfg: RunConfig) -> Method:
     """Instantiate the configured method with its validated params."""
-    cls = get_method(cfg.method)
-    params: Any = dataclass_from_params(cls.Params, cfg.params, cls.name)
-    return cls(cfg, params)
+    params = validate_run(cfg)
+    return get_method(cfg.method)(cfg, params)

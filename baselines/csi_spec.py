@@ -1,0 +1,45 @@
+"""CSI's card (torch-free): parameters, constraints, labels.
+
+The implementation is :mod:`baselines.csi`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from con2.config import RunConfig
+from con2.errors import ConfigError
+from con2.methods.spec import MethodSpec
+
+
+@dataclass
+class CSIParams:
+    """CSI hyperparameters; defaults are CSI's (Tack et al. 2020)."""
+
+    temperature: float = 0.5  # NT-Xent tau
+    head_dim: int = 128  # projection size (CSI scores on these 128-d projections)
+    rotation_weight: float = 1.0  # weight of the rotation cross-entropy
+    samples: int = -1  # test-time samples per rotation; -1: ceil(tta / 4); 0: the identity view only
+    test_norm: bool = True  # score term max cos * ||z(x)|| as CSI (False: plain max cosine)
+
+
+def check(params: CSIParams, cfg: RunConfig) -> None:
+    if params.temperature <= 0:
+        raise ConfigError(f"params.temperature must be > 0, got {params.temperature}")
+    if params.samples < -1:
+        raise ConfigError(f"params.samples must be >= 0, or -1 for ceil(tta / 4), got {params.samples}")
+
+
+SPEC = MethodSpec(
+    name="csi",
+    Params=CSIParams,
+    implementation="baselines.csi:CSI",
+    score_names=("csi",),
+    description="CSI: rotated copies as negatives in NT-Xent + rotation head; CSI score over rotations and samples",
+    label="CSI",
+    score_labels={"csi": "CSI"},
+    paper_rows={"csi": ("CSI", "")},
+    compute_name="CSI",
+    test_params={"samples": 1},
+    check=check,
+)

@@ -1,0 +1,95 @@
+"""What a method is, without importing it: its parameters, their constraints, labels and tags.
+
+A :class:`MethodSpec` is the torch-free half of a method: listing methods (``con2 methods``),
+validating a run's ``params`` before any job starts (the workflow does it when it builds its
+grid), and naming a method in tables never import torch or the method's module. The other half,
+the ``nn.Module`` that trains and scores, is loaded by :meth:`MethodSpec.load` only when a run
+needs it.
+
+Built-in methods keep their spec in a ``<name>_spec.py`` module beside the implementation and
+declare it as a ``con2.methods`` entry point in ``pyproject.toml``; a third-party method may
+declare either a spec or just its class (then the spec is read off the class attributes).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from con2.config import RunConfig, dataclass_from_params
+
+if TYPE_CHECKING:
+    from con2.methods.base import Method
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    """A method's card.
+
+    Attributes:
+        name: the registry name (``con2 train --set method=NAME``).
+        Params: the hyperparameter dataclass (defaults = the paper's).
+        implementation: ``"package.module:Class"`` of the :class:`~con2.methods.Method` subclass.
+        score_names: the headline score columns it writes (``scores.csv``, ``metrics.auroc``).
+        description: one line for ``con2 methods``.
+        label: display name in tables (``"CON2"``).
+        score_labels: display name per score (``{"nnd": "NND"}``).
+        paper_rows: per score, the paper's ``(method, score)`` row it is compared with
+            (``{"knn": ("SimCLR", "")}``); scores without a paper row are absent.
+        compute_name: the method's name in the paper's compute-hours table.
+        test_params: the tiny override the every-method test trains with.
+        check: ``check(params, cfg)`` raises ``ConfigError`` for constraints a type check cannot
+            catch (ranges, choices, ``tta`` against the number of contexts).
+        tags: ``tags(params) -> {key: value}``: what the report groups this method's runs by
+            (contexts, loss, ...), written into every record.
+    """
+
+    name: str
+    Params: type
+    implementation: str
+    score_names: tuple[str, ...]
+    description: str = ""
+    label: str = ""
+    score_labels: Mapping[str, str] = field(default_factory=dict)
+    paper_rows: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+    compute_name: str | None = None
+    test_params: Mapping[str, Any] = field(default_factory=dict)
+    check: Callable[[Any, RunConfig], None] | None = None
+    tags: Callable[[Any], dict[str, Any]] | None = None
+
+    def params_for(self, cfg: RunConfig) -> Any:
+        """``cfg.params`` as this method's validated ``Params`` (unknown keys and bad values named)."""
+        params = dataclass_from_params(self.Params, cfg.params, self.name)
+        if self.check is not None:
+            self.check(params, cfg)
+        return params
+
+    def load(self) -> type[Method]:
+        """Import and return the implementation class (this imports torch)."""
+        module, _, attr = self.implementation.partition(":")
+        return getattr(importlib.import_module(module), attr)
+
+    def card(self, params: Any) -> dict[str, Any]:
+        """The record's ``method_card``: labels, paper rows and tags of one run."""
+        return {
+            "label": self.label or self.name,
+            "score_labels": {s: self.score_labels.get(s, s) for s in self.score_names},
+            "paper_rows": {s: list(r) for s, r in self.paper_rows.items()},
+            "compute_name": self.compute_name,
+            "tags": dict(self.tags(params)) if self.tags is not None else {},
+        }
+
+
+def spec_from_class(cls: type) -> MethodSpec:
+    """A spec read off a method class's attributes (for methods registered as classes)."""
+    return MethodSpec(
+        name=cls.name,
+        Params=cls.Params,
+        implementation=f"{cls.__module__}:{cls.__qualname__}",
+        score_names=tuple(cls.score_names),
+        description=getattr(cls, "description", ""),
+        label=getattr(cls, "label", "") or cls.name,
+        test_params=dict(getattr(cls, "test_params", {}) or {}),
+    )

@@ -1,0 +1,116 @@
+"""The fidelity table: every reading of the paper side by side, each against the current default.
+
+Each row of ``report.fidelity.rows`` names one setting: a method, the variant it was trained as,
+and the score column it is read by (a headline score such as ``nnd``, or another reading of the
+same runs such as ``nnd@encoder/original``, which needs no retraining). For every dataset of
+``report.fidelity.datasets`` a cell is the mean ± std over the seeds of that (method, variant,
+column) on the dataset's normal class(es); Δ is the difference to the reference row, computed
+from the rounded values shown; the paper's number for the row's method sits beside it::
+
+    report:
+      fidelity:
+        datasets: [breastmnist, digits]
+        reference: as printed               # the label of the row the others are compared with
+        rows:
+          - {label: as printed, method: con2, variant: invert, score: nnd, change: "the current default"}
+          - {label: x^C vs training set as printed, method: con2, variant: invert, score: nnd@encoder/original}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from con2.report.format import Table, mean_std, signed
+from con2.report.paper import dataset_label, name_maps, paper_value
+
+
+def _cell(runs: pd.DataFrame, dataset: str, row: Mapping[str, Any]) -> tuple[float, float, int, int]:
+    """``(mean, std, seeds, classes)`` of one row on one dataset: per-class seed means, then their mean.
+
+    The std is over seeds for one normal class, over the per-class means for several.
+    """
+    sel = runs[(runs["dataset"] == dataset) & (runs["method"] == row["method"]) & (runs["variant"] == row["variant"])
+               & (runs["score"] == row["score"])]  # fmt: skip
+    if sel.empty:
+        return np.nan, np.nan, 0, 0
+    per_class = sel.groupby("normal_class")["auroc"].agg(["mean", "std", "count"])
+    if len(per_class) == 1:
+        c = per_class.iloc[0]
+        return float(c["mean"]), float(c["std"]), int(c["count"]), 1
+    return float(per_class["mean"].mean()), float(per_class["mean"].std()), int(per_class["count"].min()), len(per_class)
+
+
+def _paper(paper: pd.DataFrame, config: Mapping[str, Any], dataset: str, row: Mapping[str, Any]) -> tuple[float, float] | None:
+    """The paper's number for the row's method and base score on ``dataset`` (Table 1, invert), if any."""
+    dmap, mmap = name_maps(config)
+    target = mmap.get((row["method"], str(row["score"]).split("@")[0]))
+    if target is None:
+        return None
+    return paper_value(paper, "table1_medical", dmap.get(dataset, dataset), target[0], target[1], "invert" if target[1] else "")
+
+
+def fidelity(runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str, Any]) -> Table:
+    """Rows: ``report.fidelity.rows``; per dataset: ours (mean ± std), Δ to the reference row, the paper's."""
+    spec = (config.get("report") or {}).get("fidelity") or {}
+    rows_cfg: list[Mapping[str, Any]] = list(spec.get("rows") or [])
+    datasets = [d for d in spec.get("datasets") or [] if d in set(runs["dataset"])] if not runs.empty else []
+    reference = spec.get("reference") or (rows_cfg[0]["label"] if rows_cfg else None)
+    ref_row = next((r for r in rows_cfg if r["label"] == reference), None)
+    paper_ds = [d for d in datasets if any(_paper(paper, config, d, r) for r in rows_cfg)]
+
+    columns = ["Setting", "Change from the default"]
+    for d in datasets:
+        columns += [dataset_label(d), "Δ"]
+    columns += [f"Paper {dataset_label(d)}" for d in paper_ds]
+
+    ref_shown = {d: _cell(runs, d, ref_row)[0] if ref_row else np.nan for d in datasets}
+    body, data, counts = [], [], set()
+    for row in rows_cfg:
+        cells = [str(row["label"]), str(row.get("change", ""))]
+        for d in datasets:
+            mean, std, n, classes = _cell(runs, d, row)
+            counts.add((d, n, classes))
+            shown = round(mean, 1) if not np.isnan(mean) else np.nan
+            diff = shown - round(ref_shown[d], 1) if row is not ref_row and not np.isnan(ref_shown[d]) else np.nan
+            cells += [mean_std(mean, std) + (f" (n={n})" if 0 < n < _expected(runs, d) else ""),
+                      signed(diff) if row is not ref_row else "ref."]  # fmt: skip
+            pv = _paper(paper, config, d, row)
+            data.append({
+                "setting": row["label"], "method": row["method"], "variant": row["variant"], "score": row["score"],
+                "dataset": d, "ours_mean": mean, "ours_std": std, "seeds": n, "classes": classes,
+                "diff_to_reference": diff, "paper_mean": pv[0] if pv else np.nan, "paper_std": pv[1] if pv else np.nan,
+            })  # fmt: skip
+        for d in paper_ds:
+            cells.append(mean_std(*(_paper(paper, config, d, row) or (np.nan, np.nan))))
+        body.append(cells)
+
+    notes = ["AUROC (%), mean ± std over training seeds; Δ: difference to the reference row from the rounded values shown."]
+    per_dataset = {}
+    for d, n, classes in sorted(counts):
+        if n:
+            per_dataset.setdefault(d, set()).add((n, classes))
+    for d, seen in per_dataset.items():
+        desc = ", ".join(f"{n} seeds x {c} normal class{'es' if c > 1 else ''}" for n, c in sorted(seen))
+        notes.append(f"{dataset_label(d)}: {desc} per cell.")
+    if reference:
+        notes.append(f"Reference row: {reference!r} (the current default).")
+    missing = [r["label"] for r in rows_cfg if all(_cell(runs, d, r)[2] == 0 for d in datasets)]
+    if missing:
+        notes.append(f"Not run yet: {', '.join(missing)}.")
+    frame = pd.DataFrame(data, columns=["setting", "method", "variant", "score", "dataset", "ours_mean", "ours_std", "seeds",
+                                        "classes", "diff_to_reference", "paper_mean", "paper_std"])  # fmt: skip
+    title = "Fidelity: each reading of the paper against the current default, AUROC (%)"
+    return Table("fidelity", title, columns, body if datasets else [], frame, notes)
+
+
+def _expected(runs: pd.DataFrame, dataset: str) -> int:
+    """The most seeds any run group of ``dataset`` has (cells with fewer are marked)."""
+    sel = runs[runs["dataset"] == dataset]
+    if sel.empty:
+        return 0
+    return int(sel.groupby(["normal_class", "method", "variant", "score"])["seed"].nunique().max())
+
