@@ -83,19 +83,20 @@ class WeightSet:
         """The canonical file name (the first of ``files``)."""
         return next(iter(self.files))
 
-    def how_to_get(self) -> str:
+    def how_to_get(self, key: str = "weights") -> str:
         """One sentence: where the file comes from and where to put it."""
-        target = f"{hub_checkpoint_dir()}/{self.filename}"
-        if not self.url:
-            return f"{self.notes}; save it as {target} or pass its path (con2 never downloads)"
-        if self.url.startswith("http") and "drive.google" not in self.url:
-            fetch = f"`curl -L --create-dirs -o {target} {self.url}`"
-        else:
-            fetch = f"download it from {self.url} and save it as {target}"
-        return (
-            f"on a machine with internet access, {fetch}{' (' + self.notes + ')' if self.notes else ''}; "
-            f"copy it here and pass its path, or put it in ${ENV_DIR} or the torch hub cache (con2 never downloads)"
+        where = (
+            f"then put it in ${ENV_DIR} or {hub_checkpoint_dir()}, or pass params.{key}=/path/to/{self.filename} "
+            f"(con2 never downloads)"
         )
+        if not self.url:
+            return f"{self.notes}; {where}"
+        if "drive.google" in self.url:
+            fetch = f"download it from {self.url} and save it as {self.filename}"
+        else:
+            fetch = f"`curl -L -o {self.filename} {self.url}`"
+        note = f" ({self.notes})" if self.notes else ""
+        return f"get it on a machine with internet access: {fetch}{note}; {where}"
 
 
 def _torchvision(arch: str, files: dict[str, str], url: str) -> WeightSet:
@@ -241,19 +242,19 @@ def resolve(value: str, set_name: str | WeightSet, key: str = "weights", sha256:
         if path is None:
             raise ConfigError(
                 f"{need} and no file {' or '.join(ws.files)} was found in {', '.join(map(str, dirs))}; "
-                f"{ws.how_to_get()}"
+                f"{ws.how_to_get(key)}"
             )
     else:
         path = Path(os.path.expanduser(value))
         if not path.is_file():
-            raise ConfigError(f"params.{key}: no file at {path}; {need}: {ws.how_to_get()}")
+            raise ConfigError(f"params.{key}: no file at {path}; {need}: {ws.how_to_get(key)}")
     path = path.resolve()
     expected = sha256 or ws.files.get(path.name, "")
     digest = sha256_of(path)
     if expected and not digest_matches(digest, expected):
         raise ConfigError(
             f"params.{key}: {path} has sha256 {digest[:16]}..., expected {expected[:16]}... for {ws.name!r}: "
-            f"the file is damaged or holds other weights; get it again: {ws.how_to_get()}"
+            f"the file is damaged or holds other weights; get it again: {ws.how_to_get(key)}"
         )
     return Resolved(key=key, path=path, weight_set=ws, sha256=digest, verified=bool(expected))
 
@@ -285,15 +286,15 @@ def load_state_dict(resolved: Resolved) -> dict[str, Tensor]:
     except Exception as exc:  # noqa: BLE001 - any unreadable file is the same user error
         raise ConfigError(
             f"params.{resolved.key}: {path} cannot be read as {ws.fmt} weights ({type(exc).__name__}: "
-            f"{str(exc).splitlines()[0] if str(exc) else ''}); {ws.how_to_get()}"
+            f"{str(exc).splitlines()[0] if str(exc) else ''}); {ws.how_to_get(resolved.key)}"
         ) from None
     if ws.fmt == "checkpoint":
         if not isinstance(state, dict) or ws.state_key not in state:
             found = sorted(state)[:8] if isinstance(state, dict) else type(state).__name__
-            raise ConfigError(f"params.{resolved.key}: {path} holds no {ws.state_key!r} entry (found {found}); {ws.how_to_get()}")
+            raise ConfigError(f"params.{resolved.key}: {path} holds no {ws.state_key!r} entry (found {found}); {ws.how_to_get(resolved.key)}")
         state = state[ws.state_key]
     if not isinstance(state, Mapping) or not all(isinstance(v, torch.Tensor) for v in state.values()):
-        raise ConfigError(f"params.{resolved.key}: {path} does not hold a mapping of names to tensors; {ws.how_to_get()}")
+        raise ConfigError(f"params.{resolved.key}: {path} does not hold a mapping of names to tensors; {ws.how_to_get(resolved.key)}")
     p = ws.strip_prefix
     return {(k[len(p):] if p and k.startswith(p) else k): v for k, v in state.items()}
 
@@ -317,7 +318,7 @@ def check_state_dict(state: Mapping[str, Tensor], expected: Mapping[str, tuple[i
         ws = resolved.weight_set
         raise ConfigError(
             f"params.{resolved.key}: {resolved.path} does not fit {ws.architecture}: {'; '.join(parts)}; "
-            f"it holds other weights than {ws.name!r}: {ws.how_to_get()}"
+            f"it holds other weights than {ws.name!r}: {ws.how_to_get(resolved.key)}"
         )
 
 
