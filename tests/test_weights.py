@@ -145,6 +145,7 @@ def test_random_stand_ins_fit_their_architecture(caches):
         weights.save_random_weights("openai/clip-vit-b-16", caches / "clip.pt")
 
 
+@pytest.mark.slow
 def test_the_cli_refuses_a_missing_or_wrong_weights_file(tiny, caches):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "TORCH_HOME": str(caches / "torch_home")}
     env.pop(weights.ENV_DIR, None)
@@ -155,7 +156,9 @@ def test_the_cli_refuses_a_missing_or_wrong_weights_file(tiny, caches):
     assert "https://download.pytorch.org/models/resnet152-394f9c45.pth" in missing.stderr and "Traceback" not in missing.stderr
     none = subprocess.run(base, capture_output=True, text=True, env=env, cwd=caches)
     assert none.returncode == 2 and "no file resnet152-394f9c45.pth or resnet152-b121ed2d.pth was found" in none.stderr
-    r18 = weights.save_random_weights(R18, caches / "r18.pth")  # ResNet18 weights for the default ResNet152
-    wrong = subprocess.run(base + [f"params.weights={r18}"], capture_output=True, text=True, env=env, cwd=caches)
-    assert wrong.returncode == 2 and "r18.pth does not fit torchvision.models:resnet152" in wrong.stderr
+    other = caches / "linear.pth"  # weights of another architecture
+    torch.save(nn.Linear(3, 2).state_dict(), other)
+    wrong = subprocess.run(base + ["params.backbone=resnet18", f"params.weights={other}"], capture_output=True, text=True,
+                           env=env, cwd=caches)  # fmt: skip
+    assert wrong.returncode == 2 and "linear.pth does not fit torchvision.models:resnet18: 122 missing keys" in wrong.stderr
     assert "Traceback" not in wrong.stderr
