@@ -2,7 +2,9 @@
 
 The test is parametrised over the registry when pytest collects it, so a method that registers
 itself (in ``baselines/``, in ``con2/methods/`` or through a ``con2.methods`` entry point) joins
-with no other edit. The last test shows that with the README's example of a new baseline.
+with no other edit. The last test shows that with the README's example of a new baseline. A
+method that needs pretrained weights (``MethodSpec.weights``) trains on random stand-ins of the
+right layout, written to a temporary folder.
 """
 
 from __future__ import annotations
@@ -20,19 +22,31 @@ import torch.nn.functional as F
 from torch import nn
 
 from con2.augment import IDENTITY_VIEW
-from con2.config import make_config
+from con2.config import dataclass_from_params, make_config
 from con2.evaluation import Reading, Scorer, ScoringSpec, crossed_plan, view_features
 from con2.data import load_one_class
 from con2.engine import load_weights
 from con2.methods import Method, all_methods, build_method, register, registry
 from con2.records import read_record
 from con2.runner import RECORD, SCORES, run, to_tensor
+from con2.weights import save_random_weights
+
+
+def with_stand_in_weights(name: str, params: dict[str, Any], folder: Path) -> dict[str, Any]:
+    """``params`` plus, for each pretrained file the method needs, random weights of the right layout.
+
+    The files are written to ``folder``; they exercise loading, checking and training, never results.
+    """
+    spec = all_methods()[name]
+    needs = spec.weight_sets(dataclass_from_params(spec.Params, params, name))
+    return {**params, **{key: str(save_random_weights(ws, folder / f"{key}.pth")) for key, ws in needs.items()}}
 
 
 def check_method_run(name: str, tiny: dict[str, Any], run_dir: Path) -> dict[str, Any]:
     """Run method ``name`` with its ``test_params`` on the tiny config; check record and scores."""
     cls = all_methods()[name]
-    run(make_config({**tiny, "method": name, "params": dict(cls.test_params)}), run_dir)
+    params = with_stand_in_weights(name, dict(cls.test_params), run_dir / "stand_in_weights")
+    run(make_config({**tiny, "method": name, "params": params}), run_dir)
     record = read_record(run_dir / RECORD)  # validates against the schema
     assert record["method"] == name
     aurocs = record["metrics"]["auroc"]
@@ -54,6 +68,10 @@ def check_method_run(name: str, tiny: dict[str, Any], run_dir: Path) -> dict[str
 def test_every_registered_method_writes_a_valid_record(name, tiny, tmp_path):
     record = check_method_run(name, tiny, tmp_path)
     assert record["steps"] > 0
+    spec = all_methods()[name]
+    used = record["method_card"].get("weights", {})  # the pretrained files the record names (the stand-ins here)
+    assert sorted(used) == sorted(spec.weight_sets(spec.Params(**spec.test_params)))
+    assert all(w["file"].startswith(str(tmp_path)) and len(w["sha256"]) == 64 for w in used.values())
 
 
 # --- The README's example of way (a): a rotation-prediction baseline as a registered class. -----

@@ -17,12 +17,19 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def test_listing_and_validating_methods_imports_no_torch():
+    declared = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["entry-points"]["con2.methods"]
     code = (
         "import sys\n"
         "from con2.config import make_config\n"
         "from con2.methods import all_methods, validate_run\n"
-        "assert sorted(all_methods()) == ['con2', 'csi', 'simclr'], sorted(all_methods())\n"
+        "from con2.errors import ConfigError\n"
+        f"assert sorted(all_methods()) == {sorted(declared)}, sorted(all_methods())\n"
         "validate_run(make_config({'method': 'con2', 'params': {'loss': 'content_only'}}))\n"
+        "validate_run(make_config({'method': 'unicon_ha', 'params': {'soft_form': 'anchor'}}))\n"
+        "try:\n"
+        "    validate_run(make_config({'method': 'panda', 'params': {'weights': '/nonexistent.pth'}}))\n"
+        "except ConfigError as exc:\n"
+        "    assert 'no file at /nonexistent.pth' in str(exc), exc\n"
         "heavy = sorted(m for m in ('torch', 'torchvision', 'kornia', 'timm') if m in sys.modules)\n"
         "assert not heavy, heavy\n"
     )

@@ -3,9 +3,9 @@
 Every method (CON2 and the baselines alike) is declared as an entry point whose value is its
 :class:`~con2.methods.spec.MethodSpec` (torch-free: listing and validating never import torch)
 or its :class:`~con2.methods.Method` subclass. The core names no method: the built-ins are the
-entry points of this project's ``pyproject.toml``. Run from a source checkout that was never
-installed (e.g. with ``PYTHONPATH`` on a GPU machine), the same table is read from the
-checkout's ``pyproject.toml``. ``register`` adds a class at run time (tests, notebooks).
+entry points of this project's ``pyproject.toml``, read from the checkout itself whenever it
+has one (so a source tree run with ``PYTHONPATH``, installed or not, lists its own methods).
+``register`` adds a class at run time (tests, notebooks).
 """
 
 from __future__ import annotations
@@ -52,11 +52,16 @@ def register_spec(spec: MethodSpec) -> MethodSpec:
 
 
 def _declared_entry_points() -> dict[str, str]:
-    """``{name: "module:attr"}`` of the group: installed distributions, else this checkout's pyproject."""
+    """``{name: "module:attr"}`` of the group: installed distributions, then this checkout's pyproject.
+
+    The checkout whose ``con2`` package is imported declares the built-ins: its table wins over
+    installed metadata, which may be stale (an editable install of another checkout, or a run
+    with ``PYTHONPATH`` on a source tree that was never installed).
+    """
     found = {ep.name: ep.value for ep in entry_points(group=GROUP)}
-    if "con2" not in found and _PYPROJECT.is_file():  # a source checkout run without installing
+    if _PYPROJECT.is_file():
         table = tomllib.loads(_PYPROJECT.read_text()).get("project", {}).get("entry-points", {}).get(GROUP, {})
-        found = {**table, **found}
+        found = {**found, **table}
     return found
 
 

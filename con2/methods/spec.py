@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from con2.config import RunConfig, dataclass_from_params
+from con2.weights import Resolved, WeightSet, resolve_all
 
 if TYPE_CHECKING:
     from con2.methods.base import Method
@@ -44,6 +45,10 @@ class MethodSpec:
             catch (ranges, choices, ``tta`` against the number of contexts).
         tags: ``tags(params) -> {key: value}``: what the report groups this method's runs by
             (contexts, loss, ...), written into every record.
+        weights: ``weights(params) -> {params key: weight-set name}``: the pretrained files a run
+            needs (names of :data:`con2.weights.KNOWN`, or a ``WeightSet`` for unpublished files). Validation finds and checks each one
+            (:func:`con2.weights.resolve`: present, checksum when known) before anything runs,
+            and the record's card names the file used. ``None``: no pretrained weights.
     """
 
     name: str
@@ -58,13 +63,23 @@ class MethodSpec:
     test_params: Mapping[str, Any] = field(default_factory=dict)
     check: Callable[[Any, RunConfig], None] | None = None
     tags: Callable[[Any], dict[str, Any]] | None = None
+    weights: Callable[[Any], Mapping[str, str | WeightSet]] | None = None
 
     def params_for(self, cfg: RunConfig) -> Any:
         """``cfg.params`` as this method's validated ``Params`` (unknown keys and bad values named)."""
         params = dataclass_from_params(self.Params, cfg.params, self.name)
         if self.check is not None:
             self.check(params, cfg)
+        self.resolve_weights(params)
         return params
+
+    def weight_sets(self, params: Any) -> dict[str, str | WeightSet]:
+        """``{params key: weight-set name}`` this run needs (empty for methods trained from scratch)."""
+        return dict(self.weights(params)) if self.weights is not None else {}
+
+    def resolve_weights(self, params: Any) -> dict[str, Resolved]:
+        """Find and check every pretrained file the run needs (``ConfigError`` naming the file and the fix)."""
+        return resolve_all(self.weight_sets(params), params, self.name)
 
     def load(self) -> type[Method]:
         """Import and return the implementation class (this imports torch)."""
@@ -79,6 +94,7 @@ class MethodSpec:
             "paper_rows": {s: list(r) for s, r in self.paper_rows.items()},
             "compute_name": self.compute_name,
             "tags": dict(self.tags(params)) if self.tags is not None else {},
+            **({"weights": {k: r.card() for k, r in self.resolve_weights(params).items()}} if self.weights else {}),
         }
 
 

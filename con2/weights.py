@@ -1,0 +1,362 @@
+"""Pretrained weights, offline and explicit: found on disk, checked, never downloaded.
+
+A method that starts from pretrained weights names them in its spec (``MethodSpec.weights``:
+``{params key: weight-set name}``); the value of that params key says where the file is:
+
+* ``""`` (the default): look the weight set's file names up in the model caches, in this order:
+  ``$CON2_WEIGHTS_DIR``, then torch's hub cache (``$TORCH_HOME/hub/checkpoints``, by default
+  ``~/.cache/torch/hub/checkpoints``, where ``torchvision`` keeps what it downloads);
+* a directory: a model cache of your own, searched the same way (``<dir>``, ``<dir>/hub/checkpoints``);
+* a file: that file;
+* a weight-set name from :data:`KNOWN` (e.g. ``torchvision/resnet18-imagenet1k-v1``): that set,
+  looked up in the caches.
+
+Checks, before any training starts (:func:`resolve`, torch-free, from the spec's validation):
+the file exists and, when its expected sha256 is known, its digest matches (the table's digest
+for a cached or known file name, or a ``<key>_sha256`` params field; torchvision's file names
+carry the first 8 hex digits of their sha256, which is what torchvision itself checks). Then,
+where the method builds its model (:func:`load_checked`, needs torch): the file loads with
+``torch.load(weights_only=True)`` and its state-dict keys and tensor shapes are exactly the
+model's. Every failure is a ``ConfigError`` that names the file, what is wrong, and where to get
+the right one; nothing is ever fetched from the network during a run.
+
+:data:`KNOWN` is the table of weight sets this project knows: name, family, the architecture the
+file must fit, accepted file names with their sha256 (full or prefix; ``""`` = not known), the
+address to get it and how the file is laid out (a plain state dict, a checkpoint holding one
+under a key, or a TorchScript archive). It lists the torchvision ResNets PANDA uses and the
+CLIP and I-JEPA checkpoints for the methods to come; only the ones with an importable
+``architecture`` can be used by :func:`save_random_weights` (tests and smoke runs).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from con2.errors import ConfigError
+
+if TYPE_CHECKING:
+    from torch import Tensor, nn
+
+ENV_DIR = "CON2_WEIGHTS_DIR"
+FORMATS = ("state_dict", "checkpoint", "torchscript")
+
+
+@dataclass(frozen=True)
+class WeightSet:
+    """One set of pretrained weights this project knows.
+
+    Attributes:
+        name: the table key, ``<origin>/<model>-<training>`` (``torchvision/resnet18-imagenet1k-v1``).
+        family: what kind of model (``torchvision-resnet``, ``clip``, ``ijepa``, ``fisher``).
+        architecture: the model the file must fit: ``module:callable`` building it with random
+            weights (no arguments), or a description where no importable builder exists yet.
+        files: accepted file names -> sha256 (full hex digest or a prefix; ``""``: not known).
+        url: where the file is published.
+        fmt: ``state_dict`` (``torch.load`` gives the tensors), ``checkpoint`` (a dict holding the
+            state dict under ``state_key``) or ``torchscript`` (``torch.jit.load``).
+        state_key: the checkpoint entry holding the state dict (``fmt="checkpoint"``).
+        strip_prefix: a prefix removed from every key (``module.`` of DataParallel checkpoints).
+        keys: what the file holds: the model's ``state_dict`` (parameters and buffers) or its
+            ``parameters`` only (e.g. a per-parameter Fisher diagonal).
+        notes: anything a user must know to get or use it.
+    """
+
+    name: str
+    family: str
+    architecture: str
+    files: Mapping[str, str]
+    url: str
+    fmt: str = "state_dict"
+    state_key: str = ""
+    strip_prefix: str = ""
+    keys: str = "state_dict"
+    notes: str = ""
+
+    @property
+    def filename(self) -> str:
+        """The canonical file name (the first of ``files``)."""
+        return next(iter(self.files))
+
+    def how_to_get(self, key: str = "weights") -> str:
+        """One sentence: where the file comes from and where to put it."""
+        where = (
+            f"then put it in ${ENV_DIR} or {hub_checkpoint_dir()}, or pass params.{key}=/path/to/{self.filename} "
+            f"(con2 never downloads)"
+        )
+        if not self.url:
+            return f"{self.notes}; {where}"
+        if "drive.google" in self.url:
+            fetch = f"download it from {self.url} and save it as {self.filename}"
+        else:
+            fetch = f"`curl -L -o {self.filename} {self.url}`"
+        note = f" ({self.notes})" if self.notes else ""
+        return f"get it on a machine with internet access: {fetch}{note}; {where}"
+
+
+def _torchvision(arch: str, files: dict[str, str], url: str) -> WeightSet:
+    return WeightSet(
+        name=f"torchvision/{arch.replace('_', '-')}-imagenet1k-v1", family="torchvision-resnet",
+        architecture=f"torchvision.models:{arch}", files=files, url=url,
+    )  # fmt: skip
+
+
+_TV = "https://download.pytorch.org/models/"
+# torchvision's IMAGENET1K_V1 files (the 8 hex digits in a name are its sha256 prefix, as torchvision
+# checks them) and the older file names of the same weights that PANDA's code downloads.
+KNOWN: dict[str, WeightSet] = {
+    ws.name: ws
+    for ws in (
+        _torchvision("resnet18", {"resnet18-f37072fd.pth": "f37072fd", "resnet18-5c106cde.pth": "5c106cde"},
+                     _TV + "resnet18-f37072fd.pth"),
+        _torchvision("resnet50", {"resnet50-0676ba61.pth": "0676ba61", "resnet50-19c8e357.pth": "19c8e357"},
+                     _TV + "resnet50-0676ba61.pth"),
+        _torchvision("resnet152", {"resnet152-394f9c45.pth": "394f9c45", "resnet152-b121ed2d.pth": "b121ed2d"},
+                     _TV + "resnet152-394f9c45.pth"),
+        _torchvision("wide_resnet50_2", {"wide_resnet50_2-95faca4d.pth": "95faca4d"}, _TV + "wide_resnet50_2-95faca4d.pth"),
+        WeightSet(
+            name="panda/fisher-diagonal-resnet152", family="fisher", architecture="torchvision.models:resnet152",
+            files={"fisher_diagonal.pth": ""}, keys="parameters",
+            url="https://drive.google.com/file/d/12PTw4yNqp6bgCHj94vcowwb37m81rvpY/view?usp=sharing",
+            notes="PANDA's ImageNet Fisher-information diagonal for its EWC variant, linked from github.com/talreiss/PANDA",
+        ),
+        # For the CLIP and I-JEPA families (not implemented yet): OpenAI's URLs carry the file's sha256.
+        WeightSet(
+            name="openai/clip-vit-b-16", family="clip", architecture="OpenAI CLIP ViT-B/16 (TorchScript archive)",
+            files={"ViT-B-16.pt": "5806e77cd80f8b59890b7e101eabd078d9fb84e6937f9e85e4ecb61988df416f"},
+            url="https://openaipublic.azureedge.net/clip/models/5806e77cd80f8b59890b7e101eabd078d9fb84e6937f9e85e4ecb61988df416f/ViT-B-16.pt",
+            fmt="torchscript",
+        ),
+        WeightSet(
+            name="openai/clip-vit-l-14", family="clip", architecture="OpenAI CLIP ViT-L/14 (TorchScript archive)",
+            files={"ViT-L-14.pt": "b8cca3fd41ae0c99ba7e8951adf17d267cdb84cd88be6f7c2e0eca1737a03836"},
+            url="https://openaipublic.azureedge.net/clip/models/b8cca3fd41ae0c99ba7e8951adf17d267cdb84cd88be6f7c2e0eca1737a03836/ViT-L-14.pt",
+            fmt="torchscript",
+        ),
+        WeightSet(
+            name="meta/ijepa-vit-h14-in1k-300e", family="ijepa",
+            architecture="I-JEPA ViT-H/14 target encoder (github.com/facebookresearch/ijepa, vit_huge patch 14)",
+            files={"IN1K-vit.h.14-300e.pth.tar": ""}, url="https://dl.fbaipublicfiles.com/ijepa/IN1K-vit.h.14-300e.pth.tar",
+            fmt="checkpoint", state_key="target_encoder", strip_prefix="module.", notes="10 GB",
+        ),
+    )
+}  # fmt: skip
+
+
+def get_set(name: str | WeightSet) -> WeightSet:
+    """The known weight set ``name`` (a :class:`WeightSet` is returned as is); ``ConfigError`` lists the known names."""
+    if isinstance(name, WeightSet):
+        return name
+    if name not in KNOWN:
+        raise ConfigError(f"unknown weight set {name!r}; known: {sorted(KNOWN)}")
+    return KNOWN[name]
+
+
+def hub_checkpoint_dir() -> Path:
+    """torch's hub cache for downloaded weights (``torch.hub.get_dir()/checkpoints``), without importing torch."""
+    home = os.environ.get("TORCH_HOME") or os.path.join(os.environ.get("XDG_CACHE_HOME", "~/.cache"), "torch")
+    return Path(os.path.expanduser(home)) / "hub" / "checkpoints"
+
+
+def cache_dirs() -> list[Path]:
+    """The model caches searched for a weight set's files: ``$CON2_WEIGHTS_DIR`` (if set), torch's hub cache."""
+    dirs = [Path(os.path.expanduser(os.environ[ENV_DIR]))] if os.environ.get(ENV_DIR) else []
+    return [*dirs, hub_checkpoint_dir()]
+
+
+@lru_cache(maxsize=64)
+def _sha256_cached(path: str, size: int, mtime_ns: int) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 22), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def sha256_of(path: str | Path) -> str:
+    """The file's sha256 (hex), computed once per (path, size, modification time)."""
+    st = os.stat(path)
+    return _sha256_cached(str(Path(path).resolve()), st.st_size, st.st_mtime_ns)
+
+
+def digest_matches(digest: str, expected: str) -> bool:
+    """``expected`` is the full digest or a prefix of it (case-insensitive)."""
+    return bool(expected) and digest.lower().startswith(expected.lower())
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """A weights file found and checked on disk."""
+
+    key: str  # the params key (``weights``)
+    path: Path
+    weight_set: WeightSet
+    sha256: str  # the file's digest
+    verified: bool  # the digest matched a known or given one (False: none was known for this file)
+
+    def card(self) -> dict[str, Any]:
+        """What a run's record keeps of it."""
+        return {"set": self.weight_set.name, "file": str(self.path), "sha256": self.sha256, "verified": self.verified}
+
+
+def _search(ws: WeightSet, dirs: list[Path]) -> Path | None:
+    for d in dirs:
+        for sub in (d, d / "hub" / "checkpoints", d / "checkpoints"):
+            for name in ws.files:
+                if (sub / name).is_file():
+                    return sub / name
+    return None
+
+
+def resolve(value: str, set_name: str | WeightSet, key: str = "weights", sha256: str = "", owner: str = "") -> Resolved:
+    """Find and check the weights file for params ``key`` (torch-free; see the module docstring).
+
+    Args:
+        value: the params value: ``""``, a known set name, a directory or a file.
+        set_name: the weight set the method needs (a :data:`KNOWN` name, or a :class:`WeightSet`
+            for files no one publishes, e.g. a Fisher diagonal of another backbone).
+        key: the params key, for messages (``params.<key>``).
+        sha256: an expected digest (full or prefix) given by the user for a file of another name.
+        owner: the method's name, for messages.
+
+    Raises:
+        ConfigError: no file, unknown set, or a digest that does not match; the message names the
+            file and how to get the right one.
+    """
+    ws = get_set(set_name)
+    who = f"method {owner!r}" if owner else "this method"
+    need = f"{who} needs the pretrained weights {ws.name!r} (params.{key})"
+    value = str(value or "").strip()
+    if value in KNOWN:
+        if KNOWN[value].family != ws.family or KNOWN[value].architecture != ws.architecture:
+            raise ConfigError(f"params.{key}={value!r}: {need}, whose architecture is {ws.architecture}, not {KNOWN[value].architecture}")
+        ws, value = KNOWN[value], ""
+    if not value or Path(os.path.expanduser(value)).is_dir():
+        dirs = [Path(os.path.expanduser(value))] if value else cache_dirs()
+        path = _search(ws, dirs)
+        if path is None:
+            raise ConfigError(
+                f"{need} and no file {' or '.join(ws.files)} was found in {', '.join(map(str, dirs))}; "
+                f"{ws.how_to_get(key)}"
+            )
+    else:
+        path = Path(os.path.expanduser(value))
+        if not path.is_file():
+            raise ConfigError(f"params.{key}: no file at {path}; {need}: {ws.how_to_get(key)}")
+    path = path.resolve()
+    expected = sha256 or ws.files.get(path.name, "")
+    digest = sha256_of(path)
+    if expected and not digest_matches(digest, expected):
+        raise ConfigError(
+            f"params.{key}: {path} has sha256 {digest[:16]}..., expected {expected[:16]}... for {ws.name!r}: "
+            f"the file is damaged or holds other weights; get it again: {ws.how_to_get(key)}"
+        )
+    return Resolved(key=key, path=path, weight_set=ws, sha256=digest, verified=bool(expected))
+
+
+def resolve_all(needs: Mapping[str, str | WeightSet], params: Any, owner: str = "") -> dict[str, Resolved]:
+    """:func:`resolve` every ``{params key: set name}`` a method declares; ``<key>_sha256`` params give digests."""
+    return {
+        key: resolve(getattr(params, key), set_name, key, str(getattr(params, f"{key}_sha256", "") or ""), owner)
+        for key, set_name in needs.items()
+    }
+
+
+# --- with torch: load, compare with the model, and write random stand-ins for tests ------------
+
+
+def load_state_dict(resolved: Resolved) -> dict[str, Tensor]:
+    """The file's tensors as a flat state dict (checkpoint entry and key prefix handled).
+
+    Raises ``ConfigError`` naming the file if it is not a PyTorch file of the expected layout.
+    """
+    import torch
+
+    ws, path = resolved.weight_set, resolved.path
+    try:
+        if ws.fmt == "torchscript":
+            state = torch.jit.load(str(path), map_location="cpu").state_dict()
+        else:
+            state = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # noqa: BLE001 - any unreadable file is the same user error
+        raise ConfigError(
+            f"params.{resolved.key}: {path} cannot be read as {ws.fmt} weights ({type(exc).__name__}: "
+            f"{str(exc).splitlines()[0] if str(exc) else ''}); {ws.how_to_get(resolved.key)}"
+        ) from None
+    if ws.fmt == "checkpoint":
+        if not isinstance(state, dict) or ws.state_key not in state:
+            found = sorted(state)[:8] if isinstance(state, dict) else type(state).__name__
+            raise ConfigError(f"params.{resolved.key}: {path} holds no {ws.state_key!r} entry (found {found}); {ws.how_to_get(resolved.key)}")
+        state = state[ws.state_key]
+    if not isinstance(state, Mapping) or not all(isinstance(v, torch.Tensor) for v in state.values()):
+        raise ConfigError(f"params.{resolved.key}: {path} does not hold a mapping of names to tensors; {ws.how_to_get(resolved.key)}")
+    p = ws.strip_prefix
+    return {(k[len(p):] if p and k.startswith(p) else k): v for k, v in state.items()}
+
+
+def expected_shapes(model: nn.Module, keys: str = "state_dict") -> dict[str, tuple[int, ...]]:
+    """``{name: shape}`` of a model's state dict (``keys="parameters"``: its parameters only)."""
+    items = model.named_parameters() if keys == "parameters" else model.state_dict().items()
+    return {k: tuple(v.shape) for k, v in items}
+
+
+def check_state_dict(state: Mapping[str, Tensor], expected: Mapping[str, tuple[int, ...]], resolved: Resolved) -> None:
+    """``ConfigError`` unless ``state`` has exactly the expected keys and shapes (names a few of each misfit)."""
+    missing = [k for k in expected if k not in state]
+    unexpected = [k for k in state if k not in expected]
+    wrong = [f"{k}: file {tuple(state[k].shape)} vs model {expected[k]}" for k in expected if k in state and tuple(state[k].shape) != tuple(expected[k])]
+    if missing or unexpected or wrong:
+        parts = [
+            f"{len(v)} {what} ({', '.join(v[:3])}{', ...' if len(v) > 3 else ''})"
+            for what, v in (("missing keys", missing), ("unexpected keys", unexpected), ("shape mismatches", wrong)) if v
+        ]  # fmt: skip
+        ws = resolved.weight_set
+        raise ConfigError(
+            f"params.{resolved.key}: {resolved.path} does not fit {ws.architecture}: {'; '.join(parts)}; "
+            f"it holds other weights than {ws.name!r}: {ws.how_to_get(resolved.key)}"
+        )
+
+
+def load_checked(resolved: Resolved, expected: Mapping[str, tuple[int, ...]]) -> dict[str, Tensor]:
+    """Load the file and check it against ``expected`` (:func:`expected_shapes` of the model)."""
+    state = load_state_dict(resolved)
+    check_state_dict(state, expected, resolved)
+    return state
+
+
+def build_architecture(ws: WeightSet) -> nn.Module:
+    """The randomly initialised model of a weight set with an importable ``architecture``."""
+    import importlib
+
+    module, sep, attr = ws.architecture.partition(":")
+    if not sep:
+        raise NotImplementedError(f"weight set {ws.name!r} has no importable architecture ({ws.architecture})")
+    return getattr(importlib.import_module(module), attr)()
+
+
+def save_random_weights(set_name: str | WeightSet, path: str | Path, seed: int = 0) -> Path:
+    """Write a file laid out like ``set_name``'s but with random values (tests, smoke runs; never a result).
+
+    Parameters-only sets (a Fisher diagonal) get non-negative random values.
+    """
+    import torch
+
+    ws = get_set(set_name)
+    if ws.fmt != "state_dict":
+        raise NotImplementedError(f"random stand-ins are written for plain state dicts only, not {ws.fmt} ({ws.name})")
+    torch.manual_seed(seed)
+    model = build_architecture(ws)
+    if ws.keys == "parameters":
+        state = {k: torch.rand_like(v) for k, v in model.named_parameters()}
+    else:
+        state = model.state_dict()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    torch.save(state, path)
+    return path
+
