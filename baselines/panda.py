@@ -103,13 +103,11 @@ class PretrainedEncoder(nn.Module):
 
 
 def training_images(cfg: RunConfig) -> Tensor:
-    """The run's normal training images, uint8 ``[n, C, H, W]``, prepared exactly as the runner does."""
-    from con2.data import load_one_class
-    from con2.preprocess import center_crop
+    """The run's normal training images, uint8 ``[n, C, H, W]``, from the loader every method uses."""
+    from con2.rundir import load_run_data
     from con2.runner import to_tensor
 
-    data = load_one_class(cfg.dataset, cfg.data_dir, cfg.normal_class, seed=cfg.split_seed, size=cfg.data_size or cfg.image_size)
-    return center_crop(to_tensor(data.train), cfg.center_crop)
+    return to_tensor(load_run_data(cfg).train)
 
 
 class Panda(Method):
