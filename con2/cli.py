@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import pickle
 import shutil
 import sys
 from pathlib import Path
@@ -29,10 +30,29 @@ def _summary(record: dict) -> str:
     aurocs = "  ".join(f"AUROC[{k}]={v:.1f}" for k, v in m["auroc"].items())
     sil = f"  silhouette={m['silhouette']:.3f}" if m.get("silhouette") is not None else ""
     t = record["timing"]
-    return (
-        f"{record['dataset']}/{record['normal_class']} {record['method']} seed={record['seed']}: {aurocs}{sil}  "
-        f"(fit {t['fit_seconds']:.0f}s, score {t['score_seconds']:.0f}s)"
-    )
+    run = f"{record['dataset']}/{record['normal_class']} {record['method']}/{record['variant']} seed={record['seed']}"
+    return f"{run}: {aurocs}{sil}  (fit {t['fit_seconds']:.0f}s, score {t['score_seconds']:.0f}s)"
+
+
+def _stale_files(run_dir: Path, config_hash: str) -> list[str]:
+    """What in ``run_dir`` was written under a config hash other than ``config_hash`` (``--replace-stale``);
+    a file whose hash cannot be read counts as stale."""
+    import torch
+
+    from con2.runner import CHECKPOINT, CONFIG, RECORD
+
+    def hash_of(name: str) -> str | None:
+        path = run_dir / name
+        try:
+            if name == RECORD:
+                return str(json.loads(path.read_text())["config_hash"])
+            if name == CHECKPOINT:
+                return str(torch.load(path, map_location="cpu", weights_only=True)["fingerprint"])
+            return load_config(path).config_hash()
+        except (OSError, EOFError, RuntimeError, ValueError, KeyError, TypeError, pickle.UnpicklingError):
+            return None  # unreadable (truncated, another format): its config is unknown, so it is stale
+
+    return [n for n in (RECORD, CHECKPOINT, CONFIG) if (run_dir / n).is_file() and hash_of(n) != config_hash]
 
 
 def cmd_train(args: argparse.Namespace) -> int:
@@ -40,6 +60,13 @@ def cmd_train(args: argparse.Namespace) -> int:
 
     cfg = load_config(args.config, args.set)
     run_dir = Path(args.run_dir)
+    if args.replace_stale and (stale := _stale_files(run_dir, cfg.config_hash())):
+        print(
+            f"{run_dir}: {', '.join(stale)} written under another config (not {cfg.config_hash()}); "
+            f"removing {CHECKPOINT} and {RECORD} to train afresh"
+        )
+        for name in (RECORD, CHECKPOINT):
+            (run_dir / name).unlink(missing_ok=True)
     if (run_dir / RECORD).exists() and not args.force:
         print(f"{run_dir / RECORD} exists: run already complete (use --force to retrain)")
         return 0
@@ -102,6 +129,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", help="overrides, e.g. epochs=8 params.temperature=0.2")
     p.add_argument("--run-dir", required=True, help="output directory (resumes from its checkpoint)")
     p.add_argument("--force", action="store_true", help="retrain even if the run directory holds a record")
+    p.add_argument(
+        "--replace-stale", action="store_true",
+        help="if the run directory was written under another config, delete its checkpoint and record first "
+        "(the workflow's train rule passes this; without it such a checkpoint is refused)",
+    )
     p.set_defaults(func=cmd_train)
 
     p = sub.add_parser("evaluate", help="re-score a trained run (e.g. other test-time augmentations)")
