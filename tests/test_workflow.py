@@ -230,6 +230,10 @@ def test_deleting_one_table_rebuilds_only_that_table(tiny: Path, tmp_path: Path)
     assert records(wd) == before
     again = snakemake(wd, "-n", "--configfile", TEST_CONFIG)
     assert job_stats(again.stdout + again.stderr) == Counter() and "Nothing to be done" in again.stdout + again.stderr
+    # runtime keys (where the data are, the device, threads, progress) never rerun anything
+    moved = snakemake(wd, "-n", "--configfile", TEST_CONFIG, "--config", "data_dir=elsewhere", "device=auto", "threads=2",
+                      "progress=false")  # fmt: skip
+    assert "Nothing to be done" in moved.stdout + moved.stderr, moved.stdout[-2000:]
 
 
 TOY_RULE = """

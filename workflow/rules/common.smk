@@ -78,10 +78,13 @@ def method_regex(methods):
     return "|".join(sorted(methods)) if methods else "(?!x)x"
 
 
-def runtime_overrides():
-    """`con2 train --set` arguments of the runtime keys the profile sets (threads: the job's)."""
-    keys = [k for k in RUNTIME_KEYS if k in config and k != "threads"]
-    return " ".join(shlex.quote(f"{k}={json.dumps(config[k])}") for k in keys)
+def runtime_set(wildcards, threads):
+    """`con2 train --set` arguments of the runtime keys the profile sets, threads the job's own.
+    A param computed from the job's threads is one Snakemake never counts as a rerun trigger:
+    right for keys that never change results (data_dir, device, ...)."""
+    values = {k: config[k] for k in RUNTIME_KEYS if k in config}
+    values["threads"] = threads
+    return " ".join(shlex.quote(f"{k}={json.dumps(v)}") for k, v in values.items())
 
 
 # ------------------------------------------------------------------------------------------ the grid
@@ -91,7 +94,6 @@ RUNS = expand_runs()
 RUN_INDEX = E.run_index(RUNS)
 CLI_METHODS = {r.method for r in RUNS} - OWN_RULE_METHODS
 sync_run_configs([r for r in RUNS if r.method in CLI_METHODS])
-RUNTIME_SET = runtime_overrides()
 DATA_TARGETS = E.data_targets(RUNS)
 # every record on disk when the workflow starts (aggregation reads all of them, not only the grid's)
 RECORDS_ON_DISK = sorted(glob.glob(f"{E.RUNS_ROOT}/*/*/*/*/seed*/record.json"))

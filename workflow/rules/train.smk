@@ -17,6 +17,7 @@ rule train:
     output:
         record=f"{E.RUNS_ROOT}/{E.RUN_PATTERN}/record.json",
     params:
+        runtime=runtime_set,
         run_dir=lambda wildcards, output: os.path.dirname(output.record),
     log:
         f"{E.LOG_ROOT}/{E.RUN_PATTERN}.log",
@@ -35,5 +36,5 @@ rule train:
     conda:
         "../envs/con2.yaml"
     shell:
-        "con2 train --config {input.config} --set {RUNTIME_SET} threads={threads} --run-dir {params.run_dir} "
-        "--replace-stale > {log} 2>&1 && tail -n 1 {log}"
+        "con2 train --config {input.config} --set {params.runtime} --run-dir {params.run_dir} --replace-stale "
+        "> {log} 2>&1 && tail -n 1 {log}"
