@@ -107,11 +107,12 @@ def _classes_text(classes: list[str]) -> str:
     return ", ".join(classes) if len(classes) <= 4 else f"{len(classes)} classes"
 
 
-def like_with_like(sel: pd.DataFrame, by: str, what: str) -> tuple[pd.DataFrame, list[str]]:
+def like_with_like(sel: pd.DataFrame, by: str, column: str) -> tuple[pd.DataFrame, list[str]]:
     """Per dataset, keep only the normal classes that every value of ``by`` (every column) ran.
 
     A cell averaging ten normal classes is never set beside one averaging a single class: both
-    average the classes they share. Returns the rows kept and one note per dataset that lost some.
+    average the classes they share. ``column`` names a column in the notes ("context", "k").
+    Returns the rows kept and one note per dataset that lost some.
     """
     if sel.empty:
         return sel, []
@@ -121,14 +122,13 @@ def like_with_like(sel: pd.DataFrame, by: str, what: str) -> tuple[pd.DataFrame,
         common = set.intersection(*per_column)
         if not common:
             kept.append(g)
-            notes.append(f"{dataset_label(d)}: the {what} ran disjoint normal classes; each cell averages its own ([c×s]).")
+            notes.append(f"{dataset_label(d)}: each {column} ran other normal classes; each cell averages its own ([c×s]).")
             continue
         if any(cols != common for cols in per_column):
             every = set.union(*per_column)
             notes.append(
-                f"{dataset_label(d)}: every {what[:-1] if what.endswith('s') else what} cell averages normal class(es) "
-                f"{_classes_text(list(common))} only, the ones all {what} ran ({len(every)} ran in some; every class is "
-                f"in per_class_{d} where that table exists)."
+                f"{dataset_label(d)}: each cell averages normal class(es) {_classes_text(list(common))} only, the ones "
+                f"every {column} ran ({len(every)} classes ran in some; per_class_{d}, where it exists, shows each class)."
             )
         kept.append(g[g["normal_class"].isin(common)])
     return pd.concat(kept), notes
@@ -332,7 +332,7 @@ def loss_ablation(runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str, 
     sel = con2_runs(runs, contexts=ctx, loss=None) if not runs.empty else runs
     ablated = set(sel.loc[sel["loss"].fillna("full") != "full", "dataset"]) if not sel.empty else set()
     sel = sel[sel["dataset"].isin(ablated)] if not sel.empty else sel
-    sel, like_notes = like_with_like(sel.assign(loss=sel["loss"].fillna("full")) if not sel.empty else sel, "loss", "loss columns")
+    sel, like_notes = like_with_like(sel.assign(loss=sel["loss"].fillna("full")) if not sel.empty else sel, "loss", "loss")
     level = _level(sel, ["dataset", "loss", "score"])
     rows, data = [], []
     for d in ordered_datasets(sorted(ablated), rep["medical"], rep["natural"]):
@@ -369,7 +369,7 @@ def context_table(
     contexts = list(rep["contexts"])
     sel = con2_runs(runs, contexts=contexts) if not runs.empty else runs
     sel = sel[sel["dataset"].isin(datasets)] if not sel.empty else sel
-    sel, like_notes = like_with_like(sel, "contexts", "contexts")
+    sel, like_notes = like_with_like(sel, "contexts", "context")
     level = _level(sel, ["dataset", "contexts", "score"])
     psel = paper[paper["table"] == paper_table]
     inv_d = {v: k for k, v in dmap.items()}
@@ -435,7 +435,7 @@ def multi_context(runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str, 
         sel = sel[(sel["contexts"].str.startswith("k", na=False)) | (sel["contexts"] == _main_context(rep))]
         multi = set(sel.loc[sel["n_contexts"] > 2, "dataset"])
         sel = sel[sel["dataset"].isin(multi)]
-    sel, like_notes = like_with_like(sel, "n_contexts", "k columns")
+    sel, like_notes = like_with_like(sel, "n_contexts", "k")
     level = _level(sel, ["dataset", "n_contexts", "score"])
     ks = sorted({int(k) for k in level["n_contexts"]}) if not level.empty else [2]
     rows, data = [], []
@@ -520,7 +520,7 @@ def silhouette(runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str, Any
         sel["label"] = [variant_label(r) for r in sel.to_dict("records")]
     else:
         sel = sel.assign(label=pd.Series(dtype=str))
-    sel, like_notes = like_with_like(sel, "label", "variants")
+    sel, like_notes = like_with_like(sel, "label", "variant")
     empty = pd.DataFrame(columns=["dataset", "label", "mean", "std", "n", "n_classes", "seeds_min", "seeds_max"])
     level = _level(sel, ["dataset", "label"], "silhouette") if not sel.empty else empty
     labels = sorted(dict.fromkeys(level["label"]), key=lambda s: (0 if "(" not in s else 1, s))
