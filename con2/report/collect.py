@@ -2,7 +2,11 @@
 
 Only records are read (through :func:`con2.records.read_record`, which validates them and names
 the file and field on failure); the optional Snakemake ``benchmark:`` TSV of a run adds its
-measured wall time and peak memory. Nothing here imports torch or the training code.
+measured wall time, peak memory and CPU time (hence ``cpu_share``, how much of the CPU it asked
+for the job got: about 1 when idle, lower under load). Every score of a record is a row;
+``headline`` marks the plain score names (``nnd``) against extra readings (``nnd@<reading>``),
+and ``in_grid`` is set by the workflow (False: a record outside the current profile's grid).
+Nothing here imports torch or the training code.
 
 Aggregation conventions (documented because the paper does not spell them out):
 
