@@ -361,12 +361,18 @@ def test_bars_have_error_bars_only_over_several_runs_and_a_legend_outside() -> N
 
     fig, ax = plt.subplots()
     means = np.array([[80.0, 70.0], [85.0, 75.0]])
-    stds = np.array([[1.0, np.nan], [2.0, np.nan]])
-    F.grouped_bars(ax, ["a", "b"], ["three seeds", "one seed"], means, stds, "AUROC", np.array([[3, 1], [3, 1]]))
+    stds = np.array([[1.0, np.nan], [2.0, 0.5]])  # series 1: group a one run, group b two
+    F.grouped_bars(ax, ["a", "b"], ["three seeds", "mixed"], means, stds, "AUROC", np.array([[3, 1], [3, 2]]))
     from matplotlib.container import BarContainer
 
-    several, single = [c for c in ax.containers if isinstance(c, BarContainer)]
-    assert several.errorbar is not None and single.errorbar is None
+    several, mixed = [c for c in ax.containers if isinstance(c, BarContainer)]
+    assert several.errorbar is not None
+    caps = mixed.errorbar.lines[1][0].get_ydata()  # lower caps: group a's (a single run) is not drawn
+    assert np.isnan(caps[0]) and caps[1] == pytest.approx(75.0 - 0.5)
+    fig2, ax2 = plt.subplots()
+    F.grouped_bars(ax2, ["a"], ["one seed"], np.array([[70.0]]), np.array([[np.nan]]), "AUROC", np.array([[1]]))
+    assert [c for c in ax2.containers if isinstance(c, BarContainer)][0].errorbar is None
+    plt.close(fig2)
     anchor = ax.get_legend().get_bbox_to_anchor().transformed(ax.transAxes.inverted())
     assert anchor.x0 >= 1.0  # right of the axes, not over the bars
     plt.close(fig)

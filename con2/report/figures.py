@@ -64,7 +64,7 @@ def grouped_bars(
     counts = np.ones_like(means) if counts is None else counts
     for j, name in enumerate(series):
         several = (np.nan_to_num(counts[:, j], nan=0.0) > 1) & np.isfinite(stds[:, j])
-        err = np.where(several, stds[:, j], 0.0) if several.any() else None
+        err = np.where(several, stds[:, j], np.nan) if several.any() else None  # NaN: no bar, no cap
         ax.bar(x + (j - (n_s - 1) / 2) * width, means[:, j], width, yerr=err, label=name,
                color=PALETTE[j % len(PALETTE)], capsize=2, error_kw={"elinewidth": 0.8})  # fmt: skip
     ax.set_xticks(x)
