@@ -1,16 +1,21 @@
 # con2-bench: the paper's experiment grid, every table and figure, one command.
 #
-#   snakemake --cores 2 all --config data_dir=../shared/data         # default profile (laptop CPU)
-#   snakemake --cores 8 --configfile workflow/config/paper.yaml \
-#       --config data_dir=/data device=cuda                           # the paper's grid (GPU)
-#   snakemake --cores 1 results/tables/table1_medical.md             # one artefact, and only what it needs
-#   snakemake --report results/report.html                           # HTML report of tables and figures
+#   snakemake --cores 2 all                                            # default profile (laptop CPU)
+#   snakemake --cores 2 all --config data_dir=../shared/data           # data elsewhere (or set CON2_DATA_DIR)
+#   snakemake --cores 2 --configfile workflow/config/paper.yaml \
+#       --config data_dir=/data device=cuda                             # the paper's grid (GPU)
+#   snakemake --cores 2 results/tables/table1_medical.md               # one artefact, and only what it needs
+#   snakemake --report results/report.html                             # HTML report of tables and figures
 #
 # Profiles live in workflow/config/ and are validated against workflow/schemas/config.schema.yaml.
 # Without --configfile the default profile is used; `--config key=value` overrides scalars
-# (data_dir, device, threads, only_datasets=a,b, download=true).
+# (data_dir, device, threads, only_datasets=a,b, download=false, strict=true). Missing datasets are
+# downloaded where no credentials are needed (Kaggle ones with credentials); what cannot be had is
+# skipped and listed at the very end (strict=true: an error instead).
 
 from snakemake.utils import min_version, validate
+
+from con2.data.registry import default_data_dir
 
 min_version("9.0")
 
@@ -18,6 +23,12 @@ min_version("9.0")
 if "experiments" not in config:  # no profile given with --configfile: the default one
 
     configfile: f"{workflow.basedir}/workflow/config/default.yaml"
+
+
+config.setdefault("data_dir", str(default_data_dir()))  # $CON2_DATA_DIR, else ./data
+for _flag in ("download", "strict", "progress"):  # `--config strict=true` arrives as the string "true"
+    if str(config.get(_flag)).lower() in ("true", "false"):
+        config[_flag] = str(config[_flag]).lower() == "true"
 
 
 validate(config, "workflow/schemas/config.schema.yaml")
@@ -37,20 +48,24 @@ wildcard_constraints:
     size=r"\d+",
 
 
-
 rule all:
-    """Every table and figure of the profile (and so every run of its grid)."""
+    """Every table and figure of the profile (and so every run of its grid whose data are available)."""
     localrule: True
     input:
         TABLE_FILES,
         FIGURE_FILES,
+    message:
+        "every table and figure of the profile"
 
 
 rule runs:
     """Only the runs of the grid (records), no tables."""
     localrule: True
     input:
-        all_records(),
+        grid_records,
+        status_input,
+    message:
+        "every run of the grid"
 
 
 include: "workflow/rules/data.smk"
@@ -65,3 +80,13 @@ include: "workflow/rules/figures.smk"
 for _rule_file in OWN_RULE_FILES:
 
     include: _rule_file
+
+
+# The last lines of every run: datasets skipped (why, and the command that fixes it) and records
+# aggregated from outside this profile's grid.
+onsuccess:
+    print_at_exit(end_summary())
+
+
+onerror:
+    print_at_exit(end_summary())

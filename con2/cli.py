@@ -28,10 +28,8 @@ def _summary(record: dict) -> str:
     aurocs = "  ".join(f"AUROC[{k}]={v:.1f}" for k, v in m["auroc"].items())
     sil = f"  silhouette={m['silhouette']:.3f}" if m.get("silhouette") is not None else ""
     t = record["timing"]
-    return (
-        f"{record['dataset']}/{record['normal_class']} {record['method']} seed={record['seed']}: {aurocs}{sil}  "
-        f"(fit {t['fit_seconds']:.0f}s, score {t['score_seconds']:.0f}s)"
-    )
+    run = f"{record['dataset']}/{record['normal_class']} {record['method']}/{record['variant']} seed={record['seed']}"
+    return f"{run}: {aurocs}{sil}  (fit {t['fit_seconds']:.0f}s, score {t['score_seconds']:.0f}s)"
 
 
 def cmd_train(args: argparse.Namespace) -> int:

@@ -20,8 +20,10 @@ import yaml
 from con2.errors import ConfigError
 
 
-# Keys that change neither results nor a run's identity (left out of the config hash).
-RUNTIME_KEYS = ("data_dir", "device", "threads", "progress", "checkpoint_every", "eval_batch_size", "nn_chunk")
+# Keys that never change a run's results: where the data live, where and how fast it runs, how
+# often it checkpoints, progress output, scoring chunk sizes. Excluded from the config hash; the
+# workflow sets them per machine (profile top level / --config), never per run.
+RUNTIME_KEYS: tuple[str, ...] = ("data_dir", "device", "threads", "progress", "checkpoint_every", "eval_batch_size", "nn_chunk")
 
 
 @dataclass
@@ -75,7 +77,7 @@ class RunConfig:
         return json.loads(json.dumps(dataclasses.asdict(self)))
 
     def config_hash(self) -> str:
-        """Hash of everything that changes results (runtime-only keys excluded)."""
+        """Hash of everything that changes results (:data:`RUNTIME_KEYS` excluded)."""
         d = self.to_dict()
         for k in RUNTIME_KEYS:
             d.pop(k)

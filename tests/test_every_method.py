@@ -22,24 +22,14 @@ import torch.nn.functional as F
 from torch import nn
 
 from con2.augment import IDENTITY_VIEW
-from con2.config import dataclass_from_params, make_config
+from con2.config import make_config
 from con2.evaluation import Reading, Scorer, ScoringSpec, crossed_plan, view_features
 from con2.data import load_one_class
 from con2.engine import load_weights
 from con2.methods import Method, all_methods, build_method, register, registry
 from con2.records import read_record
 from con2.runner import RECORD, SCORES, run, to_tensor
-from con2.weights import save_random_weights
-
-
-def with_stand_in_weights(name: str, params: dict[str, Any], folder: Path) -> dict[str, Any]:
-    """``params`` plus, for each pretrained file the method needs, random weights of the right layout.
-
-    The files are written to ``folder``; they exercise loading, checking and training, never results.
-    """
-    spec = all_methods()[name]
-    needs = spec.weight_sets(dataclass_from_params(spec.Params, params, name))
-    return {**params, **{key: str(save_random_weights(ws, folder / f"{key}.pth")) for key, ws in needs.items()}}
+from method_fixtures import with_stand_in_weights
 
 
 def check_method_run(name: str, tiny: dict[str, Any], run_dir: Path) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""con2.report: grid expansion, record collection, every table and figure, on synthetic records.
+"""con2.report: record collection, every table and figure, on synthetic records.
 
 Fast (no training, no torch): records are written by hand with con2.records.write_record.
 """
@@ -13,22 +13,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-import yaml
 
 from con2.records import RecordError, write_record
-from con2.report import grid as G
 from con2.report import tables as T
 from con2.report.collect import collect_runs, context_fields, dataset_level, load_runs, summarize
-from con2.report.format import Table, latex_cell, mean_std
+from con2.report.format import Table, cell, latex_cell, mean_std, shown_diff
 from con2.report.paper import load_compute_hours, load_paper_numbers, paper_value
 
 ROOT = Path(__file__).resolve().parents[1]
 RESOURCES = ROOT / "workflow" / "resources"
-CONFIGS = ROOT / "workflow" / "config"
-
-
-def load_profile(name: str) -> dict:
-    return yaml.safe_load((CONFIGS / f"{name}.yaml").read_text())
 
 
 def fake_record(dataset: str, normal_class: str, method: str, variant: str, seed: int, aurocs: dict[str, float],
@@ -83,61 +76,6 @@ def paper() -> pd.DataFrame:
     return load_paper_numbers(RESOURCES / "paper_numbers.csv")
 
 
-# ----------------------------------------------------------------------------- grid
-def test_grid_expands_the_paper_profile() -> None:
-    from con2.data import normal_classes
-
-    runs = G.expand_grid(load_profile("paper"), normal_classes)
-    keys = [r.key for r in runs]
-    assert len(keys) == len(set(keys))
-    # 6 medical (1 class) + CIFAR-10 (10) + CIFAR-100 (20) + ImageNet30 (30) + 2 + 2 = 70 (dataset, class) pairs
-    pairs = {(r.dataset, r.normal_class) for r in runs}
-    assert len(pairs) == 70
-    main = [r for r in runs if "main" in r.experiments]
-    assert len(main) == 70 * 3 * 3  # con2 + simclr + csi, 3 seeds
-    cifar = next(r for r in runs if r.dataset == "cifar10")
-    assert cifar.settings["batch_size"] == 512 and cifar.settings["image_size"] == 32 and cifar.settings["epochs"] == 2048
-    k3 = next(r for r in runs if r.variant == "k3")
-    assert k3.settings["params"] == {"n_contexts": 3} and k3.settings["tta"] == 42
-
-
-def test_grid_overrides_round_trip_through_con2_config() -> None:
-    from con2.config import load_config
-
-    cfg = {
-        "seeds": [1], "run": {"epochs": 2, "image_size": 16},
-        "datasets": {"digits": {"normal_classes": ["3"], "run": {"width": 8}}},
-        "variants": {"flip": {"params": {"contexts": ["flip"], "temperature": 0.2}}},
-        "experiments": {"e": {"datasets": ["digits"], "methods": {"con2": ["flip"]}}},
-    }  # fmt: skip
-    (run,) = G.expand_grid(cfg, lambda d: ["0"])
-    assert run.key == "digits/3/con2/flip/seed1"
-    rc = load_config(None, run.overrides())
-    assert (rc.dataset, rc.normal_class, rc.seed, rc.width, rc.epochs) == ("digits", "3", 1, 8, 2)
-    assert rc.params == {"contexts": ["flip"], "temperature": 0.2}
-
-
-def test_grid_errors_name_the_key() -> None:
-    cfg = {"seeds": [0], "run": {}, "datasets": {"digits": {}}, "variants": {},
-           "experiments": {"e": {"datasets": ["digits"], "methods": {"con2": ["nope"]}}}}  # fmt: skip
-    with pytest.raises(G.GridError, match="experiments.e.methods.con2: variant 'nope'"):
-        G.expand_grid(cfg, lambda d: ["0"])
-    cfg["experiments"]["e"] = {"datasets": ["cifar"], "methods": {"con2": ["default"]}}
-    with pytest.raises(G.GridError, match="'cifar' is not a key of `datasets`"):
-        G.expand_grid(cfg, lambda d: ["0"])
-
-
-def test_grid_extra_methods_and_filters() -> None:
-    cfg = {"seeds": [0, 1], "run": {}, "datasets": {"a": {}, "b": {}}, "only_datasets": "a",
-           "experiments": {"e": {"datasets": ["a", "b"], "methods": {"con2": ["default"]}, "extra_methods": True},
-                           "f": {"datasets": ["a"], "methods": {"con2": ["default"]}}},
-           "extra_methods": ["toy"]}  # fmt: skip
-    runs = G.expand_grid(cfg, lambda d: ["x"])
-    assert sorted(r.key for r in runs) == ["a/x/con2/default/seed0", "a/x/con2/default/seed1", "a/x/toy/default/seed0", "a/x/toy/default/seed1"]
-    assert next(r for r in runs if r.method == "con2").experiments == ("e", "f")
-    assert G.expand_grid(cfg, lambda d: ["x"], available=lambda d: False) == []
-
-
 # ----------------------------------------------------------------------------- collect
 def test_collect_rejects_a_broken_record_naming_file_and_field(tmp_path: Path) -> None:
     p = tmp_path / "record.json"
@@ -187,7 +125,7 @@ def test_table1_puts_the_paper_beside_ours(runs: pd.DataFrame, paper: pd.DataFra
     assert ("SimCLR (kNN)", "ours") in labels and ("SimCLR", "paper") in labels
     assert any(r[0] == "PANDA" for r in t.rows)  # paper-only rows stay
     d = t.data[(t.data.dataset == "breastmnist") & (t.data.method == "con2") & (t.data.score == "nnd")].iloc[0]
-    assert d["diff"] == pytest.approx(d["ours_mean"] - 81.7)
+    assert d["diff"] == pytest.approx(round(d["ours_mean"], 1) - 81.7)
 
 
 def test_context_and_ablation_tables(runs: pd.DataFrame, paper: pd.DataFrame, config: dict) -> None:
@@ -197,7 +135,7 @@ def test_context_and_ablation_tables(runs: pd.DataFrame, paper: pd.DataFrame, co
     assert paper_rows and paper_rows[0][3:] == ["81.7 ± 0.9", "81.7 ± 1.4", "72.2 ± 1.8"]
     loss = T.loss_ablation(runs, paper, config)
     nnd = next(r for r in loss.rows if r[0] == "BreastMNIST" and r[1] == "NND")
-    assert nnd[3] == "70.0 ± 0.0" and nnd[4] == "–"
+    assert nnd[3] == "70.0 ± 0.0 [1×3]" and nnd[4] == "–"
     multi = T.multi_context(runs, paper, config)
     assert multi.columns[-2:] == ["k = 2", "k = 3"]
     allc = T.all_contexts(runs, paper, config)
@@ -211,7 +149,7 @@ def test_reproduction_lists_every_paper_number(runs: pd.DataFrame, paper: pd.Dat
     # CON2 BreastMNIST invert/flip (Table 1 + alt contexts), CIFAR-10 invert/flip x NND/LH, SimCLR/SSD BreastMNIST
     assert set(matched["table"]) >= {"table1_medical", "table_alt_contexts", "table_all_contexts_natural"}
     row = matched[(matched["table"] == "table_alt_contexts") & (matched["context"] == "flip")].iloc[0]
-    assert row["ours"] == "con2/nnd" and row["diff"] == pytest.approx(row["ours_mean"] - 81.7)
+    assert row["ours"] == "con2/nnd" and row["diff"] == pytest.approx(round(row["ours_mean"], 1) - 81.7)
     assert paper_value(paper, "table1_medical", "BreastMNIST", "SSD") == (44.6, 4.3)
 
 
@@ -250,9 +188,191 @@ def test_figures_write_png_and_pdf(runs: pd.DataFrame, paper: pd.DataFrame, conf
 
 def test_report_imports_no_torch() -> None:
     code = (
-        "import sys, con2.report.grid, con2.report.collect, con2.report.tables, con2.report.figures, "
-        "con2.report.artefacts; bad = [m for m in ('torch', 'con2.engine', 'con2.methods', 'con2.data') if m in sys.modules]; "
+        "import sys, con2.experiments, con2.workflow_status, con2.report.collect, con2.report.tables, "
+        "con2.report.figures, con2.report.artefacts; bad = [m for m in ('torch', 'con2.engine', 'con2.methods', 'con2.data') if m in sys.modules]; "
         "print(bad); sys.exit(1 if bad else 0)"
     )
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert res.returncode == 0, res.stdout + res.stderr
+
+
+# ----------------------------------------------------------------------------- what a cell averages
+def collect(tmp_path: Path, recs: list[dict], benchmarks: dict[int, str] | None = None) -> pd.DataFrame:
+    """Write records (and, by index, benchmark TSV texts), collect them, round-trip through runs.csv."""
+    paths, bench = [], {}
+    for i, r in enumerate(recs):
+        p = tmp_path / "results" / "runs" / r["dataset"] / r["normal_class"] / r["method"] / r["variant"] / f"seed{r['seed']}" / "record.json"
+        write_record(r, p)
+        paths.append(p)
+        if benchmarks and i in benchmarks:
+            tsv = tmp_path / f"bench{i}.tsv"
+            tsv.write_text(benchmarks[i])
+            bench[str(p)] = tsv
+    collect_runs(paths, bench).to_csv(tmp_path / "runs.csv", index=False)
+    return load_runs(tmp_path / "runs.csv")
+
+
+@pytest.fixture
+def uneven(tmp_path: Path) -> tuple[pd.DataFrame, dict]:
+    """CIFAR-10 with CON2 invert on three normal classes and flip / k3 on one (as the default profile's digits)."""
+    auroc = {("invert", "airplane"): 91.0, ("invert", "cat"): 70.0, ("invert", "dog"): 85.0,
+             ("flip", "airplane"): 88.0, ("k3", "airplane"): 93.0}  # fmt: skip
+    sil = {("invert", "airplane"): 0.61, ("invert", "cat"): 0.20, ("invert", "dog"): 0.40,
+           ("flip", "airplane"): 0.55, ("k3", "airplane"): 0.70}  # fmt: skip
+    params = {"invert": {"contexts": ["invert"]}, "flip": {"contexts": ["flip"]}, "k3": {"n_contexts": 3}}
+    recs = [fake_record("cifar10", c, "con2", v, 0, {"nnd": a, "lh": a - 4}, params[v], sil[(v, c)]) for (v, c), a in auroc.items()]
+    return collect(tmp_path, recs), auroc
+
+
+def test_cells_say_over_how_many_classes_and_seeds(runs: pd.DataFrame, paper: pd.DataFrame, config: dict) -> None:
+    t1 = T.table1_medical(runs, paper, config)
+    ours = next(r for r in t1.rows if r[:2] == ["CON2 (NND)", "ours"])
+    breast = runs[(runs.dataset == "breastmnist") & (runs.variant == "invert") & (runs.score == "nnd")]["auroc"]
+    assert ours[2] == f"{breast.mean():.1f} ± {breast.std(ddof=1):.1f} [1×3]"  # one class x three seeds
+    natural = T.natural_summary(runs, paper, config)
+    cifar = next(r for r in natural.rows if r[:2] == ["CON2 (NND)", "ours"])
+    assert cifar[natural.columns.index("CIFAR10")].endswith("[2×3]")  # two classes x three seeds
+    assert any("[c×s]" in n for n in natural.notes)
+    assert "$\\times$" in latex_cell(ours[2]) and latex_cell(ours[2]).startswith("$")
+
+
+def test_context_tables_never_set_a_class_mean_beside_one_class(uneven, paper: pd.DataFrame, config: dict) -> None:
+    runs, auroc = uneven
+    allc = T.all_contexts(runs, paper, config)
+    row = next(r for r in allc.rows if r[:3] == ["CIFAR10", "NND", "ours"])
+    invert, flip = row[3], row[4]
+    # both cells average the class both contexts ran (airplane), not invert over three classes
+    assert invert == f"{auroc[('invert', 'airplane')]:.1f} [1×1]" and flip == f"{auroc[('flip', 'airplane')]:.1f} [1×1]"
+    assert any("airplane" in n and "only" in n for n in allc.notes)
+    multi = T.multi_context(runs, paper, config)
+    nnd = next(r for r in multi.rows if r[:2] == ["CIFAR10", "NND"])
+    assert nnd[2:] == [f"{auroc[('invert', 'airplane')]:.1f} [1×1]", f"{auroc[('k3', 'airplane')]:.1f} [1×1]"]
+    sil = T.silhouette(runs, paper, config)
+    srow = sil.rows[0]
+    assert srow[sil.columns.index("CON2 invert")] == "0.610 [1×1]" and srow[sil.columns.index("CON2 k3")] == "0.700 [1×1]"
+    # the natural summary still averages every class CON2 ran, and says so
+    natural = T.natural_summary(runs, paper, config)
+    mean3 = np.mean([auroc[("invert", c)] for c in ("airplane", "cat", "dog")])
+    std3 = np.std([auroc[("invert", c)] for c in ("airplane", "cat", "dog")], ddof=1)
+    cifar = next(r for r in natural.rows if r[:2] == ["CON2 (NND)", "ours"])
+    assert cifar[natural.columns.index("CIFAR10")] == f"{mean3:.1f} ± {std3:.1f} [3×1]"
+
+
+def test_differences_are_taken_from_the_shown_values(tmp_path: Path, paper: pd.DataFrame, config: dict) -> None:
+    recs = [fake_record("breastmnist", "1", "con2", "invert", 0, {"nnd": 56.24, "lh": 40.66}, {"contexts": ["invert"]})]
+    t = T.nnd_vs_lh(collect(tmp_path, recs), paper, config)
+    row = t.rows[0]
+    assert row[1].startswith("56.2") and row[2].startswith("40.7")
+    assert row[3] == "+15.5"  # 56.2 - 40.7, not 56.24 - 40.66 = 15.58 -> +15.6
+    assert shown_diff(56.24, 40.66) == pytest.approx(15.5) and shown_diff(float("nan"), 1.0) != shown_diff(float("nan"), 1.0)
+
+
+def test_per_class_with_one_seed_does_not_claim_a_spread_over_seeds(tmp_path: Path, paper: pd.DataFrame, config: dict) -> None:
+    recs = [fake_record("cifar10", c, "con2", "invert", 0, {"nnd": a}, {"contexts": ["invert"]}) for c, a in (("airplane", 90.0), ("cat", 80.0))]
+    t = T.per_class(collect(tmp_path, recs), paper, config, "cifar10")
+    assert [r[1] for r in t.rows] == ["90.0 [1×1]", "80.0 [1×1]", f"85.0 ± {np.std([90, 80], ddof=1):.1f} [2×1]"]
+    assert "one seed per class" in t.notes[0] and "over seeds" not in t.notes[0]
+    assert "mean ± std of its 3 seeds" in T.per_class(load_runs_of(tmp_path, 3), paper, config, "cifar10").notes[0]
+
+
+def load_runs_of(tmp_path: Path, seeds: int) -> pd.DataFrame:
+    recs = [fake_record("cifar10", "cat", "con2", "invert", s, {"nnd": 80.0 + s}, {"contexts": ["invert"]}) for s in range(seeds)]
+    return collect(tmp_path / f"seeds{seeds}", recs)
+
+
+def test_reproduction_report_opens_with_a_summary_line(runs: pd.DataFrame, paper: pd.DataFrame, config: dict) -> None:
+    t = T.reproduction(runs, paper, config)
+    md = t.markdown().splitlines()
+    assert md[2].startswith("**Summary:") and md[4].startswith("| Table |")  # between the title and the table
+    matched = t.data.dropna(subset=["ours_mean"])
+    with_std = matched.dropna(subset=["paper_std"])
+    # reference: within = |round(ours) - round(paper)| <= round(paper std), recomputed here
+    within = sum(abs(round(o, 1) - round(p, 1)) <= round(s, 1) + 1e-9
+                 for o, p, s in zip(with_std["ours_mean"], with_std["paper_mean"], with_std["paper_std"]))  # fmt: skip
+    assert f"{len(matched)} of {len(paper)} published numbers have a counterpart" in md[2]
+    assert f"{within} of the {len(with_std)} of those with a published std are within it" in md[2]
+    assert len(matched) > 0 and len(with_std) > 0
+
+
+BENCH = "s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n{s}\t0:00:00\t900\t0\t0\t0\t0\t0\t50\t{cpu}\n"
+
+
+def test_compute_cost_carries_the_load_and_warns_when_extrapolating_from_it(tmp_path: Path, paper: pd.DataFrame, config: dict) -> None:
+    def rec(ds: str, threads: int) -> dict:
+        r = fake_record(ds, "1", "con2", "invert", 0, {"nnd": 80.0}, {"contexts": ["invert"]})
+        r["config"]["threads"] = threads
+        return r
+
+    recs = [rec("breastmnist", 2), rec("octmnist", 1), rec("pneumoniamnist", 1)]
+    # breastmnist: 2 threads, 100 s wall, 190 CPU s -> share 0.95 (idle); octmnist: 100 s, 40 CPU s -> 0.40 (loaded)
+    runs = collect(tmp_path, recs, {0: BENCH.format(s=100, cpu=190), 1: BENCH.format(s=100, cpu=40)})
+    t = T.compute_cost(runs, paper, config)
+    share = {r[0]: r[t.columns.index("CPU share")] for r in t.rows}
+    assert share == {"BreastMNIST": "0.95", "OctMNIST": "0.40*", "PneumoniaMNIST": "–?"}
+    hours = {r[0]: r[t.columns.index("h at 2048 ep")] for r in t.rows}
+    assert hours["BreastMNIST"] == f"{12.0 / 4 * 2048 / 3600:.1f}" and hours["OctMNIST"].endswith("*")
+    warning = next(n for n in t.notes if n.startswith("WARNING"))
+    assert "OctMNIST" in warning and "PneumoniaMNIST" in warning and "BreastMNIST" not in warning
+    idle = collect(tmp_path / "idle", [recs[0]], {0: BENCH.format(s=100, cpu=190)})
+    assert not any(n.startswith("WARNING") for n in T.compute_cost(idle, paper, config).notes)
+
+
+def test_tables_use_headline_scores_and_tolerate_extra_readings(tmp_path: Path, paper: pd.DataFrame, config: dict) -> None:
+    aurocs = {"nnd": 80.0, "lh": 78.0, "nnd@content/original": 60.0, "lh@context/inverted": 55.0}
+    recs = [fake_record("breastmnist", "1", "con2", "invert", 0, aurocs, {"contexts": ["invert"]})]
+    runs = collect(tmp_path, recs)
+    assert set(runs.loc[~runs["headline"], "score"]) == {"nnd@content/original", "lh@context/inverted"}
+    for name, build in T.TABLES.items():
+        text = build(runs, paper, config).markdown()
+        assert "@" not in text and "60.0" not in text, name
+    assert T.per_class(runs, paper, config, "breastmnist").columns == ["Normal class", "CON2 (NND)", "CON2 (LH)"]
+
+
+def test_records_outside_the_grid_are_kept_and_noted(runs: pd.DataFrame, paper: pd.DataFrame, config: dict) -> None:
+    assert runs["in_grid"].all() and T.outside_grid_note(runs) is None
+    marked = runs.assign(in_grid=runs["dataset"] != "breastmnist")
+    n = marked.loc[~marked["in_grid"], "record"].nunique()
+    assert f"holds {n} run(s) outside this profile's grid" in T.outside_grid_note(marked)
+    assert T.table1_medical(marked, paper, config).rows == T.table1_medical(runs, paper, config).rows  # kept, not dropped
+
+
+# ----------------------------------------------------------------------------- figure details
+def test_pca_axes_say_how_much_variance_each_component_explains() -> None:
+    import matplotlib.pyplot as plt
+
+    from con2.report import figures as F
+
+    rng = np.random.default_rng(1)
+    feats = {f"{s}_context{c}": rng.normal(size=(n, 6)) * np.array([5, 2, 1, 1, 1, 1]) for s, n in (("train", 40), ("test", 30)) for c in (0, 1)}
+    labels = np.array([0] * 20 + [1] * 10)
+    fig, ax = plt.subplots()
+    F.pca_panel(ax, feats, labels, "t", 50, 0)
+    allx = np.concatenate([feats["train_context0"], feats["train_context1"], feats["test_context0"], feats["test_context1"]])
+    eig = np.sort(np.linalg.eigvalsh(np.cov(allx.T)))[::-1]  # reference: eigenvalues of the covariance
+    assert ax.get_xlabel() == f"PC1 ({100 * eig[0] / eig.sum():.0f}% var.)"
+    assert ax.get_ylabel() == f"PC2 ({100 * eig[1] / eig.sum():.0f}% var.)"
+    plt.close(fig)
+
+
+def test_bars_have_error_bars_only_over_several_runs_and_a_legend_outside() -> None:
+    import matplotlib.pyplot as plt
+
+    from con2.report import figures as F
+
+    fig, ax = plt.subplots()
+    means = np.array([[80.0, 70.0], [85.0, 75.0]])
+    stds = np.array([[1.0, np.nan], [2.0, 0.5]])  # series 1: group a one run, group b two
+    F.grouped_bars(ax, ["a", "b"], ["three seeds", "mixed"], means, stds, "AUROC", np.array([[3, 1], [3, 2]]))
+    from matplotlib.container import BarContainer
+
+    several, mixed = [c for c in ax.containers if isinstance(c, BarContainer)]
+    assert several.errorbar is not None
+    caps = mixed.errorbar.lines[1][0].get_ydata()  # lower caps: group a's (a single run) is not drawn
+    assert np.isnan(caps[0]) and caps[1] == pytest.approx(75.0 - 0.5)
+    fig2, ax2 = plt.subplots()
+    F.grouped_bars(ax2, ["a"], ["one seed"], np.array([[70.0]]), np.array([[np.nan]]), "AUROC", np.array([[1]]))
+    assert [c for c in ax2.containers if isinstance(c, BarContainer)][0].errorbar is None
+    plt.close(fig2)
+    anchor = ax.get_legend().get_bbox_to_anchor().transformed(ax.transAxes.inverted())
+    assert anchor.x0 >= 1.0  # right of the axes, not over the bars
+    plt.close(fig)

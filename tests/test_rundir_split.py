@@ -11,6 +11,7 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 from conftest import TINY
+from method_fixtures import with_stand_in_weights
 
 from baselines.examples import pixel_nn
 from baselines.external import main as external_main
@@ -42,7 +43,8 @@ def check(record: dict, labels, expected: dict) -> None:
 def test_every_method_sees_the_same_test_ids_across_training_seeds(method, expected, tmp_path):
     cls = all_methods()[method]
     for seed in SEEDS:
-        cfg = make_config({**TINY, "method": method, "params": dict(cls.test_params), "normal_class": NORMAL,
+        params = with_stand_in_weights(method, dict(cls.test_params), tmp_path / "stand_in_weights")
+        cfg = make_config({**TINY, "method": method, "params": params, "normal_class": NORMAL,
                            "seed": seed, "split_seed": SPLIT_SEED, "max_steps": 1})  # fmt: skip
         run(cfg, tmp_path / str(seed))
         check(read_record(tmp_path / str(seed) / RECORD), pd.read_csv(tmp_path / str(seed) / SCORES)["label"], expected)

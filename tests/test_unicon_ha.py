@@ -150,7 +150,7 @@ def test_training_loss_is_eq_9_over_the_aggregated_stages(tiny):
     out = method.training_loss(images, 0.0)
     assert sorted(out) == ["loss", "res2", "res3", "res4"]
     expected = (0.5 * out["res2"] + 1 * out["res3"] + 2 * out["res4"]) / 4
-    assert float(out["loss"].detach()) == pytest.approx(float(expected))
+    assert float(out["loss"].detach()) == pytest.approx(float(expected.detach()))
 
 
 def test_params_are_checked(tiny):

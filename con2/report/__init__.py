@@ -1,7 +1,5 @@
 """Tables and figures built from run records only (no torch, no training code).
 
-* :mod:`con2.report.grid`: a profile config -> the list of runs (pure; the Snakefile and the
-  workflow tests share it);
 * :mod:`con2.report.collect`: records -> one tidy row per (run, score); means over seeds;
 * :mod:`con2.report.paper`: the published numbers and the names that join them to ours;
 * :mod:`con2.report.tables`: one builder per paper table;

@@ -2,7 +2,11 @@
 
 Only records are read (through :func:`con2.records.read_record`, which validates them and names
 the file and field on failure); the optional Snakemake ``benchmark:`` TSV of a run adds its
-measured wall time and peak memory. Nothing here imports torch or the training code.
+measured wall time, peak memory and CPU time (hence ``cpu_share``, how much of the CPU it asked
+for the job got: about 1 when idle, lower under load). Every score of a record is a row;
+``headline`` marks the plain score names (``nnd``) against extra readings (``nnd@<reading>``),
+and ``in_grid`` is set by the workflow (False: a record outside the current profile's grid).
+Nothing here imports torch or the training code.
 
 Aggregation conventions (documented because the paper does not spell them out):
 
@@ -28,10 +32,10 @@ RUN_KEYS = ["dataset", "normal_class", "method", "variant", "seed"]
 GROUP_KEYS = ["dataset", "normal_class", "method", "variant", "score"]
 
 RUN_COLUMNS = [
-    *RUN_KEYS, "score", "auroc", "silhouette", "fit_seconds", "score_seconds", "wall_seconds",
-    "peak_memory_mb", "bench_seconds", "bench_max_rss_mb", "epochs", "steps", "n_train", "n_test",
-    "n_anomalous", "device", "image_size", "width", "tta", "contexts", "n_contexts", "loss",
-    "config_hash", "record",
+    *RUN_KEYS, "score", "headline", "auroc", "silhouette", "fit_seconds", "score_seconds", "wall_seconds",
+    "peak_memory_mb", "bench_seconds", "bench_max_rss_mb", "bench_cpu_seconds", "cpu_share", "load_average",
+    "epochs", "steps", "n_train", "n_test", "n_anomalous", "device", "threads", "image_size", "width", "tta",
+    "contexts", "n_contexts", "loss", "config_hash", "record", "in_grid",
 ]  # fmt: skip
 
 
@@ -52,39 +56,56 @@ def context_fields(config: Mapping[str, Any]) -> tuple[str | None, float, str | 
     return "+".join(names) if len(names) == 1 else ",".join(names), float(len(names) + 1), params.get("loss", "full")
 
 
-def read_benchmark(path: str | Path | None) -> tuple[float, float]:
-    """``(seconds, max_rss MB)`` of a Snakemake benchmark TSV (last row), or NaNs when absent."""
+def read_benchmark(path: str | Path | None) -> tuple[float, float, float]:
+    """``(wall seconds, max_rss MB, CPU seconds)`` of a Snakemake benchmark TSV (last row); NaNs when absent."""
+    nan = float("nan")
     if path is None or not Path(path).is_file():
-        return float("nan"), float("nan")
+        return nan, nan, nan
     try:
-        df = pd.read_csv(path, sep="\t")
-        row = df.iloc[-1]
-        rss = pd.to_numeric(row.get("max_rss", np.nan), errors="coerce")
-        return float(row.get("s", np.nan)), float(rss)
+        row = pd.read_csv(path, sep="\t").iloc[-1]
     except (pd.errors.ParserError, pd.errors.EmptyDataError, IndexError, ValueError):
-        return float("nan"), float("nan")
+        return nan, nan, nan
+    values = [pd.to_numeric(row.get(k, np.nan), errors="coerce") for k in ("s", "max_rss", "cpu_time")]
+    return tuple(float(v) for v in values)  # type: ignore[return-value]
+
+
+def is_headline(score: str) -> bool:
+    """Headline scores are the plain names (``nnd``); ``<score>@<reading>`` keys are extra readings."""
+    return "@" not in str(score)
+
+
+def cpu_share(cpu_seconds: float, wall_seconds: float, threads: float | None) -> float:
+    """CPU time over wall time per thread the job was given: ~1 on an idle machine, lower under load."""
+    t = float(threads) if threads and threads > 0 else 1.0
+    if not (wall_seconds > 0) or np.isnan(cpu_seconds):
+        return float("nan")
+    return float(cpu_seconds) / (float(wall_seconds) * t)
 
 
 def record_rows(record: Mapping[str, Any], source: str = "", benchmark: str | Path | None = None) -> list[dict[str, Any]]:
     """One row per score of one validated record."""
     cfg = record.get("config") or {}
     contexts, k, loss = context_fields(cfg)
-    bench_s, bench_rss = read_benchmark(benchmark)
+    bench_s, bench_rss, bench_cpu = read_benchmark(benchmark)
     timing = record["timing"]
+    load = record.get("load_average_1min")  # optional: the system load the run was measured under
     base = {
         "dataset": record["dataset"], "normal_class": str(record["normal_class"]), "method": record["method"],
         "variant": record["variant"], "seed": int(record["seed"]),
         "silhouette": record["metrics"].get("silhouette"),
         "fit_seconds": timing["fit_seconds"], "score_seconds": timing["score_seconds"],
         "wall_seconds": timing["wall_seconds"], "peak_memory_mb": record.get("peak_memory_mb"),
-        "bench_seconds": bench_s, "bench_max_rss_mb": bench_rss,
+        "bench_seconds": bench_s, "bench_max_rss_mb": bench_rss, "bench_cpu_seconds": bench_cpu,
+        "cpu_share": cpu_share(bench_cpu, bench_s, cfg.get("threads")),
+        "load_average": float(load) if isinstance(load, (int, float)) else np.nan,
         "epochs": record.get("epochs"), "steps": record.get("steps"), "n_train": record["n_train"],
         "n_test": record["n_test"], "n_anomalous": record["n_anomalous"], "device": record.get("device"),
-        "image_size": cfg.get("image_size"), "width": cfg.get("width"), "tta": cfg.get("tta"),
+        "threads": cfg.get("threads"), "image_size": cfg.get("image_size"), "width": cfg.get("width"), "tta": cfg.get("tta"),
         "contexts": contexts, "n_contexts": k, "loss": loss, "config_hash": record["config_hash"],
-        "record": source,
+        "record": source, "in_grid": True,
     }  # fmt: skip
-    return [{**base, "score": name, "auroc": float(value)} for name, value in sorted(record["metrics"]["auroc"].items())]
+    aurocs = sorted(record["metrics"]["auroc"].items())
+    return [{**base, "score": name, "headline": is_headline(name), "auroc": float(value)} for name, value in aurocs]
 
 
 def collect_runs(records: Iterable[str | Path], benchmarks: Mapping[str, str | Path] | None = None) -> pd.DataFrame:
@@ -117,20 +138,22 @@ def dataset_level(summary: pd.DataFrame, keys: list[str] | None = None) -> pd.Da
     """Collapse normal classes: mean of class means; std over seeds (one class) or over class means.
 
     ``summary`` comes from :func:`summarize`; ``keys`` default to dataset, method, variant, score.
-    Columns: keys, mean, std, n (seeds for one class, classes otherwise), n_classes.
+    Columns: keys, mean, std, n (seeds for one class, classes otherwise), n_classes, and the
+    fewest and most seeds of a class (``seeds_min``, ``seeds_max``): what a cell averages.
     """
     keys = keys or ["dataset", "method", "variant", "score"]
-    cols = [*keys, "mean", "std", "n", "n_classes"]
+    cols = [*keys, "mean", "std", "n", "n_classes", "seeds_min", "seeds_max"]
     if summary.empty:
         return pd.DataFrame(columns=cols)
     rows = []
     for key, grp in summary.groupby(keys, dropna=False, sort=True):
         key = key if isinstance(key, tuple) else (key,)
+        seeds = (int(grp["n"].min()), int(grp["n"].max()))
         if len(grp) == 1:
             row = grp.iloc[0]
-            rows.append((*key, row["mean"], row["std"], row["n"], 1))
+            rows.append((*key, row["mean"], row["std"], row["n"], 1, *seeds))
         else:
-            rows.append((*key, grp["mean"].mean(), grp["mean"].std(ddof=1), len(grp), len(grp)))
+            rows.append((*key, grp["mean"].mean(), grp["mean"].std(ddof=1), len(grp), len(grp), *seeds))
     return pd.DataFrame(rows, columns=cols)
 
 
@@ -140,5 +163,7 @@ def load_runs(path: str | Path) -> pd.DataFrame:
     df = pd.read_csv(path, dtype={c: str for c in text_cols})
     for c in RUN_COLUMNS:
         if c not in df.columns:
-            df[c] = np.nan
+            df[c] = True if c == "in_grid" else np.nan
+    df["headline"] = df["score"].map(is_headline).astype(bool)
+    df["in_grid"] = df["in_grid"].astype(bool)
     return df[RUN_COLUMNS]

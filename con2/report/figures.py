@@ -26,12 +26,19 @@ PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e
 
 
 def save(fig: plt.Figure, png: str | Path, pdf: str | Path) -> None:
-    """Write ``fig`` as PNG (150 dpi) and PDF, then close it."""
-    for p in (png, pdf):
-        Path(p).parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(png, dpi=150, bbox_inches="tight")
-    fig.savefig(pdf, bbox_inches="tight", metadata={"CreationDate": None})
+    """Write ``fig`` as PNG (150 dpi) and PDF, each atomically, then close it."""
+    from con2.atomic import atomic_path
+
+    with atomic_path(Path(png)) as tmp:
+        fig.savefig(tmp, dpi=150, bbox_inches="tight", format="png")
+    with atomic_path(Path(pdf)) as tmp:
+        fig.savefig(tmp, bbox_inches="tight", format="pdf", metadata={"CreationDate": None})
     plt.close(fig)
+
+
+def legend_outside(ax: plt.Axes, **kwargs: object) -> None:
+    """The legend to the right of the axes, clear of the data (``bbox_inches="tight"`` keeps it)."""
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, fontsize=8, frameon=False, **kwargs)
 
 
 def _empty(ax: plt.Axes, text: str) -> None:
@@ -41,21 +48,30 @@ def _empty(ax: plt.Axes, text: str) -> None:
 
 
 def grouped_bars(
-    ax: plt.Axes, groups: Sequence[str], series: Sequence[str], means: np.ndarray, stds: np.ndarray, ylabel: str
+    ax: plt.Axes,
+    groups: Sequence[str],
+    series: Sequence[str],
+    means: np.ndarray,
+    stds: np.ndarray,
+    ylabel: str,
+    counts: np.ndarray | None = None,
 ) -> None:
-    """Bars ``means[group, series]`` with error bars, one colour per series."""
+    """Bars ``means[group, series]``, one colour per series; error bars (± ``stds``) only where a bar
+    averages more than one run (``counts[group, series] > 1``), none for a single run."""
     n_s = max(1, len(series))
     width = 0.8 / n_s
     x = np.arange(len(groups))
+    counts = np.ones_like(means) if counts is None else counts
     for j, name in enumerate(series):
-        err = np.nan_to_num(stds[:, j], nan=0.0)
+        several = (np.nan_to_num(counts[:, j], nan=0.0) > 1) & np.isfinite(stds[:, j])
+        err = np.where(several, stds[:, j], np.nan) if several.any() else None  # NaN: no bar, no cap
         ax.bar(x + (j - (n_s - 1) / 2) * width, means[:, j], width, yerr=err, label=name,
                color=PALETTE[j % len(PALETTE)], capsize=2, error_kw={"elinewidth": 0.8})  # fmt: skip
     ax.set_xticks(x)
     ax.set_xticklabels(groups, rotation=45 if max((len(g) for g in groups), default=0) > 6 else 0, ha="right")
     ax.set_ylabel(ylabel)
     ax.grid(axis="y", alpha=0.3)
-    ax.legend(fontsize=8, frameon=False)
+    legend_outside(ax)
 
 
 def per_class_figure(table_data: pd.DataFrame, dataset: str, png: str | Path, pdf: str | Path) -> None:
@@ -67,11 +83,11 @@ def per_class_figure(table_data: pd.DataFrame, dataset: str, png: str | Path, pd
         classes = list(dict.fromkeys(table_data["normal_class"]))
         pairs = sorted(dict.fromkeys(zip(table_data["method"], table_data["score"])), key=lambda p: pair_key(*p))
         means = np.full((len(classes), len(pairs)), np.nan)
-        stds = np.full_like(means, np.nan)
+        stds, counts = np.full_like(means, np.nan), np.zeros_like(means)
         for r in table_data.to_dict("records"):
             i, j = classes.index(r["normal_class"]), pairs.index((r["method"], r["score"]))
-            means[i, j], stds[i, j] = r["auroc_mean"], r["auroc_std"]
-        grouped_bars(ax, classes, [method_label(m, s) for m, s in pairs], means, stds, "AUROC (%)")
+            means[i, j], stds[i, j], counts[i, j] = r["auroc_mean"], r["auroc_std"], r["n"]
+        grouped_bars(ax, classes, [method_label(m, s) for m, s in pairs], means, stds, "AUROC (%)", counts)
         lo = np.nanmin(means) if np.isfinite(means).any() else 50
         ax.set_ylim(max(0, min(50, lo - 5)), 100)
         ax.axhline(50, color="0.5", lw=0.8, ls=":")
@@ -88,11 +104,11 @@ def silhouette_figure(level: pd.DataFrame, png: str | Path, pdf: str | Path) -> 
         datasets = list(dict.fromkeys(level["dataset"]))
         labels = list(dict.fromkeys(level["variant"]))
         means = np.full((len(datasets), len(labels)), np.nan)
-        stds = np.full_like(means, np.nan)
+        stds, counts = np.full_like(means, np.nan), np.zeros_like(means)
         for r in level.to_dict("records"):
             i, j = datasets.index(r["dataset"]), labels.index(r["variant"])
-            means[i, j], stds[i, j] = r["mean"], r["std"]
-        grouped_bars(ax, [dataset_label(d) for d in datasets], labels, means, stds, "silhouette (context labels)")
+            means[i, j], stds[i, j], counts[i, j] = r["mean"], r["std"], r["n"]
+        grouped_bars(ax, [dataset_label(d) for d in datasets], labels, means, stds, "silhouette (context labels)", counts)
         ax.axhline(0, color="0.3", lw=0.8)
         ax.set_ylim(min(-0.1, np.nanmin(means) - 0.05), 1.0)
     ax.set_title("Context clusters: silhouette of the test representations")
@@ -121,7 +137,7 @@ def score_runtime_figure(df: pd.DataFrame, png: str | Path, pdf: str | Path) -> 
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
         ax.grid(alpha=0.3, which="both")
-        ax.legend(fontsize=8, frameon=False)
+        legend_outside(ax)
     meta = df.iloc[0] if not df.empty else None
     if meta is not None:
         fig.suptitle(
@@ -133,15 +149,23 @@ def score_runtime_figure(df: pd.DataFrame, png: str | Path, pdf: str | Path) -> 
     save(fig, png, pdf)
 
 
-def pca_2d(x: np.ndarray) -> np.ndarray:
-    """Project rows of ``x [n, d]`` on their first two principal components -> ``[n, 2]``."""
+def pca_2d(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Project rows of ``x [n, d]`` on their first two principal components.
+
+    Returns:
+        ``(points [n, 2], explained [2])``: the projections and the fraction of the total variance
+        each component explains.
+    """
     x = np.asarray(x, dtype=np.float64)
     centred = x - x.mean(0)
-    _, _, vt = np.linalg.svd(centred, full_matrices=False)
+    _, sv, vt = np.linalg.svd(centred, full_matrices=False)
     comps = vt[:2]
+    var = sv**2
+    explained = var[:2] / var.sum() if var.sum() > 0 else np.zeros(min(2, len(var)))
     if comps.shape[0] < 2:
         comps = np.vstack([comps, np.zeros_like(comps)])
-    return centred @ comps.T
+        explained = np.append(explained, 0.0)
+    return centred @ comps.T, explained
 
 
 def pca_panel(ax: plt.Axes, features: dict[str, np.ndarray], labels: np.ndarray, title: str, max_points: int, seed: int) -> None:
@@ -150,7 +174,7 @@ def pca_panel(ax: plt.Axes, features: dict[str, np.ndarray], labels: np.ndarray,
     rng = np.random.default_rng(seed)
     tr0, tr1 = features["train_context0"], features["train_context1"]
     te0, te1 = features["test_context0"], features["test_context1"]
-    emb = pca_2d(np.concatenate([tr0, tr1, te0, te1]).astype(np.float32))
+    emb, explained = pca_2d(np.concatenate([tr0, tr1, te0, te1]).astype(np.float32))
     n_tr, n_te = len(tr0), len(te0)
     p_tr0, p_tr1 = emb[:n_tr], emb[n_tr : 2 * n_tr]
     p_te0, p_te1 = emb[2 * n_tr : 2 * n_tr + n_te], emb[2 * n_tr + n_te :]
@@ -169,8 +193,9 @@ def pca_panel(ax: plt.Axes, features: dict[str, np.ndarray], labels: np.ndarray,
         ax.scatter(*p_te0[idx].T, s=8, c=colour, marker="o", label=f"{name}, context 0", linewidths=0)
         ax.scatter(*p_te1[idx].T, s=10, c=colour, marker="^", label=f"{name}, context 1", linewidths=0)
     ax.set_title(title, fontsize=9)
-    ax.set_xticks([])
-    ax.set_yticks([])
+    ax.set_xlabel(f"PC1 ({100 * explained[0]:.0f}% var.)")
+    ax.set_ylabel(f"PC2 ({100 * explained[1]:.0f}% var.)")
+    ax.tick_params(labelsize=7)
 
 
 def pca_figure(
@@ -194,9 +219,9 @@ def pca_figure(
         pca_panel(ax, feats, labels, title, max_points, seed)
     if not runs:
         _empty(axes[0][0], "no CON2 run selected for the PCA figure")
-    handles, labels_ = axes[0][0].get_legend_handles_labels()
-    if handles:
-        fig.legend(handles, labels_, loc="lower center", ncol=3, fontsize=8, frameon=False, bbox_to_anchor=(0.5, -0.08))
     fig.suptitle("Representations (PCA): each test image joined to its context-augmented twin", fontsize=10)
     fig.tight_layout()
+    handles, labels_ = axes[0][0].get_legend_handles_labels()
+    if handles:  # below the panels, clear of the data (tight_layout first, so it does not squeeze them)
+        fig.legend(handles, labels_, loc="upper center", ncol=3, fontsize=8, frameon=False, bbox_to_anchor=(0.5, 0.0))
     save(fig, png, pdf)

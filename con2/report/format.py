@@ -2,6 +2,10 @@
 
 A :class:`Table` holds the formatted cells for Markdown/LaTeX and, separately, the long numeric
 frame that goes to CSV, so a reader of the CSV never parses "81.7 ± 0.9" back into numbers.
+
+A cell that averages runs says over what: ``"81.7 ± 0.9 [1×3]"`` is one normal class times three
+seeds, ``"99.4 ± 0.8 [10×1]"`` ten normal classes times one seed (:func:`cell`, :data:`CELL_NOTE`).
+Differences between shown numbers are taken from the shown (rounded) values (:func:`shown_diff`).
 """
 
 from __future__ import annotations
@@ -25,6 +29,44 @@ def mean_std(mean: float | None, std: float | None = None, digits: int = 1) -> s
     return f"{mean:.{digits}f} ± {std:.{digits}f}"
 
 
+CELL_NOTE = (
+    "[c×s]: the mean over c normal classes of the mean over s seeds per class; ± is the std over seeds "
+    "(c = 1) or over the c class means (c > 1); no ± with a single run."
+)
+
+
+def averaged_over(n_classes: int, seeds_min: int, seeds_max: int | None = None) -> str:
+    """``"[10×1]"``: normal classes × seeds per class (``"[3×1-3]"`` when classes had different seed counts)."""
+    seeds_max = seeds_min if seeds_max is None else seeds_max
+    seeds = f"{seeds_min}" if seeds_min == seeds_max else f"{seeds_min}-{seeds_max}"
+    return f"[{n_classes}×{seeds}]"
+
+
+def cell(
+    mean: float | None,
+    std: float | None,
+    n_classes: int,
+    seeds_min: int,
+    seeds_max: int | None = None,
+    digits: int = 1,
+) -> str:
+    """``"81.7 ± 0.9 [1×3]"``: :func:`mean_std` and what it averages; ``"–"`` when there is no mean."""
+    text = mean_std(mean, std, digits)
+    return text if text == MISSING or not n_classes else f"{text} {averaged_over(n_classes, seeds_min, seeds_max)}"
+
+
+def shown(value: float | None, digits: int = 1) -> float:
+    """``value`` rounded as a table shows it (NaN for missing)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return float("nan")
+    return float(f"{value:.{digits}f}")
+
+
+def shown_diff(a: float | None, b: float | None, digits: int = 1) -> float:
+    """``a - b`` from the shown (rounded) values, so the table's numbers add up."""
+    return round(shown(a, digits) - shown(b, digits), digits)
+
+
 def signed(value: float | None, digits: int = 1) -> str:
     """``"+1.2"`` / ``"-0.3"`` / ``"–"``."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
@@ -44,6 +86,7 @@ class Table:
         data: long numeric frame written to CSV.
         notes: lines printed under the table (what the numbers are, what is missing).
         midrules: body row indices before which LaTeX draws a ``\\midrule``.
+        lead: lines printed between the title and the table (a one-line summary).
     """
 
     name: str
@@ -53,14 +96,18 @@ class Table:
     data: pd.DataFrame
     notes: list[str] = field(default_factory=list)
     midrules: list[int] = field(default_factory=list)
+    lead: list[str] = field(default_factory=list)
 
     def markdown(self) -> str:
-        def cell(s: str) -> str:
+        def esc(s: str) -> str:
             return str(s).replace("|", "\\|")
 
-        lines = [f"### {self.title}", "", "| " + " | ".join(cell(c) for c in self.columns) + " |"]
+        lines = [f"### {self.title}", ""]
+        if self.lead:
+            lines += [*self.lead, ""]
+        lines.append("| " + " | ".join(esc(c) for c in self.columns) + " |")
         lines.append("|" + "|".join("---:" if num else "---" for num in self.numeric_columns()) + "|")
-        lines += ["| " + " | ".join(cell(c) for c in row) + " |" for row in self.rows]
+        lines += ["| " + " | ".join(esc(c) for c in row) + " |" for row in self.rows]
         if not self.rows:
             lines.append("| " + " | ".join(["(no runs)"] + [""] * (len(self.columns) - 1)) + " |")
         if self.notes:
@@ -94,18 +141,21 @@ class Table:
         if not self.rows:
             out.append(f"\\multicolumn{{{len(self.columns)}}}{{l}}{{(no runs)}} \\\\")
         out += ["\\bottomrule", "\\end{tabular}"]
-        if self.notes:
-            out.append("\\par\\smallskip\\footnotesize " + " ".join(latex_escape(n.removeprefix("- ")) for n in self.notes))
+        if self.lead or self.notes:
+            text = " ".join(latex_escape(n.removeprefix("- ")) for n in [*self.lead, *self.notes])
+            out.append("\\par\\smallskip\\footnotesize " + text)
         out.append("\\end{table}")
         return "\n".join(out) + "\n"
 
     def write(self, csv: str | Path, md: str | Path, tex: str | Path) -> None:
-        """Write the three files (parents created)."""
-        for p in (csv, md, tex):
-            Path(p).parent.mkdir(parents=True, exist_ok=True)
-        self.data.to_csv(csv, index=False)
-        Path(md).write_text(self.markdown())
-        Path(tex).write_text(self.latex())
+        """Write the three files, each atomically (a killed writer leaves no partial file)."""
+        from con2.atomic import atomic_path
+
+        with atomic_path(Path(csv)) as tmp:
+            self.data.to_csv(tmp, index=False)
+        for path, text in ((md, self.markdown()), (tex, self.latex())):
+            with atomic_path(Path(path)) as tmp:
+                tmp.write_text(text)
 
 
 _LATEX_SPECIAL = {"&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{", "}": r"\}",
@@ -118,12 +168,14 @@ def latex_escape(text: str) -> str:
     return s.replace("±", r"$\pm$").replace("–", "--").replace("−", "-")
 
 
-_NUMBER = re.compile(r"^[+-]?\d+(\.\d+)?(e[+-]?\d+)?( ± \d+(\.\d+)?)?$")
+_NUMBER = re.compile(r"^([+-]?\d+(\.\d+)?(e[+-]?\d+)?( ± \d+(\.\d+)?)?)( \[\d+×\d+(-\d+)?\])?$")
 
 
 def latex_cell(text: str) -> str:
-    """A body cell: numbers in math mode (``$81.7 \\pm 0.9$``), text escaped."""
+    """A body cell: numbers in math mode (``$81.7 \\pm 0.9$``, then ``[c×s]`` small), text escaped."""
     s = str(text)
-    if _NUMBER.match(s):
-        return "$" + s.replace(" ± ", r" \pm ") + "$"
+    m = _NUMBER.match(s)
+    if m:
+        number = "$" + m.group(1).replace(" ± ", r" \pm ") + "$"
+        return number + (r" {\scriptsize " + m.group(6).strip().replace("×", r"$\times$") + "}" if m.group(6) else "")
     return latex_escape(s)

@@ -14,18 +14,25 @@ not from variant names, so a renamed variant still lands in the right column. Ea
     main_context: invert            # CON2's main context (Table 1, loss ablation, k = 2)
     contexts: [invert, flip, equalize]
     paper_epochs: 2048              # for the compute table's extrapolation
+
+Every cell says what it averages (``[c×s]``: c normal classes × s seeds, see
+:data:`~con2.report.format.CELL_NOTE`). Tables that set cells of one run family side by side (the
+context, multiple-context, loss and silhouette tables) compare like with like: per dataset they
+use only the normal classes that every column ran. Differences are taken from the shown, rounded
+values. Only headline scores are tabulated (``nnd``, not ``nnd@<reading>``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from con2.report.collect import dataset_level, summarize
-from con2.report.format import MISSING, Table, mean_std, signed
+from con2.report.format import CELL_NOTE, MISSING, Table, cell, shown, shown_diff, signed
 from con2.report.paper import (
     PAPER_COMPUTE_METHODS,
     SCORE_LABELS,
@@ -38,6 +45,7 @@ from con2.report.paper import (
 
 CON2 = "con2"
 DEFAULT_CONTEXTS = ["invert", "flip", "equalize"]
+LOADED_CPU_SHARE = 0.8  # a training job that got less of the CPU it asked for ran under load
 ReportCfg = Mapping[str, Any]
 
 
@@ -53,6 +61,13 @@ def report_block(config: Mapping[str, Any]) -> dict[str, Any]:
     return rep
 
 
+def headline(runs: pd.DataFrame) -> pd.DataFrame:
+    """Rows of headline scores only (``nnd``, ``lh``, ``knn``...; not ``<score>@<reading>``)."""
+    if runs.empty or "headline" not in runs.columns:
+        return runs
+    return runs[runs["headline"].fillna(True).astype(bool)]
+
+
 def main_variant(rep: ReportCfg, method: str) -> str:
     return str((rep.get("main_variants") or {}).get(method, "default"))
 
@@ -65,11 +80,13 @@ def main_runs(runs: pd.DataFrame, rep: ReportCfg) -> pd.DataFrame:
     return runs[keep.astype(bool)]
 
 
-def con2_runs(runs: pd.DataFrame, *, contexts: list[str] | None = None, loss: str = "full", k: int | None = 2) -> pd.DataFrame:
-    """CON2 rows by what the record's config says: context label(s), loss, number of contexts."""
+def con2_runs(runs: pd.DataFrame, *, contexts: list[str] | None = None, loss: str | None = "full", k: int | None = 2) -> pd.DataFrame:
+    """CON2 rows by what the record's config says: context label(s), loss (None: any), number of contexts."""
     if runs.empty:
         return runs
-    sel = (runs["method"] == CON2) & (runs["loss"].fillna("full") == loss)
+    sel = runs["method"] == CON2
+    if loss is not None:
+        sel &= runs["loss"].fillna("full") == loss
     if k is not None:
         sel &= runs["n_contexts"] == k
     if contexts is not None:
@@ -85,22 +102,78 @@ def ordered_datasets(present: list[str], *preferred: list[str]) -> list[str]:
     return order + sorted(d for d in present if d not in order)
 
 
-def _level(runs: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+def _classes_text(classes: list[str]) -> str:
+    classes = sorted(classes, key=_class_sort_key)
+    return ", ".join(classes) if len(classes) <= 4 else f"{len(classes)} classes"
+
+
+def like_with_like(sel: pd.DataFrame, by: str, column: str) -> tuple[pd.DataFrame, list[str]]:
+    """Per dataset, keep only the normal classes that every value of ``by`` (every column) ran.
+
+    A cell averaging ten normal classes is never set beside one averaging a single class: both
+    average the classes they share. ``column`` names a column in the notes ("context", "k").
+    Returns the rows kept and one note per dataset that lost some.
+    """
+    if sel.empty:
+        return sel, []
+    kept, notes = [], []
+    for d, g in sel.groupby("dataset", sort=False):
+        per_column = [set(cg["normal_class"]) for _, cg in g.groupby(by, dropna=False, sort=False)]
+        common = set.intersection(*per_column)
+        if not common:
+            kept.append(g)
+            notes.append(f"{dataset_label(d)}: each {column} ran other normal classes; each cell averages its own ([c×s]).")
+            continue
+        if any(cols != common for cols in per_column):
+            every = set.union(*per_column)
+            notes.append(
+                f"{dataset_label(d)}: each cell averages normal class(es) {_classes_text(list(common))} only, the ones "
+                f"every {column} ran ({len(every)} classes ran in some; per_class_{d}, where it exists, shows each class)."
+            )
+        kept.append(g[g["normal_class"].isin(common)])
+    return pd.concat(kept), notes
+
+
+def _level(runs: pd.DataFrame, keys: list[str], value: str = "auroc") -> pd.DataFrame:
     """Dataset-level mean/std (classes collapsed) keyed by ``keys`` (which must include dataset)."""
-    return dataset_level(summarize(runs, keys=[*keys, "normal_class"] if "normal_class" not in keys else keys), keys)
+    return dataset_level(summarize(runs, value, keys=[*keys, "normal_class"] if "normal_class" not in keys else keys), keys)
 
 
-def _lookup(level: pd.DataFrame, **match: Any) -> tuple[float, float, int]:
+@dataclass(frozen=True)
+class Stat:
+    """One cell: mean, std, n (seeds or classes, as :func:`~con2.report.collect.dataset_level`) and
+    what it averages (normal classes, fewest and most seeds of a class)."""
+
+    mean: float = np.nan
+    std: float = np.nan
+    n: int = 0
+    n_classes: int = 0
+    seeds_min: int = 0
+    seeds_max: int = 0
+
+    def text(self, digits: int = 1) -> str:
+        return cell(self.mean, self.std, self.n_classes, self.seeds_min, self.seeds_max, digits)
+
+    @property
+    def over(self) -> str:
+        """``"10×1"`` (empty when there is no run)."""
+        if not self.n_classes:
+            return ""
+        seeds = f"{self.seeds_min}" if self.seeds_min == self.seeds_max else f"{self.seeds_min}-{self.seeds_max}"
+        return f"{self.n_classes}×{seeds}"
+
+
+def _lookup(level: pd.DataFrame, **match: Any) -> Stat:
     if level.empty:
-        return np.nan, np.nan, 0
+        return Stat()
     sel = np.ones(len(level), dtype=bool)
     for k, v in match.items():
         sel &= (level[k] == v).to_numpy()
     hit = level[sel]
     if hit.empty:
-        return np.nan, np.nan, 0
-    row = hit.iloc[0]
-    return float(row["mean"]), float(row["std"]), int(row["n"])
+        return Stat()
+    r = hit.iloc[0]
+    return Stat(float(r["mean"]), float(r["std"]), int(r["n"]), int(r["n_classes"]), int(r["seeds_min"]), int(r["seeds_max"]))
 
 
 def _paper_label(pm: str, ps: str) -> str:
@@ -120,9 +193,12 @@ def method_table(
 ) -> Table:
     """Rows: our methods (main variants) each followed by the paper's row; then paper-only rows.
 
-    Columns: the group's datasets (the paper's order first). Numbers are dataset-level means.
+    Columns: the group's datasets (the paper's order first). Numbers are dataset-level means; each
+    of our cells says over how many normal classes and seeds, and a note names every column whose
+    methods ran different classes (compare those across rows in ``per_class_<dataset>``).
     """
     rep = report_block(config)
+    runs = headline(runs)
     dmap, mmap = name_maps(config)
     inv_d = {v: k for k, v in dmap.items()}
     psel = paper[paper["table"] == paper_table] if paper_table else paper.iloc[0:0]
@@ -140,18 +216,19 @@ def method_table(
         cells = []
         target = mmap.get((m, s))
         for d in cols:
-            mean, std, n = _lookup(level, dataset=d, method=m, score=s)
+            st = _lookup(level, dataset=d, method=m, score=s)
             pv = paper_cell(*target, d) if target else None
-            cells.append(mean_std(mean, std))
+            cells.append(st.text())
             data.append({
-                "dataset": d, "method": m, "score": s, "variant": main_variant(rep, m), "ours_mean": mean,
-                "ours_std": std, "ours_n": n, "paper_method": _paper_label(*target) if target else "",
+                "dataset": d, "method": m, "score": s, "variant": main_variant(rep, m), "ours_mean": st.mean,
+                "ours_std": st.std, "ours_n": st.n, "ours_over": st.over,
+                "paper_method": _paper_label(*target) if target else "",
                 "paper_mean": pv[0] if pv else np.nan, "paper_std": pv[1] if pv else np.nan,
-                "diff": mean - pv[0] if pv else np.nan,
+                "diff": shown_diff(st.mean, pv[0]) if pv else np.nan,
             })  # fmt: skip
         rows.append([method_label(m, s), "ours", *cells])
         if target and any(paper_cell(*target, d) for d in cols):
-            rows.append([_paper_label(*target), "paper", *[mean_std(*(paper_cell(*target, d) or (np.nan, np.nan))) for d in cols]])
+            rows.append([_paper_label(*target), "paper", *[cell(*(paper_cell(*target, d) or (np.nan, np.nan)), 0, 0) for d in cols]])
             used_paper.add(target[0])
     if len(psel):
         midrules.append(len(rows))
@@ -162,20 +239,29 @@ def method_table(
         cells = []
         for d in cols:
             pv = paper_value(psel, None, dmap.get(d, d), pm)
-            cells.append(mean_std(*(pv or (np.nan, np.nan))))
+            cells.append(cell(*(pv or (np.nan, np.nan)), 0, 0))
             if pv:
                 data.append({"dataset": d, "method": "", "score": "", "variant": "", "ours_mean": np.nan, "ours_std": np.nan,
-                             "ours_n": 0, "paper_method": pm, "paper_mean": pv[0], "paper_std": pv[1], "diff": np.nan})  # fmt: skip
+                             "ours_n": 0, "ours_over": "", "paper_method": pm, "paper_mean": pv[0], "paper_std": pv[1],
+                             "diff": np.nan})  # fmt: skip
         rows.append([pm, f"paper ({fam})" if fam else "paper", *cells])
     notes = [
-        "AUROC (%), mean ± std; ours: over seeds (one normal class) or over normal classes (several);"
-        " paper: as published (3 seeds).",
+        f"AUROC (%), mean ± std; {CELL_NOTE} Paper: as published (3 seeds; over every normal class).",
         f"Ours use each method's main variant ({', '.join(f'{m}: {main_variant(rep, m)}' for m in dict.fromkeys(m for m, _ in pairs)) or 'none run'}).",
-    ]
-    missing = [dataset_label(d) for d in cols if d not in set(ours["dataset"]) ] if cols else []
+    ]  # fmt: skip
+    for d in cols:
+        classes = {m: frozenset(ours.loc[(ours["dataset"] == d) & (ours["method"] == m), "normal_class"]) for m, _ in pairs}
+        classes = {m: c for m, c in classes.items() if c}
+        if len(set(classes.values())) > 1:
+            spread = "; ".join(f"{method_label(m, '').split(' (')[0]} {_classes_text(list(c))}" for m, c in classes.items())
+            notes.append(
+                f"{dataset_label(d)}: the methods ran different normal classes ({spread}): compare them per class in "
+                f"per_class_{d} (where that table exists), not across these rows."
+            )
+    missing = [dataset_label(d) for d in cols if d not in set(ours["dataset"])] if cols else []
     if missing:
         notes.append(f"Not run in this profile: {', '.join(missing)}.")
-    frame = pd.DataFrame(data, columns=["dataset", "method", "score", "variant", "ours_mean", "ours_std", "ours_n",
+    frame = pd.DataFrame(data, columns=["dataset", "method", "score", "variant", "ours_mean", "ours_std", "ours_n", "ours_over",
                                         "paper_method", "paper_mean", "paper_std", "diff"])  # fmt: skip
     return Table(name, title, ["Method", "Source", *[dataset_label(d) for d in cols]], rows, frame, notes, midrules)
 
@@ -208,29 +294,30 @@ def _main_context(rep: ReportCfg) -> str:
 def nnd_vs_lh(runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str, Any]) -> Table:
     """CON2's two scores side by side per dataset (main variant), with the paper's where published."""
     rep = report_block(config)
+    runs = headline(runs)
     dmap, _ = name_maps(config)
     sel = main_runs(runs[runs["method"] == CON2], rep) if not runs.empty else runs
     level = _level(sel, ["dataset", "score"])
     datasets = ordered_datasets(list(dict.fromkeys(level["dataset"])), rep["medical"], rep["natural"])
     rows, data = [], []
     for d in datasets:
-        cells, pcells = [], []
+        cells, pcells, means = [], [], {}
         for s in ("nnd", "lh"):
-            mean, std, n = _lookup(level, dataset=d, score=s)
+            st = _lookup(level, dataset=d, score=s)
+            means[s] = st.mean
             pv = paper_value(paper, None, dmap.get(d, d), "CON2", s.upper(), _main_context(rep))
-            cells.append(mean_std(mean, std))
-            pcells.append(mean_std(*(pv or (np.nan, np.nan))))
-            data.append({"dataset": d, "score": s, "ours_mean": mean, "ours_std": std, "ours_n": n,
-                         "paper_mean": pv[0] if pv else np.nan, "paper_std": pv[1] if pv else np.nan})  # fmt: skip
-        m_nnd, _, _ = _lookup(level, dataset=d, score="nnd")
-        m_lh, _, _ = _lookup(level, dataset=d, score="lh")
-        rows.append([dataset_label(d), *cells, signed(m_nnd - m_lh), *pcells])
-    frame = pd.DataFrame(data, columns=["dataset", "score", "ours_mean", "ours_std", "ours_n", "paper_mean", "paper_std"])
+            cells.append(st.text())
+            pcells.append(cell(*(pv or (np.nan, np.nan)), 0, 0))
+            data.append({"dataset": d, "score": s, "ours_mean": st.mean, "ours_std": st.std, "ours_n": st.n,
+                         "ours_over": st.over, "paper_mean": pv[0] if pv else np.nan,
+                         "paper_std": pv[1] if pv else np.nan})  # fmt: skip
+        rows.append([dataset_label(d), *cells, signed(shown_diff(means["nnd"], means["lh"])), *pcells])
+    frame = pd.DataFrame(data, columns=["dataset", "score", "ours_mean", "ours_std", "ours_n", "ours_over", "paper_mean", "paper_std"])
     return Table(
         "nnd_vs_lh", "CON2: nearest-neighbour (NND) vs likelihood (LH) score, AUROC (%)",
         ["Dataset", "NND (ours)", "LH (ours)", "NND − LH", "NND (paper)", "LH (paper)"], rows, frame,
-        [f"CON2 {main_variant(rep, CON2)} runs; mean ± std as in Table 1; paper values from Table 1 (NND, medical) "
-         "and the all-contexts table (natural)."],
+        [f"CON2 {main_variant(rep, CON2)} runs (both scores from the same runs); {CELL_NOTE} NND − LH is the difference "
+         "of the shown values. Paper values from Table 1 (NND, medical) and the all-contexts table (natural)."],
     )  # fmt: skip
 
 
@@ -240,68 +327,80 @@ LOSS_COLUMNS = [("full", "L_Context + L_Content"), ("context_only", "L_Context o
 def loss_ablation(runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str, Any]) -> Table:
     """The loss-term ablation: full objective vs context-only vs content-only, both scores."""
     rep = report_block(config)
+    runs = headline(runs)
     ctx = [_main_context(rep)]
-    parts = [con2_runs(runs, contexts=ctx, loss=loss) for loss, _ in LOSS_COLUMNS] if not runs.empty else []
-    ablated = {d for p in parts[1:] for d in p["dataset"]} if parts else set()
+    sel = con2_runs(runs, contexts=ctx, loss=None) if not runs.empty else runs
+    ablated = set(sel.loc[sel["loss"].fillna("full") != "full", "dataset"]) if not sel.empty else set()
+    sel = sel[sel["dataset"].isin(ablated)] if not sel.empty else sel
+    sel, like_notes = like_with_like(sel.assign(loss=sel["loss"].fillna("full")) if not sel.empty else sel, "loss", "loss")
+    level = _level(sel, ["dataset", "loss", "score"])
     rows, data = [], []
-    levels = [_level(p[p["dataset"].isin(ablated)], ["dataset", "score"]) for p in parts] if parts else []
     for d in ordered_datasets(sorted(ablated), rep["medical"], rep["natural"]):
         for s in ("nnd", "lh"):
             cells = []
-            for (loss, _), level in zip(LOSS_COLUMNS, levels):
-                mean, std, n = _lookup(level, dataset=d, score=s)
-                cells.append(mean_std(mean, std))
-                data.append({"dataset": d, "score": s, "loss": loss, "mean": mean, "std": std, "n": n})
+            for loss, _ in LOSS_COLUMNS:
+                st = _lookup(level, dataset=d, loss=loss, score=s)
+                cells.append(st.text())
+                data.append({"dataset": d, "score": s, "loss": loss, "mean": st.mean, "std": st.std, "n": st.n, "over": st.over})
             rows.append([dataset_label(d), SCORE_LABELS.get(s, s), *cells])
-    frame = pd.DataFrame(data, columns=["dataset", "score", "loss", "mean", "std", "n"])
+    frame = pd.DataFrame(data, columns=["dataset", "score", "loss", "mean", "std", "n", "over"])
     return Table(
         "loss_ablation", "CON2 loss-term ablation: AUROC (%) with both terms, the context term only, the content term only",
         ["Dataset", "Score", *[label for _, label in LOSS_COLUMNS]], rows, frame,
         [f"Context augmentation {ctx[0]}; context-only sets alpha = 0, content-only drops L_Context. "
-         "Only datasets with at least one ablated run are listed."],
+         f"Only datasets with at least one ablated run are listed. {CELL_NOTE}", *like_notes],
     )  # fmt: skip
 
 
 def context_table(
-    name: str, title: str, runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str, Any], datasets: list[str],
-    paper_table: str, scores: tuple[str, ...],
+    name: str,
+    title: str,
+    runs: pd.DataFrame,
+    paper: pd.DataFrame,
+    config: Mapping[str, Any],
+    datasets: list[str],
+    paper_table: str,
+    scores: tuple[str, ...],
 ) -> Table:
-    """Rows (dataset, score, source); columns the context augmentations."""
+    """Rows (dataset, score, source); columns the context augmentations (like with like per dataset)."""
     rep = report_block(config)
+    runs = headline(runs)
     dmap, _ = name_maps(config)
     contexts = list(rep["contexts"])
     sel = con2_runs(runs, contexts=contexts) if not runs.empty else runs
     sel = sel[sel["dataset"].isin(datasets)] if not sel.empty else sel
+    sel, like_notes = like_with_like(sel, "contexts", "context")
     level = _level(sel, ["dataset", "contexts", "score"])
     psel = paper[paper["table"] == paper_table]
     inv_d = {v: k for k, v in dmap.items()}
-    shown = ordered_datasets(
+    shown_ds = ordered_datasets(
         list(dict.fromkeys([*level["dataset"], *[inv_d.get(d, d) for d in psel["dataset"] if inv_d.get(d, d) in datasets]])),
         datasets,
     )
     rows, data, midrules = [], [], []
-    for d in shown:
+    for d in shown_ds:
         midrules.append(len(rows))
         for s in scores:
             ours, theirs, have_paper = [], [], False
             for c in contexts:
-                mean, std, n = _lookup(level, dataset=d, contexts=c, score=s)
+                st = _lookup(level, dataset=d, contexts=c, score=s)
                 pv = paper_value(psel, None, dmap.get(d, d), "CON2", s.upper(), c)
                 have_paper |= pv is not None
-                ours.append(mean_std(mean, std))
-                theirs.append(mean_std(*(pv or (np.nan, np.nan))))
-                data.append({"dataset": d, "score": s, "context": c, "ours_mean": mean, "ours_std": std, "ours_n": n,
-                             "paper_mean": pv[0] if pv else np.nan, "paper_std": pv[1] if pv else np.nan,
-                             "diff": mean - pv[0] if pv else np.nan})  # fmt: skip
+                ours.append(st.text())
+                theirs.append(cell(*(pv or (np.nan, np.nan)), 0, 0))
+                data.append({"dataset": d, "score": s, "context": c, "ours_mean": st.mean, "ours_std": st.std, "ours_n": st.n,
+                             "ours_over": st.over, "paper_mean": pv[0] if pv else np.nan,
+                             "paper_std": pv[1] if pv else np.nan,
+                             "diff": shown_diff(st.mean, pv[0]) if pv else np.nan})  # fmt: skip
             rows.append([dataset_label(d), SCORE_LABELS.get(s, s), "ours", *ours])
             if have_paper:
                 rows.append([dataset_label(d), SCORE_LABELS.get(s, s), "paper", *theirs])
-    frame = pd.DataFrame(data, columns=["dataset", "score", "context", "ours_mean", "ours_std", "ours_n",
+    frame = pd.DataFrame(data, columns=["dataset", "score", "context", "ours_mean", "ours_std", "ours_n", "ours_over",
                                         "paper_mean", "paper_std", "diff"])  # fmt: skip
     return Table(
         name, title, ["Dataset", "Score", "Source", *contexts], rows, frame,
-        ["CON2 with one context augmentation each (full loss); AUROC (%), mean ± std (over seeds, or over normal "
-         "classes where a dataset has several)."],
+        [f"CON2 with one context augmentation each (full loss); AUROC (%), mean ± std; {CELL_NOTE} "
+         "Per dataset, every context column averages the same normal classes.", *like_notes],
         midrules,
     )  # fmt: skip
 
@@ -330,11 +429,13 @@ def all_contexts(runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str, A
 def multi_context(runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str, Any]) -> Table:
     """The multiple-context ablation: AUROC against the number of contexts k (k = 2 is invert)."""
     rep = report_block(config)
+    runs = headline(runs)
     sel = con2_runs(runs, k=None) if not runs.empty else runs
     if not sel.empty:
         sel = sel[(sel["contexts"].str.startswith("k", na=False)) | (sel["contexts"] == _main_context(rep))]
         multi = set(sel.loc[sel["n_contexts"] > 2, "dataset"])
         sel = sel[sel["dataset"].isin(multi)]
+    sel, like_notes = like_with_like(sel, "n_contexts", "k")
     level = _level(sel, ["dataset", "n_contexts", "score"])
     ks = sorted({int(k) for k in level["n_contexts"]}) if not level.empty else [2]
     rows, data = [], []
@@ -342,16 +443,16 @@ def multi_context(runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str, 
         for s in ("nnd", "lh"):
             cells = []
             for k in ks:
-                mean, std, n = _lookup(level, dataset=d, n_contexts=float(k), score=s)
-                cells.append(mean_std(mean, std))
-                data.append({"dataset": d, "score": s, "k": k, "mean": mean, "std": std, "n": n})
+                st = _lookup(level, dataset=d, n_contexts=float(k), score=s)
+                cells.append(st.text())
+                data.append({"dataset": d, "score": s, "k": k, "mean": st.mean, "std": st.std, "n": st.n, "over": st.over})
             rows.append([dataset_label(d), SCORE_LABELS.get(s, s), *cells])
-    frame = pd.DataFrame(data, columns=["dataset", "score", "k", "mean", "std", "n"])
+    frame = pd.DataFrame(data, columns=["dataset", "score", "k", "mean", "std", "n", "over"])
     return Table(
         "multi_context", "Multiple contexts: CON2 AUROC (%) against the number of contexts k",
         ["Dataset", "Score", *[f"k = {k}" for k in ks]], rows, frame,
         ["k = 2 is the identity plus invert; larger k adds flip, equalize and their compositions in a fixed order "
-         "(con2.augment.MULTI_CONTEXT_ORDER). Only datasets with a k > 2 run are listed."],
+         f"(con2.augment.MULTI_CONTEXT_ORDER). Only datasets with a k > 2 run are listed. {CELL_NOTE}", *like_notes],
     )  # fmt: skip
 
 
@@ -359,6 +460,7 @@ def multi_context(runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str, 
 def per_class(runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str, Any], dataset: str) -> Table:
     """AUROC per normal class of one dataset, each method's main variant (mean ± std over seeds)."""
     rep = report_block(config)
+    runs = headline(runs)
     sel = main_runs(runs[runs["dataset"] == dataset], rep) if not runs.empty else runs
     summ = summarize(sel, keys=["normal_class", "method", "score"])
     pairs = sorted(dict.fromkeys(zip(summ["method"], summ["score"])), key=lambda p: pair_key(*p))
@@ -368,18 +470,30 @@ def per_class(runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str, Any]
         cells = []
         for m, s in pairs:
             hit = summ[(summ["normal_class"] == c) & (summ["method"] == m) & (summ["score"] == s)]
-            cells.append(mean_std(hit["mean"].iloc[0], hit["std"].iloc[0]) if len(hit) else MISSING)
+            cells.append(cell(hit["mean"].iloc[0], hit["std"].iloc[0], 1, int(hit["n"].iloc[0])) if len(hit) else MISSING)
         rows.append([c, *cells])
     if classes:
-        means = [summ[(summ["method"] == m) & (summ["score"] == s)]["mean"] for m, s in pairs]
-        rows.append(["mean", *[mean_std(v.mean(), v.std(ddof=1) if len(v) > 1 else np.nan) for v in means]])
+        last = []
+        for m, s in pairs:
+            g = summ[(summ["method"] == m) & (summ["score"] == s)]
+            std = g["mean"].std(ddof=1) if len(g) > 1 else np.nan
+            last.append(cell(g["mean"].mean(), std, len(g), int(g["n"].min()), int(g["n"].max())))
+        rows.append(["mean", *last])
+    seeds = sorted({int(n) for n in summ["n"]}) if not summ.empty else []
+    if not seeds:
+        over = "no runs"
+    elif seeds == [1]:
+        over = "one seed per class, so a class's cell is that run's AUROC ([1×1]) and has no ±"
+    else:
+        span = f"{seeds[0]}" if len(seeds) == 1 else f"{seeds[0]}-{seeds[-1]}"
+        over = f"a class's cell is the mean ± std of its {span} seeds ([1×s]; the mean alone where a class has one seed)"
     frame = summ.rename(columns={"mean": "auroc_mean", "std": "auroc_std"})
     frame.insert(0, "dataset", dataset)
     return Table(
         f"per_class_{dataset}", f"{dataset_label(dataset)}: AUROC (%) per normal class",
         ["Normal class", *[method_label(m, s) for m, s in pairs]], rows, frame,
-        ["One-vs-rest: the class is normal, every other test image anomalous; mean ± std over seeds; "
-         "last row: mean ± std over classes."],
+        [f"One-vs-rest: the class is normal, every other test image anomalous; {over}. Last row: the mean over the "
+         "c classes a method ran, ± the std of the class means ([c×s])."],
     )  # fmt: skip
 
 
@@ -398,7 +512,7 @@ def variant_label(row: Mapping[str, Any]) -> str:
 
 
 def silhouette(runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str, Any]) -> Table:
-    """Silhouette of the test representations labelled by context, per dataset and variant."""
+    """Silhouette of the test representations labelled by context, per dataset and variant (like with like)."""
     rep = report_block(config)
     sel = runs.dropna(subset=["silhouette"]) if not runs.empty else runs
     if not sel.empty:
@@ -406,34 +520,33 @@ def silhouette(runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str, Any
         sel["label"] = [variant_label(r) for r in sel.to_dict("records")]
     else:
         sel = sel.assign(label=pd.Series(dtype=str))
-    level = dataset_level(
-        summarize(sel, "silhouette", ["dataset", "normal_class", "label"]), ["dataset", "label"]
-    ) if not sel.empty else pd.DataFrame(columns=["dataset", "label", "mean", "std", "n", "n_classes"])  # fmt: skip
+    sel, like_notes = like_with_like(sel, "label", "variant")
+    empty = pd.DataFrame(columns=["dataset", "label", "mean", "std", "n", "n_classes", "seeds_min", "seeds_max"])
+    level = _level(sel, ["dataset", "label"], "silhouette") if not sel.empty else empty
     labels = sorted(dict.fromkeys(level["label"]), key=lambda s: (0 if "(" not in s else 1, s))
     datasets = ordered_datasets(list(dict.fromkeys(level["dataset"])), rep["medical"], rep["natural"])
     rows = []
     for d in datasets:
-        cells = []
-        for lab in labels:
-            mean, std, _ = _lookup(level, dataset=d, label=lab)
-            cells.append(mean_std(mean, std, digits=3))
-        rows.append([dataset_label(d), *cells])
+        rows.append([dataset_label(d), *[_lookup(level, dataset=d, label=lab).text(digits=3) for lab in labels]])
     return Table(
         "silhouette", "Silhouette score of the representations labelled by context (both contexts of every test image)",
         ["Dataset", *labels], rows, level.rename(columns={"label": "variant"}),
-        ["Cosine silhouette in [-1, 1] of the identity-view encoder outputs; mean ± std over seeds "
-         "(over normal classes where a dataset has several). High = the context clusters exist."],
+        ["Cosine silhouette in [-1, 1] of the identity-view encoder outputs; mean ± std; "
+         f"{CELL_NOTE} Per dataset, every variant averages the same normal classes. High = the context clusters "
+         "exist.", *like_notes],
     )  # fmt: skip
 
 
 def compute_cost(
     runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str, Any], hours: pd.DataFrame | None = None
 ) -> Table:
-    """Compute per run: training and scoring time, peak memory; extrapolated to the paper's epochs."""
+    """Compute per run: training and scoring time, peak memory, the load they were measured under;
+    extrapolated to the paper's epochs (with a warning when the measurements were taken under load)."""
     rep = report_block(config)
     dmap, _ = name_maps(config)
     cols = ["dataset", "method", "variant", "device", "runs", "epochs", "fit_min", "score_s", "wall_min",
-            "peak_mb", "bench_max_rss_mb", "s_per_epoch", "h_at_paper_epochs", "paper_gpu_h"]  # fmt: skip
+            "peak_mb", "bench_max_rss_mb", "cpu_share", "load_average", "s_per_epoch", "h_at_paper_epochs",
+            "paper_gpu_h"]  # fmt: skip
     if runs.empty:
         return Table("compute_cost", "Compute cost per run", cols, [], pd.DataFrame(columns=cols))
     per_run = runs.drop_duplicates(subset=["dataset", "normal_class", "method", "variant", "seed"])
@@ -449,37 +562,54 @@ def compute_cost(
             "dataset": d, "method": m, "variant": v, "device": dev, "runs": len(g), "epochs": epochs.mean(),
             "fit_min": g["fit_seconds"].mean() / 60, "score_s": g["score_seconds"].mean(),
             "wall_min": g["wall_seconds"].mean() / 60, "peak_mb": g["peak_memory_mb"].mean(),
-            "bench_max_rss_mb": g["bench_max_rss_mb"].mean(), "s_per_epoch": s_per_epoch,
+            "bench_max_rss_mb": g["bench_max_rss_mb"].mean(), "cpu_share": g["cpu_share"].mean(),
+            "load_average": g["load_average"].mean(), "s_per_epoch": s_per_epoch,
             "h_at_paper_epochs": s_per_epoch * float(rep["paper_epochs"]) / 3600 if pd.notna(s_per_epoch) else np.nan,
             "paper_gpu_h": ph,
         })  # fmt: skip
     frame = pd.DataFrame(data, columns=cols)
     order = {d: i for i, d in enumerate(ordered_datasets(list(dict.fromkeys(frame["dataset"])), rep["medical"], rep["natural"]))}
     frame = frame.sort_values(by=["dataset", "method", "variant"], key=lambda s: s.map(order) if s.name == "dataset" else s)
-    rows = []
+    rows, flagged = [], []
 
     def num(x: float, digits: int = 1) -> str:
         return MISSING if pd.isna(x) else f"{x:.{digits}f}"
 
     for r in frame.to_dict("records"):
+        loaded = pd.notna(r["cpu_share"]) and r["cpu_share"] < LOADED_CPU_SHARE
+        unknown = pd.isna(r["cpu_share"]) and pd.isna(r["load_average"])
+        mark = "*" if loaded else ("?" if unknown else "")
+        if mark and pd.notna(r["h_at_paper_epochs"]):
+            flagged.append(f"{dataset_label(r['dataset'])} {r['method']} {r['variant']}")
         rows.append([
             dataset_label(r["dataset"]), r["method"], r["variant"], str(r["device"]), str(r["runs"]), num(r["epochs"], 0),
             num(r["fit_min"], 2), num(r["score_s"]), num(r["wall_min"], 2), num(r["peak_mb"], 0),
-            num(r["bench_max_rss_mb"], 0), num(r["s_per_epoch"], 2), num(r["h_at_paper_epochs"]), num(r["paper_gpu_h"]),
+            num(r["bench_max_rss_mb"], 0), num(r["cpu_share"], 2) + mark, num(r["load_average"], 1),
+            num(r["s_per_epoch"], 2) + mark, num(r["h_at_paper_epochs"]) + mark, num(r["paper_gpu_h"]),
         ])  # fmt: skip
     header = ["Dataset", "Method", "Variant", "Device", "Runs", "Epochs", "Fit (min)", "Score (s)", "Wall (min)",
-              "Peak MB", "RSS MB (benchmark)", "s / epoch", f"h at {rep['paper_epochs']} ep", "Paper GPU h"]  # fmt: skip
-    return Table(
-        "compute_cost", "Compute cost per run (means over seeds and normal classes)", header, rows, frame,
-        ["Fit, score and peak memory from the run records; RSS from Snakemake's benchmark files; "
-         f"'h at {rep['paper_epochs']} ep' extrapolates the measured seconds per epoch on the same device; "
-         "paper GPU hours as reported (single RTX 2080Ti/3090/4090, 2048 epochs)."],
-    )  # fmt: skip
+              "Peak MB", "RSS MB (benchmark)", "CPU share", "Load (1 min)", "s / epoch", f"h at {rep['paper_epochs']} ep",
+              "Paper GPU h"]  # fmt: skip
+    notes = [
+        "Fit, score and peak memory from the run records; RSS and CPU time from Snakemake's benchmark files. "
+        "CPU share = CPU seconds / (wall seconds x threads) of the training job (approximate: sampled every 30 s): "
+        f"about 1 on an idle machine; * marks < {LOADED_CPU_SHARE} (the job waited for the CPU: measured under load), "
+        "? an unknown load. Load (1 min): the system load average the record gives, where it gives one. "
+        f"'h at {rep['paper_epochs']} ep' extrapolates the measured seconds per epoch on the same device; paper GPU "
+        "hours as reported (single RTX 2080Ti/3090/4090, 2048 epochs).",
+    ]
+    if flagged:
+        notes.append(
+            f"WARNING: 'h at {rep['paper_epochs']} ep' of {len(flagged)} row(s) ({', '.join(flagged[:6])}"
+            f"{', ...' if len(flagged) > 6 else ''}) is extrapolated from fit times measured under load or under an "
+            "unknown load: an upper bound, not the cost on an idle machine (measure it idle, e.g. benchmarks/throughput.py)."
+        )
+    return Table("compute_cost", "Compute cost per run (means over seeds and normal classes)", header, rows, frame, notes)
 
 
 # ----------------------------------------------------------------------------- reproduction report
-def _ours_for_paper_row(runs: pd.DataFrame, row: Mapping[str, Any], config: Mapping[str, Any]) -> tuple[float, float, int, str]:
-    """Our dataset-level number for one paper row: ``(mean, std, n, what)``."""
+def _ours_for_paper_row(runs: pd.DataFrame, row: Mapping[str, Any], config: Mapping[str, Any]) -> tuple[Stat, str]:
+    """Our dataset-level number for one paper row: ``(stat, what)``."""
     rep = report_block(config)
     dmap, mmap = name_maps(config)
     inv_d = {v: k for k, v in dmap.items()}
@@ -491,7 +621,7 @@ def _ours_for_paper_row(runs: pd.DataFrame, row: Mapping[str, Any], config: Mapp
         exact = [c for c in candidates if mmap[c][1] == ps]
         candidates = exact or candidates
     if d is None or not candidates or runs.empty:
-        return np.nan, np.nan, 0, ""
+        return Stat(), ""
     m, s = candidates[0]
     if m == CON2 and ctx:
         sel = con2_runs(runs, contexts=[ctx])
@@ -499,27 +629,36 @@ def _ours_for_paper_row(runs: pd.DataFrame, row: Mapping[str, Any], config: Mapp
         sel = main_runs(runs[runs["method"] == m], rep)
     sel = sel[(sel["dataset"] == d) & (sel["score"] == s)]
     if sel.empty:
-        return np.nan, np.nan, 0, f"{m}/{s}"
-    lvl = _level(sel, ["dataset"])
-    return float(lvl["mean"].iloc[0]), float(lvl["std"].iloc[0]), int(lvl["n"].iloc[0]), f"{m}/{s}"
+        return Stat(), f"{m}/{s}"
+    return _lookup(_level(sel, ["dataset"]), dataset=d), f"{m}/{s}"
 
 
 def reproduction(runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str, Any]) -> Table:
-    """Every published number next to ours and the difference (ours − paper)."""
+    """Every published number next to ours and the difference (ours − paper, from the shown values)."""
+    runs = headline(runs)
     data, rows = [], []
     for r in paper.to_dict("records"):
-        mean, std, n, what = _ours_for_paper_row(runs, r, config)
+        st, what = _ours_for_paper_row(runs, r, config)
         pstd = r["auroc_std"] if pd.notna(r["auroc_std"]) else np.nan
-        diff = mean - r["auroc_mean"] if pd.notna(mean) else np.nan
+        diff = shown_diff(st.mean, r["auroc_mean"])
+        within = bool(abs(diff) <= shown(pstd)) if pd.notna(diff) and pd.notna(pstd) else None
         data.append({**{k: r[k] for k in ("table", "dataset", "method", "family", "context", "score")},
-                     "paper_mean": r["auroc_mean"], "paper_std": pstd, "ours": what, "ours_mean": mean, "ours_std": std,
-                     "ours_n": n, "diff": diff})  # fmt: skip
+                     "paper_mean": r["auroc_mean"], "paper_std": pstd, "ours": what, "ours_mean": st.mean,
+                     "ours_std": st.std, "ours_n": st.n, "ours_over": st.over, "diff": diff,
+                     "within_paper_std": within})  # fmt: skip
+        note = "not run" if pd.isna(st.mean) else ("n/a" if not what else ("within std" if within else ""))
         rows.append([r["table"], r["dataset"], r["method"], r["context"] or MISSING, r["score"] or MISSING,
-                     mean_std(r["auroc_mean"], pstd), mean_std(mean, std), signed(diff),
-                     "not run" if pd.isna(mean) else ("n/a" if not what else "")])  # fmt: skip
+                     cell(r["auroc_mean"], pstd, 0, 0), st.text(), signed(diff), note])  # fmt: skip
     frame = pd.DataFrame(data)
     matched = frame.dropna(subset=["ours_mean"]) if not frame.empty else frame
-    notes = [f"{len(matched)} of {len(frame)} published numbers have a counterpart in this profile's runs."]
+    with_std = matched.dropna(subset=["paper_std"]) if not matched.empty else matched
+    n_within = int(with_std["within_paper_std"].sum()) if not with_std.empty else 0
+    lead = [
+        f"**Summary: {len(matched)} of {len(frame)} published numbers have a counterpart in these runs; "
+        f"{n_within} of the {len(with_std)} of those with a published std are within it** "
+        "(|ours − paper| ≤ paper std, on the shown values)."
+    ]
+    notes = [f"{CELL_NOTE} Differences and 'within std' use the shown (rounded) values."]
     if len(matched):
         notes.append(
             f"Mean difference {matched['diff'].mean():+.1f}, mean absolute difference {matched['diff'].abs().mean():.1f} "
@@ -528,6 +667,7 @@ def reproduction(runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str, A
     return Table(
         "reproduction", "Reproduction report: every published AUROC (%) next to ours",
         ["Table", "Dataset", "Method", "Context", "Score", "Paper", "Ours", "Ours − paper", "Note"], rows, frame, notes,
+        lead=lead,
     )  # fmt: skip
 
 
@@ -543,6 +683,19 @@ TABLES: dict[str, Callable[..., Table]] = {
     "compute_cost": compute_cost,
     "reproduction": reproduction,
 }
+
+
+def outside_grid_note(runs: pd.DataFrame) -> str | None:
+    """The note every table gets when the aggregation holds records outside the profile's grid."""
+    if runs.empty or "in_grid" not in runs.columns:
+        return None
+    outside = runs.loc[~runs["in_grid"].fillna(True).astype(bool), "record"].nunique()
+    if not outside:
+        return None
+    return (
+        f"runs.csv holds {outside} run(s) outside this profile's grid (in_grid = False: another profile's, or a "
+        "dataset unavailable now); they are included where they fit. Delete a run's directory to drop it."
+    )
 
 
 def score_runtime(measured: pd.DataFrame) -> Table:

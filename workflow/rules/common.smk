@@ -1,50 +1,36 @@
-# Shared Python for the rules: the grid of runs, checks that fail before any job, input functions.
+# Shared Python for the rules: the grid of runs, their resolved configs, which datasets are
+# available, what the aggregation reads, and the summary printed at the very end.
 # (Functions only: Snakemake's linter wants functions and rules in separate files.)
 
+import atexit
 import glob
+import json
 import os
+import shlex
 import sys
+import time
 from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
 
-from con2.config import make_config
+from con2 import experiments as E
+from con2.config import RUNTIME_KEYS
 from con2.errors import ConfigError
-from con2.report import grid as G
-from con2.report.artefacts import FIGURES, PER_CLASS_PREFIX, TABLES, figure_targets, table_targets
+from con2.report.artefacts import TABLES, figure_targets, table_targets
 
 WORKFLOW_DIR = Path(workflow.basedir)
+STARTED = time.time()
+STRICT = bool(config.get("strict", False))
 
 
 def registry_normal_classes(name):
     """The registry's normal classes of a dataset (one run each)."""
-    try:
-        from con2.data import normal_classes
-    except ImportError:  # older registry without the helper: read its metadata
-        from con2.data import DATASETS
-
-        info = DATASETS[name]
-        return list(getattr(info, "normals", None) or [getattr(info, "default_normal", "default")])
-    return normal_classes(name)
-
-
-def dataset_present(name):
-    """True if the dataset is on disk under data_dir at the profile's image size (or embedded)."""
-    from con2.data import DataError, get_info
-    from con2.data.registry import find_source
+    from con2.data import DataError, normal_classes
 
     try:
-        info = get_info(name)
-    except DataError:
-        return True  # unknown to the registry: let the run fail with the registry's message
-    if info.source == "embedded":
-        return True
-    size = (config["datasets"].get(name) or {}).get("run", {}).get("image_size", config["run"].get("image_size", 28))
-    try:
-        find_source(info, Path(config["data_dir"]), int(size))
-    except DataError:
-        return False
-    return True
+        return normal_classes(name)
+    except DataError as exc:
+        raise E.GridError(f"datasets.{name}: {exc}") from None
 
 
 def method_rule_files():
@@ -58,40 +44,33 @@ def grid_error(message):
 
 
 def expand_runs():
-    """The grid of runs; the default profile drops datasets that are not on disk (warning)."""
-    available = None
-    if config.get("skip_missing_data", False):
-        missing = [d for d in G.selected_datasets(config) if not dataset_present(d)]
-        if missing:
-            print(
-                f"con2 workflow: skipping datasets not found under data_dir={config['data_dir']!r}: "
-                f"{', '.join(missing)} (get them with `con2 data get NAME --data-dir {config['data_dir']}`, "
-                "or restrict the grid with --config only_datasets=a,b)",
-                file=sys.stderr,
-            )
-        available = lambda d: d not in missing
+    """The grid of runs (every run config resolved and checked; errors name the key)."""
     try:
-        return G.expand_grid(config, registry_normal_classes, available)
-    except G.GridError as exc:
+        return E.expand_grid(config, registry_normal_classes)
+    except E.GridError as exc:
         raise grid_error(exc) from None
 
 
-def check_run_settings(runs, own_rule_methods):
-    """Validate every distinct run config with con2.config before any job runs (names the key)."""
-    for settings in G.distinct_settings(r for r in runs if r.method not in own_rule_methods):
-        where = f"dataset {settings['dataset']!r}, method {settings['method']!r}, variant {settings['variant']!r}"
-        values = {k: v for k, v in settings.items() if k != "params"}
+def sync_run_configs(runs):
+    """Write results/configs/<run key>.yaml for every run trained by `con2 train`, where missing
+    or different: a changed setting rewrites the file, and so reruns that run (its input). The
+    runs whose config is new or changed have their method built first (params included), so a bad
+    key fails here, naming it, before any job starts."""
+    changed = []
+    for run in runs:
+        path = Path(run.config_file)
+        if not path.is_file() or E.read_run_config(path) != run.config:
+            changed.append(run)
+    for run in changed:
         try:
-            cfg = make_config(values)
+            E.check_method(run.config)
         except ConfigError as exc:
-            raise grid_error(f"{where}: {exc} (set in `run:`, `datasets.{settings['dataset']}.run` or `variants.{settings['variant']}`)") from None
-        params = settings.get("params") or {}
-        k = int(params.get("n_contexts") or 0) or len(params.get("contexts") or ["invert"]) + 1
-        if settings["method"] == "con2" and cfg.tta % k:
             raise grid_error(
-                f"{where}: config key 'tta' = {cfg.tta} must be divisible by the number of contexts k = {k} "
-                f"(A/k test-time views per context); set `tta` in variants.{settings['variant']}"
-            )
+                f"dataset {run.dataset!r}, method {run.method!r}, variant {run.variant!r}: {exc} "
+                f"(set in `run:`, `datasets.{run.dataset}.run` or `variants.{run.variant}`)"
+            ) from None
+    for run in changed:
+        E.write_run_config(run.config_file, run.config)
 
 
 def method_regex(methods):
@@ -99,13 +78,25 @@ def method_regex(methods):
     return "|".join(sorted(methods)) if methods else "(?!x)x"
 
 
+def runtime_set(wildcards, threads):
+    """`con2 train --set` arguments of the runtime keys the profile sets, threads the job's own.
+    A param computed from the job's threads is one Snakemake never counts as a rerun trigger:
+    right for keys that never change results (data_dir, device, ...)."""
+    values = {k: config[k] for k in RUNTIME_KEYS if k in config}
+    values["threads"] = threads
+    return " ".join(shlex.quote(f"{k}={json.dumps(v)}") for k, v in values.items())
+
+
 # ------------------------------------------------------------------------------------------ the grid
 OWN_RULE_FILES = method_rule_files()
 OWN_RULE_METHODS = {Path(f).stem for f in OWN_RULE_FILES}
 RUNS = expand_runs()
-RUN_INDEX = G.run_index(RUNS)
+RUN_INDEX = E.run_index(RUNS)
 CLI_METHODS = {r.method for r in RUNS} - OWN_RULE_METHODS
-check_run_settings(RUNS, OWN_RULE_METHODS)
+sync_run_configs([r for r in RUNS if r.method in CLI_METHODS])
+DATA_TARGETS = E.data_targets(RUNS)
+# every record on disk when the workflow starts (aggregation reads all of them, not only the grid's)
+RECORDS_ON_DISK = sorted(glob.glob(f"{E.RUNS_ROOT}/*/*/*/*/seed*/record.json"))
 
 REPORT = config.get("report") or {}
 PER_CLASS = list(REPORT.get("per_class", []))
@@ -116,7 +107,7 @@ PAPER_NUMBERS = os.path.relpath(WORKFLOW_DIR / "workflow" / "resources" / "paper
 PAPER_HOURS = os.path.relpath(WORKFLOW_DIR / "workflow" / "resources" / "paper_compute_hours.csv")
 RUNS_CSV = "results/evaluation/runs.csv"
 SUMMARY_CSV = "results/evaluation/summary.csv"
-CHECK_FILE = "results/checks/run_configs.json"
+DATA_STATUS = f"{E.DATA_ROOT}/status.json"
 
 
 def run_of(wildcards, method=None):
@@ -124,27 +115,22 @@ def run_of(wildcards, method=None):
     method = method or getattr(wildcards, "method", None)
     if method is None:
         raise WorkflowError("this rule's output has no {method} wildcard: use data_marker_for('<method>') / run_settings_for('<method>')")
-    key = f"{wildcards.dataset}/{wildcards.normal_class}/{method}/{wildcards.variant}/seed{wildcards.seed}"
+    key = E.run_key(wildcards.dataset, wildcards.normal_class, method, wildcards.variant, wildcards.seed)
     try:
         return RUN_INDEX[key]
     except KeyError:
         raise WorkflowError(f"{key} is not a run of this profile's grid (see `experiments` in the config)") from None
 
 
-def run_settings(wildcards):
-    """Resolved RunConfig keys of a run (dataset, normal_class, seed, image_size, params, ...)."""
-    return dict(run_of(wildcards).settings)
-
-
-def train_overrides(wildcards):
-    """`con2 train --set` arguments of a run (a params change reruns the run)."""
-    return run_of(wildcards).overrides()
+def run_config_file(wildcards):
+    """The resolved config a `con2 train` job reads (written by sync_run_configs)."""
+    return run_of(wildcards).config_file
 
 
 def data_marker(wildcards, method=None):
-    """The prepare_data output a run needs (ancient: re-preparing never retrains)."""
+    """The prepare_data output a run needs (ancient: re-checking the data never retrains)."""
     run = run_of(wildcards, method)
-    return ancient(f"results/data/{run.dataset}/{run.image_size or 28}px.json")
+    return ancient(E.data_marker(run.dataset, run.data_size))
 
 
 def data_marker_for(method):
@@ -153,8 +139,8 @@ def data_marker_for(method):
 
 
 def run_settings_for(method):
-    """Params function for a baseline rule: the run's resolved settings (see run_settings)."""
-    return lambda wildcards: dict(run_of(wildcards, method).settings)
+    """Params function for a baseline rule: the run's resolved config (every RunConfig key but the runtime ones)."""
+    return lambda wildcards: dict(run_of(wildcards, method).config)
 
 
 def train_resource(name, default):
@@ -167,32 +153,115 @@ def train_resource(name, default):
     return get
 
 
-def cli_distinct_settings():
-    """One settings dict per distinct run config trained by `con2 train` (the check job's params)."""
-    return G.distinct_settings(r for r in RUNS if r.method in CLI_METHODS)
+# ------------------------------------------------------------------------------------------ the data
+def dataset_on_disk(dataset, size):
+    """True if the dataset's files are under data_dir (no network; the data layer's own search)."""
+    from con2.data import DataError, get_info
+    from con2.data.registry import find_source
+
+    try:
+        find_source(get_info(dataset), Path(config["data_dir"]).absolute(), int(size))
+    except DataError:
+        return False
+    return True
 
 
-def all_records():
-    return [r.record for r in RUNS]
+def data_check(wildcards):
+    """prepare_data's params: what its outcome depends on. A dataset found ready keeps the value it
+    was checked with (never re-checked, so never a rerun); a skipped one is checked again when
+    data_dir, download or strict change or when its files appear on disk (`con2 data get`)."""
+    marker = Path(E.data_marker(wildcards.dataset, wildcards.size))
+    if marker.is_file():
+        try:
+            found = json.loads(marker.read_text())
+        except (OSError, ValueError):
+            found = {}
+        if found.get("status") == "ok" and "check" in found:
+            return found["check"]
+    return {
+        "data_dir": str(Path(config["data_dir"]).absolute()),
+        "download": bool(config.get("download", True)),
+        "strict": STRICT,
+        "on_disk": dataset_on_disk(wildcards.dataset, wildcards.size),
+    }
+
+
+def data_status():
+    """{"<dataset>/<size>": marker} of the grid's data, once the data_status checkpoint has run."""
+    return json.loads(Path(checkpoints.data_status.get().output[0]).read_text())
+
+
+def available_runs():
+    """The runs whose data are ready: every run with strict=true (a missing dataset fails in
+    prepare_data), else the runs of datasets that prepare_data did not skip."""
+    if STRICT:
+        return RUNS
+    status = data_status()
+    return [r for r in RUNS if (status.get(f"{r.dataset}/{r.data_size}") or {}).get("status") == "ok"]
+
+
+def status_input(wildcards):
+    """The data-status checkpoint as an input of rules whose inputs depend on it (none when strict)."""
+    return [] if STRICT else [DATA_STATUS]
+
+
+# ------------------------------------------------------------------------------------------ aggregation
+def grid_records(wildcards):
+    """Records of the grid to train (or keep up to date): every run whose data are available."""
+    return [r.record for r in available_runs()]
+
+
+def records_outside(wildcards):
+    """Records on disk that the grid does not (re)build: other profiles', or runs of a dataset that
+    is unavailable now. Aggregated as they are; their names and mtimes (a param, so not derived
+    from the inputs: Snakemake compares it) make aggregation rerun when one appears, changes or
+    disappears."""
+    tracked = {r.record for r in available_runs()}
+    return [f"{p}@{os.stat(p).st_mtime_ns}" for p in RECORDS_ON_DISK if p not in tracked]
+
+
+def grid_hashes():
+    """{run key: config hash} of the grid (None for runs of own-rule methods, which keep no hash)."""
+    return {r.key: (r.config_hash if r.method in CLI_METHODS else None) for r in RUNS}
 
 
 def pca_runs():
     """(title, run directory) per dataset of report.pca: CON2's main variant, first class and seed."""
     variant = (REPORT.get("main_variants") or {}).get("con2", "default")
     out = []
+    runs = available_runs()
     for dataset in REPORT.get("pca", []):
-        cands = [r for r in RUNS if r.dataset == dataset and r.method == "con2" and r.variant == variant]
+        cands = [r for r in runs if r.dataset == dataset and r.method == "con2" and r.variant == variant]
         if cands:
             r = min(cands, key=lambda r: (r.seed, r.normal_class))
             out.append((f"{dataset} (normal: {r.normal_class}), {r.method} {r.variant}, seed {r.seed}", r.run_dir))
     return out
 
 
-def pca_records():
+def pca_records(wildcards):
     return [f"{d}/record.json" for _, d in pca_runs()]
+
+
+def pca_panels(wildcards):
+    return pca_runs()
 
 
 def caption(name):
     """The report caption of an artefact (a generic one where no file exists)."""
     path = WORKFLOW_DIR / "workflow" / "report" / f"{name}.rst"
     return str(path if path.is_file() else WORKFLOW_DIR / "workflow" / "report" / "artefact.rst")
+
+
+# ------------------------------------------------------------------------------------------ the end
+def end_summary():
+    """Lines for the end of the run: every dataset skipped (why, the command that fixes it) and
+    the records aggregated although outside this profile's grid."""
+    from con2.workflow_status import summary_lines
+
+    return summary_lines(DATA_TARGETS, config, RUNS_CSV, since=STARTED)
+
+
+def print_at_exit(lines):
+    """Print ``lines`` after Snakemake's own last lines (an atexit hook), so they end the output."""
+    if lines:
+        atexit.register(lambda: print("\n".join(lines), file=sys.stderr, flush=True))

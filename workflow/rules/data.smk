@@ -1,16 +1,38 @@
-# Prepare data: locate (or, with `download: true`, download) a dataset, verify it and build its
-# prepared cache at one image size, once, before any run reads it. A local rule: on a cluster it
-# runs on the submit host, which is the one with a network.
+# Data: find (or download) each dataset of the grid once, at each size its runs need, before any
+# run reads it. Local rules: on a cluster they run on the submit host, the one with a network.
+# A dataset that cannot be had is skipped (its runs are left out and listed at the end), or, with
+# `strict: true`, fails here naming it.
 
 
 rule prepare_data:
-    """Locate, verify and prepare one dataset at one size; writes a JSON summary of what it found."""
+    """Find, verify and prepare one dataset at one size (downloading it where allowed), or skip it."""
     localrule: True
     output:
-        summary="results/data/{dataset}/{size}px.json",
+        summary=E.data_marker("{dataset}", "{size}"),
+    params:
+        check=data_check,
     log:
         "results/logs/prepare_data/{dataset}_{size}px.log",
+    message:
+        "data {wildcards.dataset} at {wildcards.size} px"
     conda:
         "../envs/con2.yaml"
     script:
         "../scripts/prepare_data.py"
+
+
+checkpoint data_status:
+    """Which datasets of the grid are ready and which were skipped: the runs to train follow from it."""
+    localrule: True
+    input:
+        [E.data_marker(d, s) for d, s in DATA_TARGETS],
+    output:
+        DATA_STATUS,
+    log:
+        "results/logs/data_status.log",
+    message:
+        "data status of {} dataset(s)".format(len(DATA_TARGETS))
+    conda:
+        "../envs/con2.yaml"
+    script:
+        "../scripts/data_status.py"

@@ -1,12 +1,15 @@
-# Evaluate: gather every record of the grid (validated by con2.records.read_record) into one tidy
-# table, one row per run and score, plus the means and stds over seeds. Tables read only this.
+# Evaluate: every record on disk (validated by con2.records.read_record) -> one tidy table, one row
+# per run and score, plus the means and stds over seeds. Tables read only this. The grid decides
+# what to train, never what to show: records outside it (another profile's, or a dataset that is
+# unavailable now) are aggregated as they are and flagged (column in_grid), never dropped.
 
 
 rule evaluate:
-    """All records of the grid -> results/evaluation/runs.csv and summary.csv."""
+    """All records -> results/evaluation/runs.csv and summary.csv."""
     localrule: True
     input:
-        records=all_records(),
+        records=grid_records,
+        status=status_input,
     output:
         runs=RUNS_CSV,
         summary=report(
@@ -14,8 +17,13 @@ rule evaluate:
             caption="../report/summary.rst",
             category="Runs",
         ),
+    params:
+        outside=records_outside,
+        grid=grid_hashes(),
     log:
         "results/logs/evaluate.log",
+    message:
+        "aggregate the records into {output.runs}"
     conda:
         "../envs/con2.yaml"
     script:

@@ -17,6 +17,8 @@ rule per_class_figure:
         figure="per_class",
     log:
         "results/logs/figures/per_class_{dataset}.log",
+    message:
+        "figure per_class_{wildcards.dataset}"
     conda:
         "../envs/con2.yaml"
     script:
@@ -39,6 +41,8 @@ rule silhouette_figure:
         figure="silhouette",
     log:
         "results/logs/figures/silhouette.log",
+    message:
+        "figure silhouette"
     conda:
         "../envs/con2.yaml"
     script:
@@ -61,6 +65,8 @@ rule score_runtime_figure:
         figure="score_runtime",
     log:
         "results/logs/figures/score_runtime.log",
+    message:
+        "figure score_runtime"
     conda:
         "../envs/con2.yaml"
     script:
@@ -71,7 +77,8 @@ rule pca_figure:
     """2-D PCA of the representations in both contexts, each test image joined to its twin."""
     localrule: True
     input:
-        records=pca_records(),
+        records=pca_records,
+        status=status_input,
     output:
         png=report(
             "results/figures/pca_representations.png",
@@ -81,10 +88,12 @@ rule pca_figure:
         pdf="results/figures/pca_representations.pdf",
     params:
         figure="pca",
-        panels=pca_runs(),
+        panels=pca_panels,
         max_points=REPORT.get("pca_max_points", 300),
     log:
         "results/logs/figures/pca_representations.log",
+    message:
+        "figure pca_representations"
     conda:
         "../envs/con2.yaml"
     script:

@@ -22,6 +22,8 @@ for _table in TABLES:
             table=_table,
         log:
             f"results/logs/tables/{_table}.log",
+        message:
+            f"table {_table}"
         conda:
             "../envs/con2.yaml"
         script:
@@ -47,6 +49,8 @@ rule per_class_table:
         table="per_class",
     log:
         "results/logs/tables/per_class_{dataset}.log",
+    message:
+        "table per_class_{wildcards.dataset}"
     conda:
         "../envs/con2.yaml"
     script:
@@ -61,6 +65,8 @@ rule score_runtime:
         settings=config.get("score_runtime", {}),
     log:
         "results/logs/score_runtime.log",
+    message:
+        "time the NND and LH scores on synthetic features"
     benchmark:
         "results/benchmarks/score_runtime.tsv"
     threads: config.get("threads", 1)
@@ -89,6 +95,8 @@ rule score_runtime_table:
         table="score_runtime",
     log:
         "results/logs/tables/score_runtime.log",
+    message:
+        "table score_runtime"
     conda:
         "../envs/con2.yaml"
     script:

@@ -1,37 +1,30 @@
-# Train and evaluate one run: `con2 train` fits the method, scores the test split (AUROC of every
-# score, silhouette), and writes the run directory with record.json last. A killed run leaves a
-# checkpoint and no record; the same command resumes it. Runs trained by `con2 train` are those of
-# every method without its own rule file (see workflow/rules/methods/).
-
-
-rule check_runs:
-    """Build every distinct run config once (method params included) before any training starts."""
-    localrule: True
-    output:
-        CHECK_FILE,
-    params:
-        settings=cli_distinct_settings(),
-    log:
-        "results/logs/check_runs.log",
-    conda:
-        "../envs/con2.yaml"
-    script:
-        "../scripts/check_runs.py"
+# Train and evaluate one run: `con2 train` reads the run's resolved config
+# (results/configs/<run key>.yaml, rewritten when a setting changes, which reruns the run), fits
+# the method, scores the test split (AUROC of every score, silhouette) and writes the run
+# directory with record.json last. Where the data live, the device, threads and progress come from
+# the profile's top level (runtime keys: never a rerun). A killed run leaves a checkpoint and no
+# record; the same command resumes it; a checkpoint of an older config is replaced
+# (--replace-stale). Runs trained this way are those of every method without its own rule file
+# (see workflow/rules/methods/). The console gets one line per finished run; the epochs go to
+# the run's log.
 
 
 rule train:
     """One (dataset, normal class, method, variant, seed) run via `con2 train`."""
     input:
+        config=run_config_file,
         data=data_marker,
-        checked=ancient(CHECK_FILE),
     output:
-        record="results/runs/{dataset}/{normal_class}/{method}/{variant}/seed{seed}/record.json",
+        record=f"{E.RUNS_ROOT}/{E.RUN_PATTERN}/record.json",
     params:
-        overrides=train_overrides,
+        runtime=runtime_set,
+        run_dir=lambda wildcards, output: os.path.dirname(output.record),
     log:
-        "results/logs/train/{dataset}/{normal_class}/{method}/{variant}/seed{seed}.log",
+        f"{E.LOG_ROOT}/{E.RUN_PATTERN}.log",
     benchmark:
-        "results/benchmarks/train/{dataset}/{normal_class}/{method}/{variant}/seed{seed}.tsv"
+        f"{E.BENCH_ROOT}/{E.RUN_PATTERN}.tsv"
+    message:
+        "train {wildcards.dataset}/{wildcards.normal_class} {wildcards.method}/{wildcards.variant} seed {wildcards.seed}"
     wildcard_constraints:
         method=method_regex(CLI_METHODS),
     threads: config.get("threads", 1)
@@ -42,5 +35,6 @@ rule train:
         cpus_per_task=train_resource("cpus", 1),
     conda:
         "../envs/con2.yaml"
-    script:
-        "../scripts/train_run.py"
+    shell:
+        "con2 train --config {input.config} --set {params.runtime} --run-dir {params.run_dir} --replace-stale "
+        "> {log} 2>&1 && tail -n 1 {log}"

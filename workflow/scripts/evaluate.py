@@ -1,9 +1,11 @@
-"""Snakemake script of rule evaluate: every record of the grid -> one tidy CSV, plus seed means.
+"""Snakemake script of rule evaluate: every record on disk -> one tidy CSV, plus seed means.
 
 ``runs.csv`` has one row per (run, score) with AUROC, silhouette, timings, peak memory, the
-benchmark TSV's wall time and RSS, and what the resolved config says (contexts, loss, sizes);
-``summary.csv`` has mean, std and count over seeds per (dataset, normal class, method, variant,
-score). Records are validated on reading; a broken one fails here naming the file and field.
+benchmark TSV's wall time, RSS and CPU time, what the resolved config says (contexts, loss,
+sizes) and ``in_grid``: whether the run belongs to this profile's grid with this config (records
+outside it are kept, and listed in the log). ``summary.csv`` has mean, std and count over seeds per
+(dataset, normal class, method, variant, score). Records are validated on reading; a broken one
+fails here naming the file and field.
 """
 
 import sys
@@ -14,24 +16,31 @@ sys.path.insert(0, str(snakemake.scriptdir))
 from _log import logged  # noqa: E402
 
 
-def benchmark_for(record: str) -> str:
-    from con2.report.grid import BENCH_ROOT, RUNS_ROOT
-
-    rel = Path(record).parent.relative_to(RUNS_ROOT)
-    return f"{BENCH_ROOT}/{rel}.tsv"
-
-
 def main() -> None:
+    from con2.atomic import atomic_path
+    from con2.experiments import BENCH_ROOT, record_key
     from con2.report.collect import collect_runs, summarize
 
-    records = [str(p) for p in snakemake.input.records]
-    runs = collect_runs(records, {r: benchmark_for(r) for r in records})
+    grid = dict(snakemake.params.grid)  # run key -> config hash (None: a method that keeps none)
+    records = [str(p) for p in snakemake.input.records] + [p.rsplit("@", 1)[0] for p in snakemake.params.outside]
+    runs = collect_runs(records, {r: f"{BENCH_ROOT}/{record_key(r)}.tsv" for r in records})
+
+    def belongs(path: str, config_hash: str) -> bool:
+        key = record_key(path)
+        return key in grid and grid[key] in (None, config_hash)
+
+    runs["in_grid"] = [belongs(p, h) for p, h in zip(runs["record"], runs["config_hash"])]
     summary = summarize(runs)
-    for path in (snakemake.output.runs, snakemake.output.summary):
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-    runs.to_csv(snakemake.output.runs, index=False)
-    summary.to_csv(snakemake.output.summary, index=False)
+    for frame, path in ((runs, snakemake.output.runs), (summary, snakemake.output.summary)):
+        with atomic_path(Path(path)) as tmp:
+            frame.to_csv(tmp, index=False)
     print(f"{len(records)} records, {len(runs)} rows -> {snakemake.output.runs}")
+    outside = runs.loc[~runs["in_grid"], ["record"]].drop_duplicates()["record"].tolist()
+    if outside:
+        print(f"{len(outside)} record(s) outside this profile's grid, aggregated as they are (in_grid = False):")
+        for path in outside:
+            why = "not a run of this profile's grid" if record_key(path) not in grid else "trained under another config"
+            print(f"  {path}: {why}")
 
 
 with logged(snakemake):

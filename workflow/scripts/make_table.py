@@ -31,6 +31,8 @@ def main() -> None:
             table = T.compute_cost(runs, paper, config, load_compute_hours(snakemake.input.hours))
         else:
             table = T.TABLES[name](runs, paper, config)
+        if note := T.outside_grid_note(runs):
+            table.notes.append(note)
     table.write(snakemake.output.csv, snakemake.output.md, snakemake.output.tex)
     print(table.markdown())
 

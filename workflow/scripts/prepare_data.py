@@ -1,8 +1,11 @@
-"""Snakemake script of rule prepare_data: locate, verify and prepare one dataset at one size.
+"""Snakemake script of rule prepare_data: find (or download) one dataset at one size, or skip it.
 
-Uses the registry (``con2.data``); downloads only when the profile says ``download: true``. Writes
-a JSON summary (where the data came from, how many images, checksums) that the training jobs
-depend on, so the prepared cache is built once and never by two jobs at the same time.
+Through the data layer (``con2.data``): a dataset on disk is verified and prepared once; a missing
+one is downloaded when the profile allows (``download``, default true: MedMNIST and CIFAR need no
+credentials, Kaggle sets need them). The outcome goes to ``results/data/<dataset>/<size>px.json``:
+``ok`` with its counts, or ``skipped`` with the reason and the command that fixes it (the training
+jobs of a skipped dataset are left out and the workflow's last lines list it). With
+``strict: true`` a dataset that cannot be had fails this job instead, naming it.
 """
 
 import json
@@ -14,34 +17,26 @@ sys.path.insert(0, str(snakemake.scriptdir))
 from _log import logged  # noqa: E402
 
 
-def main() -> None:
-    from con2.data import DataError, get_info, load_one_class, prepare_dataset
+def main() -> int:
+    from con2.atomic import atomic_path
+    from con2.workflow_status import UNAVAILABLE, check_dataset
 
     dataset, size = snakemake.wildcards.dataset, int(snakemake.wildcards.size)
-    data_dir = snakemake.config.get("data_dir", "data")
-    info = get_info(dataset)
-    summary = {"dataset": info.name, "size": size, "data_dir": str(data_dir), "source": info.source}
-    try:
-        if info.source != "embedded":
-            prep = prepare_dataset(info.name, data_dir, size, download=bool(snakemake.config.get("download")), progress=False)
-            summary.update(
-                prepared=str(prep.directory),
-                n_images=int(len(prep.images)),
-                images_sha256=prep.manifest.get("images_sha256"),
-                location=str(prep.manifest.get("source", {}).get("location", "")),
-            )
-        data = load_one_class(info.name, data_dir, None, 0, size)
-    except DataError as exc:
-        raise SystemExit(f"prepare_data {dataset} {size}px: {exc}") from None
-    summary.update(
-        default_normal_class=data.normal_class,
-        n_train=int(len(data.train)),
-        n_test=int(len(data.test)),
-        n_anomalous=data.n_anomalous,
-    )
-    print(json.dumps(summary, indent=2))
-    Path(snakemake.output.summary).write_text(json.dumps(summary, indent=2) + "\n")
+    cfg = snakemake.config
+    marker = check_dataset(dataset, size, cfg["data_dir"], bool(cfg.get("download", True)))
+    marker["check"] = snakemake.params.check  # what this outcome depends on (see data_check in common.smk)
+    print(json.dumps(marker, indent=2))
+    if marker["status"] != "ok" and cfg.get("strict", False):
+        line = f"{dataset} ({size} px): {marker['reason']} Fix: {marker['fix']}"
+        print(UNAVAILABLE + line)
+        print(f"con2 workflow: dataset {dataset} is unavailable and strict=true: {line}", file=sys.__stderr__)
+        return 1
+    with atomic_path(Path(snakemake.output.summary)) as tmp:
+        tmp.write_text(json.dumps(marker, indent=2) + "\n")
+    return 0
 
 
 with logged(snakemake):
-    main()
+    code = main()
+if code:
+    raise SystemExit(code)

@@ -1,0 +1,137 @@
+"""What the workflow knows about its data and its records, and the summary it ends with.
+
+* :func:`check_dataset`: find (or download) one dataset at one size through the data layer and
+  describe the outcome: ``ok`` with its counts, or ``skipped`` with the reason and the one command
+  that fixes it (what ``prepare_data`` writes to ``results/data/<dataset>/<size>px.json``);
+* :func:`merge_status`: those files of a grid as one mapping (the ``data_status`` checkpoint);
+* :func:`summary_lines`: the block printed at the very end of a workflow run: every dataset
+  skipped (or, with ``strict``, failed) and the records aggregated although outside the grid.
+
+No network here: downloads happen inside the data layer (``con2.data``), whose network boundary
+tests replace.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from con2.experiments import data_marker
+
+UNAVAILABLE = "con2 workflow: unavailable: "  # prefix of the line prepare_data logs when it fails (strict)
+
+
+def fix_command(dataset: str, size: int, data_dir: str | Path) -> str:
+    """The command that puts ``dataset`` on disk at ``size`` (downloads where it can)."""
+    return f"con2 data get {dataset} --data-dir {data_dir} --size {size}"
+
+
+def check_dataset(dataset: str, size: int, data_dir: str | Path, download: bool) -> dict[str, Any]:
+    """Locate (or, with ``download``, download) and prepare ``dataset`` at ``size``; load its default
+    normal class once to count images.
+
+    Returns:
+        ``{"status": "ok", n_train, n_test, n_anomalous, images_sha256, ...}`` or
+        ``{"status": "skipped", "reason": <the data layer's message>, "fix": <command>}``.
+    """
+    from con2.data import DataError, load_one_class
+
+    out: dict[str, Any] = {"dataset": dataset, "size": int(size), "data_dir": str(data_dir)}
+    try:
+        data = load_one_class(dataset, data_dir, None, 0, int(size), download=download)
+    except DataError as exc:
+        reason = " ".join(str(exc).split())
+        if not download:
+            reason += " (download: false in the profile)"
+        return {**out, "status": "skipped", "reason": reason, "fix": fix_command(dataset, size, data_dir)}
+    manifest = data.manifest or {}
+    return {
+        **out,
+        "status": "ok",
+        "default_normal_class": data.normal_class,
+        "n_train": int(len(data.train)),
+        "n_test": int(len(data.test)),
+        "n_anomalous": int(data.n_anomalous),
+        "images_sha256": manifest.get("images_sha256"),
+        "location": str((manifest.get("source") or {}).get("location", "")),
+    }
+
+
+def merge_status(markers: Iterable[str | Path]) -> dict[str, dict[str, Any]]:
+    """``{"<dataset>/<size>": marker}`` of ``prepare_data`` outputs."""
+    out = {}
+    for path in markers:
+        marker = json.loads(Path(path).read_text())
+        out[f"{marker['dataset']}/{marker['size']}"] = marker
+    return dict(sorted(out.items()))
+
+
+def _failed_in_log(log: Path, since: float) -> str | None:
+    """The reason a strict ``prepare_data`` logged before failing (after time ``since``), if any."""
+    if not log.is_file() or log.stat().st_mtime < since:
+        return None
+    lines = [ln for ln in log.read_text(errors="replace").splitlines() if ln.startswith(UNAVAILABLE)]
+    return lines[-1].removeprefix(UNAVAILABLE) if lines else None
+
+
+def prepare_log(dataset: str, size: int) -> str:
+    return f"results/logs/prepare_data/{dataset}_{size}px.log"
+
+
+def outside_grid(runs_csv: str | Path) -> list[str]:
+    """Record paths in ``runs.csv`` whose ``in_grid`` is false (one per run)."""
+    path = Path(runs_csv)
+    if not path.is_file():
+        return []
+    with open(path, newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    return sorted({r["record"] for r in rows if r.get("in_grid", "True") in ("False", "false", "0")})
+
+
+def summary_lines(
+    data_targets: Iterable[tuple[str, int]], config: Mapping[str, Any], runs_csv: str | Path, since: float = 0.0
+) -> list[str]:
+    """The end-of-run block (empty when there is nothing to say).
+
+    Args:
+        data_targets: the grid's ``(dataset, size)`` pairs.
+        config: the profile (``data_dir``).
+        runs_csv: the aggregation, for records outside the grid.
+        since: when this workflow run started (older failure logs are not reported).
+    """
+    data_dir = config.get("data_dir", "data")
+    skipped, failed = [], []
+    for dataset, size in data_targets:
+        marker = Path(data_marker(dataset, size))
+        if marker.is_file():
+            try:
+                m = json.loads(marker.read_text())
+            except (OSError, ValueError):
+                continue
+            if m.get("status") == "skipped":
+                skipped.append((dataset, size, m.get("reason", ""), m.get("fix", fix_command(dataset, size, data_dir))))
+        elif (reason := _failed_in_log(Path(prepare_log(dataset, size)), since)) is not None:
+            failed.append((dataset, size, reason, fix_command(dataset, size, data_dir)))
+    outside = outside_grid(runs_csv)
+    if not (skipped or failed or outside):
+        return []
+    rule = "-" * 100
+    lines = ["", rule]
+    if skipped:
+        lines.append(f"con2 workflow: {len(skipped)} dataset(s) SKIPPED: their runs were not trained and are not in the tables.")
+    if failed:
+        lines.append(f"con2 workflow: {len(failed)} dataset(s) UNAVAILABLE with strict=true: the run failed.")
+    for dataset, size, reason, fix in failed + skipped:
+        lines += [f"  {dataset} ({size} px): {reason}", f"      fix: {fix}   (then run the same snakemake command again)"]
+    if skipped:
+        lines.append("  (--config strict=true turns a skipped dataset into an error)")
+    if outside:
+        lines.append(
+            f"con2 workflow: {len(outside)} record(s) outside this profile's grid are aggregated as they are "
+            f"(column in_grid of {runs_csv}; listed in results/logs/evaluate.log); delete a run's directory to drop it."
+        )
+    lines.append(rule)
+    return lines

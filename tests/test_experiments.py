@@ -1,0 +1,156 @@
+"""con2.experiments: the grid of a profile, each run's resolved config (written once, read by
+``con2 train --config``), and ``con2 train --replace-stale``, the train rule's command."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from con2 import experiments as E
+from con2.config import RUNTIME_KEYS, load_config, make_config
+from con2.errors import ConfigError
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFIGS = ROOT / "workflow" / "config"
+
+
+def load_profile(name: str) -> dict:
+    return yaml.safe_load((CONFIGS / f"{name}.yaml").read_text())
+
+
+def test_grid_expands_the_paper_profile() -> None:
+    from con2.data import normal_classes
+
+    runs = E.expand_grid(load_profile("paper"), normal_classes)
+    keys = [r.key for r in runs]
+    assert len(keys) == len(set(keys))
+    # 6 medical (1 class) + CIFAR-10 (10) + CIFAR-100 (20) + ImageNet30 (30) + 2 + 2 = 70 (dataset, class) pairs
+    pairs = {(r.dataset, r.normal_class) for r in runs}
+    assert len(pairs) == 70
+    main = [r for r in runs if "main" in r.experiments]
+    assert len(main) == 70 * 3 * 3  # con2 + simclr + csi, 3 seeds
+    cifar = next(r for r in runs if r.dataset == "cifar10")
+    assert cifar.config["batch_size"] == 512 and cifar.config["image_size"] == 32 and cifar.config["epochs"] == 2048
+    assert cifar.data_size == 32
+    k3 = next(r for r in runs if r.variant == "k3")
+    assert k3.config["params"] == {"n_contexts": 3} and k3.config["tta"] == 42
+    assert E.data_targets(runs) == sorted({(r.dataset, r.config["image_size"]) for r in runs})
+
+
+def test_resolved_config_is_complete_and_round_trips_through_con2_train(tmp_path: Path) -> None:
+    cfg = {
+        "seeds": [1], "run": {"epochs": 2, "image_size": 16},
+        "datasets": {"digits": {"normal_classes": ["3"], "run": {"width": 8}}},
+        "variants": {"flip": {"params": {"contexts": ["flip"], "temperature": 0.2}}},
+        "experiments": {"e": {"datasets": ["digits"], "methods": {"con2": ["flip"]}}},
+    }  # fmt: skip
+    (run,) = E.expand_grid(cfg, lambda d: ["0"])
+    assert run.key == "digits/3/con2/flip/seed1"
+    assert run.config_file == "results/configs/digits/3/con2/flip/seed1.yaml"
+    # every RunConfig key but the runtime ones, defaults filled in (the default lr, tta...)
+    assert set(run.config) == set(make_config({}).to_dict()) - set(RUNTIME_KEYS)
+    assert run.config["lr"] == make_config({}).lr and run.config["width"] == 8
+    path = tmp_path / run.config_file
+    E.write_run_config(path, run.config)
+    assert E.read_run_config(path) == run.config
+    rc = load_config(path, ["data_dir=/elsewhere", "device=cpu", "threads=2", "progress=false"])  # what the rule passes
+    assert (rc.dataset, rc.normal_class, rc.seed, rc.width, rc.epochs) == ("digits", "3", 1, 8, 2)
+    assert rc.params == {"contexts": ["flip"], "temperature": 0.2}
+    assert rc.config_hash() == run.config_hash  # runtime keys never change the hash
+    assert (rc.data_dir, rc.threads, rc.progress) == ("/elsewhere", 2, False)
+
+
+def test_grid_errors_name_the_key() -> None:
+    cfg = {"seeds": [0], "run": {}, "datasets": {"digits": {}}, "variants": {},
+           "experiments": {"e": {"datasets": ["digits"], "methods": {"con2": ["nope"]}}}}  # fmt: skip
+    with pytest.raises(E.GridError, match="experiments.e.methods.con2: variant 'nope'"):
+        E.expand_grid(cfg, lambda d: ["0"])
+    cfg["experiments"]["e"] = {"datasets": ["cifar"], "methods": {"con2": ["default"]}}
+    with pytest.raises(E.GridError, match="'cifar' is not a key of `datasets`"):
+        E.expand_grid(cfg, lambda d: ["0"])
+    cfg["experiments"]["e"] = {"datasets": ["digits"], "methods": {"con2": ["default"]}}
+    cfg["run"] = {"epoch": 3}
+    with pytest.raises(E.GridError, match=r"dataset 'digits', method 'con2', variant 'default': unknown config key.*'epoch'"):
+        E.expand_grid(cfg, lambda d: ["0"])
+
+
+@pytest.mark.parametrize("where", ["run", "dataset", "variant"])
+def test_runtime_keys_belong_to_the_top_level(where: str) -> None:
+    cfg = {"seeds": [0], "run": {}, "datasets": {"digits": {}}, "variants": {"v": {}},
+           "experiments": {"e": {"datasets": ["digits"], "methods": {"con2": ["v"]}}}}  # fmt: skip
+    block = {"run": cfg["run"], "dataset": cfg["datasets"]["digits"].setdefault("run", {}), "variant": cfg["variants"]["v"]}
+    block[where]["progress"] = False
+    with pytest.raises(E.GridError, match=r"progress.*runtime key.*top level"):
+        E.expand_grid(cfg, lambda d: ["0"])
+
+
+def test_grid_extra_methods_and_filters() -> None:
+    cfg = {"seeds": [0, 1], "run": {}, "datasets": {"a": {}, "b": {}}, "only_datasets": "a",
+           "experiments": {"e": {"datasets": ["a", "b"], "methods": {"con2": ["default"]}, "extra_methods": True},
+                           "f": {"datasets": ["a"], "methods": {"con2": ["default"]}}},
+           "extra_methods": ["toy"]}  # fmt: skip
+    runs = E.expand_grid(cfg, lambda d: ["x"])
+    assert sorted(r.key for r in runs) == ["a/x/con2/default/seed0", "a/x/con2/default/seed1", "a/x/toy/default/seed0", "a/x/toy/default/seed1"]
+    assert next(r for r in runs if r.method == "con2").experiments == ("e", "f")
+
+
+def test_record_key_of_a_path() -> None:
+    assert E.record_key("results/runs/digits/0/con2/invert/seed2/record.json") == "digits/0/con2/invert/seed2"
+    assert E.record_key("/x/results/runs/a/b/c/d/seed0/record.json") == "a/b/c/d/seed0"
+    assert E.record_key("results/runs/digits/0/con2/record.json") is None
+
+
+def test_check_method_names_a_bad_param_before_any_training() -> None:
+    good = E.resolve_config({"dataset": "digits", "params": {"contexts": ["invert"]}})
+    E.check_method(good)
+    with pytest.raises(ConfigError, match="temprature"):
+        E.check_method({**good, "params": {"temprature": 0.1}})
+    with pytest.raises(ConfigError, match="'tta'"):  # 40 views over 3 contexts: the method refuses when built
+        E.check_method({**good, "params": {"n_contexts": 3}, "tta": 40})
+    with pytest.raises(ConfigError, match="unknown method 'nope'"):
+        E.check_method({**good, "method": "nope"})
+
+
+# ----------------------------------------------------------------------------- con2 train --replace-stale
+def _train(args: list[str]) -> int:
+    from con2.cli import main
+
+    return main(["train", *args])
+
+
+def test_replace_stale_retrains_a_run_dir_of_another_config(tmp_path: Path, tiny: dict, capsys: pytest.CaptureFixture) -> None:
+    run_dir = tmp_path / "run"
+    first = {**tiny, "epochs": 1}
+    cfg_a, cfg_b = tmp_path / "a.yaml", tmp_path / "b.yaml"
+    cfg_a.write_text(yaml.safe_dump(first))
+    cfg_b.write_text(yaml.safe_dump({**first, "lr": 3e-3}))
+    assert _train(["--config", str(cfg_a), "--run-dir", str(run_dir), "--replace-stale"]) == 0
+    hash_a = json.loads((run_dir / "record.json").read_text())["config_hash"]
+    capsys.readouterr()
+    # same config: nothing stale, the finished run stands
+    assert _train(["--config", str(cfg_a), "--run-dir", str(run_dir), "--replace-stale"]) == 0
+    assert "already complete" in capsys.readouterr().out
+    # another config: one line names what is stale, then the run trains afresh under the new hash
+    assert _train(["--config", str(cfg_b), "--run-dir", str(run_dir), "--replace-stale"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert any("removing checkpoint.pt and record.json, written under another configuration" in line and "differing keys: lr" in line
+               for line in out), out  # fmt: skip
+    rec = json.loads((run_dir / "record.json").read_text())
+    assert rec["config_hash"] != hash_a and rec["config_hash"] == load_config(cfg_b).config_hash()
+    assert rec["resumed_from_epoch"] == 0  # not resumed from the old checkpoint
+
+
+def test_without_replace_stale_a_stale_checkpoint_is_still_refused(tmp_path: Path, tiny: dict) -> None:
+    run_dir = tmp_path / "run"
+    cfg_a, cfg_b = tmp_path / "a.yaml", tmp_path / "b.yaml"
+    cfg_a.write_text(yaml.safe_dump({**tiny, "epochs": 1}))
+    cfg_b.write_text(yaml.safe_dump({**tiny, "epochs": 1, "lr": 3e-3}))
+    assert _train(["--config", str(cfg_a), "--run-dir", str(run_dir)]) == 0
+    (run_dir / "record.json").unlink()  # killed after its last checkpoint
+    assert _train(["--config", str(cfg_b), "--run-dir", str(run_dir)]) == 2  # existing behaviour
+    assert (run_dir / "checkpoint.pt").is_file() and not (run_dir / "record.json").exists()
+    assert _train(["--config", str(cfg_b), "--run-dir", str(run_dir), "--replace-stale"]) == 0
+    assert json.loads((run_dir / "record.json").read_text())["config_hash"] == load_config(cfg_b).config_hash()
