@@ -46,6 +46,7 @@ wildcard_constraints:
     variant=r"[A-Za-z0-9_\-]+",
     seed=r"\d+",
     size=r"\d+",
+    scope=r"[A-Za-z0-9_\-]+",
 
 
 rule all:

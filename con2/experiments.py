@@ -286,9 +286,9 @@ def run_index(runs: Iterable[Run]) -> dict[str, Run]:
 
 
 def check_method(config: Mapping[str, Any]) -> None:
-    """Build the run's method on the meta device (no memory, no weights): its ``params`` and every
-    constraint the method checks when it is built, before any training starts. Runs that differ
-    only in seed or normal class are checked once.
+    """Check the run's method and its ``params`` through the method's spec (torch-free): unknown
+    keys, values the method refuses, ``tta`` against its contexts, pretrained files it needs.
+    Runs that differ only in seed or normal class are checked once.
 
     Raises:
         ConfigError: naming the key (an unknown ``params`` key, a value the method refuses).
@@ -299,12 +299,9 @@ def check_method(config: Mapping[str, Any]) -> None:
 
 @functools.lru_cache(maxsize=1024)
 def _check_method(config_json: str) -> None:
-    import torch
+    from con2.methods import validate_run
 
-    from con2.methods import build_method
-
-    with torch.device("meta"):
-        build_method(make_config(json.loads(config_json)))
+    validate_run(make_config(json.loads(config_json)))
 
 
 def write_run_config(path: str | Path, config: Mapping[str, Any], check: bool = True) -> None:

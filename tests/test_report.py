@@ -67,6 +67,10 @@ def config() -> dict:
         "report": {
             "medical": ["breastmnist", "pneumoniamnist"], "natural": ["cifar10"], "per_class": ["cifar10"],
             "main_variants": {"con2": "invert"}, "contexts": ["invert", "flip", "equalize"],
+            "fidelity": {"datasets": ["breastmnist"], "reference": "as printed", "rows": [
+                {"label": "as printed", "method": "con2", "variant": "invert", "score": "nnd"},
+                {"label": "k3", "method": "con2", "variant": "k3", "score": "nnd"},
+            ]},
         }
     }  # fmt: skip
 

@@ -19,6 +19,7 @@ TABLES: tuple[str, ...] = (
     "score_runtime",  # S_NND vs S_LH timing (table behind the figure)
     "compute_cost",  # time and memory per run
     "reproduction",  # every paper number next to ours
+    "fidelity",  # every reading of the paper (training settings, scoring readings) against the default
 )
 
 FIGURES: tuple[str, ...] = ("silhouette", "score_runtime", "pca_representations")

@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from con2.report.collect import dataset_level, summarize
+from con2.report.fidelity import fidelity
 from con2.report.format import CELL_NOTE, MISSING, Table, cell, shown, shown_diff, signed
 from con2.report.paper import (
     PAPER_COMPUTE_METHODS,
@@ -682,6 +683,7 @@ TABLES: dict[str, Callable[..., Table]] = {
     "silhouette": silhouette,
     "compute_cost": compute_cost,
     "reproduction": reproduction,
+    "fidelity": fidelity,
 }
 
 

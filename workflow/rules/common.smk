@@ -220,6 +220,32 @@ def records_outside(wildcards):
     return [f"{p}@{os.stat(p).st_mtime_ns}" for p in RECORDS_ON_DISK if p not in tracked]
 
 
+def scope_experiments(scope):
+    """The experiments whose runs feed a scoped table (`report.scopes`)."""
+    return set((REPORT.get("scopes") or {})[scope])
+
+
+def scope_records(wildcards):
+    """Records a scoped table needs: the available runs of its experiments (naming the table as the
+    target trains only these)."""
+    exps = scope_experiments(wildcards.scope)
+    return [r.record for r in available_runs() if exps & set(r.experiments)]
+
+
+def scope_outside(wildcards):
+    """Records on disk of the scope's runs that the grid does not rebuild now (their data are
+    unavailable): kept, as in `records_outside`."""
+    exps = scope_experiments(wildcards.scope)
+    tracked = set(scope_records(wildcards))
+    keys = {r.record for r in RUNS if exps & set(r.experiments)}
+    return [f"{p}@{os.stat(p).st_mtime_ns}" for p in RECORDS_ON_DISK if p in keys and p not in tracked]
+
+
+def table_runs(table):
+    """The runs CSV a table reads: its scope's (`report.scopes`) or every record's."""
+    return f"results/evaluation/scopes/{table}.csv" if table in (REPORT.get("scopes") or {}) else RUNS_CSV
+
+
 def grid_hashes():
     """{run key: config hash} of the grid (None for runs of own-rule methods, which keep no hash)."""
     return {r.key: (r.config_hash if r.method in CLI_METHODS else None) for r in RUNS}

@@ -28,3 +28,24 @@ rule evaluate:
         "../envs/con2.yaml"
     script:
         "../scripts/evaluate.py"
+
+
+rule evaluate_scope:
+    """The records of a scoped table's experiments (`report.scopes`) -> results/evaluation/scopes/<table>.csv."""
+    localrule: True
+    input:
+        records=scope_records,
+        status=status_input,
+    output:
+        runs="results/evaluation/scopes/{scope}.csv",
+    params:
+        outside=scope_outside,
+        grid=grid_hashes(),
+    log:
+        "results/logs/evaluate_{scope}.log",
+    message:
+        "aggregate the records of table {wildcards.scope} into {output.runs}"
+    conda:
+        "../envs/con2.yaml"
+    script:
+        "../scripts/evaluate.py"

@@ -11,7 +11,7 @@ for _table in TABLES:
             f"table_{_table}"
         localrule: True
         input:
-            runs=RUNS_CSV,
+            runs=table_runs(_table),
             paper=PAPER_NUMBERS,
             hours=PAPER_HOURS,
         output:
