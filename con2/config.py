@@ -61,8 +61,9 @@ class RunConfig:
     # runtime
     device: str = "auto"  # auto | cpu | cuda | cuda:N
     threads: int | None = None  # torch CPU threads (None: torch's default)
-    amp: bool = True  # bfloat16 autocast on CUDA (ignored on CPU)
+    amp: bool = True  # bfloat16 autocast in training: on CUDA, and on CPUs with native bf16 (AMX / AVX512-BF16)
     channels_last: bool = True  # channels-last memory format (faster convolutions on CUDA and CPU)
+    compile: bool = False  # torch.compile the model (measured on the 2-core CPU: slower, +55 s; see benchmarks/README.md)
     checkpoint_every: int = 1  # epochs between checkpoints (0: only at the end)
     progress: bool = True
 
@@ -72,7 +73,7 @@ class RunConfig:
     def config_hash(self) -> str:
         """Hash of everything that changes results (runtime-only keys excluded)."""
         d = self.to_dict()
-        for k in ("data_dir", "device", "threads", "progress", "checkpoint_every", "eval_batch_size", "nn_chunk"):
+        for k in ("data_dir", "device", "threads", "progress", "checkpoint_every", "eval_batch_size", "nn_chunk", "compile"):
             d.pop(k)
         return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]
 

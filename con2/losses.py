@@ -38,7 +38,9 @@ def label_contrastive_loss(z: Tensor, labels: Tensor, temperature: float) -> Ten
     log_prob = logits - torch.logsumexp(logits, dim=1, keepdim=True)
     positives = (labels[:, None] == labels[None, :]) & ~eye
     n_pairs = positives.sum()
-    if n_pairs == 0:
+    # Checked on the host only where that costs no device synchronisation; on a GPU no pairs give
+    # 0 / 0 = NaN, which the training loop's non-finite check reports.
+    if n_pairs.device.type == "cpu" and n_pairs == 0:
         raise ValueError("no positive pairs: every label occurs once")
     return -(log_prob.masked_fill(~positives, 0.0).sum()) / n_pairs
 
