@@ -16,13 +16,25 @@ from __future__ import annotations
 import time
 
 import torch
-from torch.profiler import ProfilerActivity, profile
+from torch.profiler import ProfilerActivity, profile, record_function
 
 from throughput import build_ours, config_for, load_images, parser, sync
 
 from con2.engine import select_device
 
-REGIONS = ("forward", "views", "backward", "optimizer")
+REGIONS = ("forward", "views", "encoder forward", "backward", "optimizer")
+LABELS = {"views": "  views (in forward)", "encoder forward": "  encoder (in forward)"}
+
+
+def label_encoder(method: torch.nn.Module) -> None:
+    """Wrap the encoder's forward in a profiler range (this script only; the engine does not know encoders)."""
+    forward = method.encoder.forward
+
+    def labelled(*args, **kwargs):
+        with record_function("encoder forward"):
+            return forward(*args, **kwargs)
+
+    method.encoder.forward = labelled
 SYNC_OPS = ("aten::_local_scalar_dense",)  # what .item(), bool() and float() of a tensor end in
 SYNC_CALLS = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "cudaMemcpy")
 
@@ -36,6 +48,7 @@ def main() -> None:
     cfg = config_for(a)
     device = select_device(cfg.device)
     ours = build_ours(cfg, load_images(cfg, a.data_size), device, a.compile)
+    label_encoder(ours.method)
     ours.run(max(2, a.warmup))
     sync(device)
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
@@ -48,13 +61,15 @@ def main() -> None:
     per = lambda v: v / a.steps / 1e3  # noqa: E731  (microseconds in total -> milliseconds per step)
     print(f"device={device} threads={torch.get_num_threads()} dataset={cfg.dataset} size={cfg.image_size} "
           f"width={cfg.width} N={cfg.batch_size} autocast_bf16={ours.autocast} compile={a.compile} steps={a.steps}")
-    print(f"\n| part | CPU ms/step | device ms/step | share of step |\n|---|---:|---:|---:|")
-    for name in REGIONS:
-        e = events.get(name)
-        cpu, dev = (per(e.cpu_time_total), per(e.device_time_total)) if e else (0.0, 0.0)
-        label = "views (inside forward)" if name == "views" else name
-        print(f"| {label} | {cpu:.1f} | {dev:.1f} | {100 * cpu / wall:.0f}% |")
-    print(f"| whole step (wall clock, profiled) | {wall:.1f} | | 100% |")
+    cuda = device.type == "cuda"
+    print("\n| part | CPU ms/step | " + ("device ms/step | " if cuda else "") + "share of step |")
+    print("|---|---:|" + ("---:|" if cuda else "") + "---:|")
+    rows = {name: (per(events[name].cpu_time_total), per(events[name].device_time_total)) if name in events else (0.0, 0.0) for name in REGIONS}
+    rest = tuple(rows["forward"][i] - rows["views"][i] - rows["encoder forward"][i] for i in range(2))
+    rows = {**{k: rows[k] for k in REGIONS[:3]}, "  heads, loss, contexts (rest of forward)": rest, **{k: rows[k] for k in REGIONS[3:]}}
+    for name, (cpu, dev) in rows.items():
+        print(f"| {LABELS.get(name, name)} | {cpu:.1f} | " + (f"{dev:.1f} | " if cuda else "") + f"{100 * cpu / wall:.0f}% |")
+    print(f"| whole step (wall clock) | {wall:.1f} | " + ("| " if cuda else "") + "100% |")
     syncs = sum(events[k].count for k in SYNC_OPS if k in events) / a.steps
     calls = sum(events[k].count for k in SYNC_CALLS if k in events) / a.steps
     print(f"\nhost synchronisations per step: {syncs:g} device-to-host reads, {calls:g} CUDA synchronise/memcpy calls")
