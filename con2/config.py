@@ -63,7 +63,7 @@ class RunConfig:
     threads: int | None = None  # torch CPU threads (None: torch's default)
     amp: bool = True  # bfloat16 autocast in training: on CUDA, and on CPUs with native bf16 (AMX / AVX512-BF16)
     channels_last: bool = True  # channels-last memory format (faster convolutions on CUDA and CPU)
-    compile: bool = False  # torch.compile the model (measured on the 2-core CPU: slower, +55 s; see benchmarks/README.md)
+    compile: bool = False  # torch.compile the model (on the 2-core CPU: 50-75 s to compile, then 10-15% slower; benchmarks/README.md)
     checkpoint_every: int = 1  # epochs between checkpoints (0: only at the end)
     progress: bool = True
 
