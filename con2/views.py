@@ -120,15 +120,15 @@ def sample_views(
     w = torch.where(found, w.gather(1, pick)[:, 0], float(fw))
     top = torch.where(found, torch.floor(top_u * (height - h + 1)).clamp(max=height - h), (height - h) // 2)
     left = torch.where(found, torch.floor(left_u * (width - w + 1)).clamp(max=width - w), (width - w) // 2)
-    # colour: ColorJitter's factor ranges, a random permutation per image
+    # colour: ColorJitter's factor ranges, a random permutation per image (Python-number bounds:
+    # a tensor built from a list on a GPU would be a blocking host-to-device copy every step)
     b, c, s, hue = params.jitter
-    f_lo = torch.tensor([max(0.0, 1 - b), max(0.0, 1 - c), max(0.0, 1 - s), -hue], device=u.device)
-    f_hi = torch.tensor([1 + b, 1 + c, 1 + s, hue], device=u.device)
+    ranges = [(max(0.0, 1 - b), 1 + b), (max(0.0, 1 - c), 1 + c), (max(0.0, 1 - s), 1 + s), (-hue, hue)]
     return ViewBatch(
         crop=torch.stack([top, left, h, w], 1),
         flip=flip_u < params.hflip_p,
         jitter_on=jitter_u < params.jitter_p,
-        factors=f_lo + (f_hi - f_lo) * factor_u,
+        factors=torch.stack([lo + (hi - lo) * factor_u[:, i] for i, (lo, hi) in enumerate(ranges)], 1),
         order=order_u.argsort(1),
         gray=gray_u < params.grayscale_p,
         hue=hue > 0,
@@ -189,8 +189,8 @@ def _shift_hue(x: Tensor, shift: Tensor) -> Tensor:
     is_r = maxc == r
     is_g = (maxc == g) & ~is_r
     h6 = torch.where(is_r, (g - b) / div, torch.where(is_g, 2.0 + (b - r) / div, 4.0 + (r - g) / div))
-    n = torch.tensor([5.0, 3.0, 1.0], device=x.device)[None, :, None, None]
-    k = torch.remainder(n + (h6 + 6.0 * shift[:, None, None])[:, None], 6.0)
+    turned = h6 + 6.0 * shift[:, None, None]
+    k = torch.stack([torch.remainder(turned + n, 6.0) for n in (5.0, 3.0, 1.0)], 1)
     ramp = torch.minimum(k, 4.0 - k).clamp(0.0, 1.0)
     return (maxc[:, None] - crange[:, None] * ramp).clamp(0.0, 1.0)
 

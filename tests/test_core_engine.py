@@ -150,3 +150,31 @@ def test_autocast_policy():
     assert not autocast_enabled(torch.device("cpu"), amp=False)
     assert autocast_enabled(torch.device("cpu"), amp=True) == cpu_has_native_bf16()
     assert autocast_enabled(torch.device("cuda"), amp=True) and not autocast_enabled(torch.device("cuda"), amp=False)
+
+
+def test_steady_training_step_builds_no_tensor_from_host_data(tiny):
+    """``torch.tensor(data)`` in the step would be a blocking host-to-device copy on a GPU, every step."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    from con2.engine import TrainSettings, make_optimizer, prepare_model, train_step
+    from con2.methods import build_method
+
+    class Ops(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.seen = set()
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.seen.add(str(func))
+            return func(*args, **(kwargs or {}))
+
+    method = build_method(make_config({**tiny, "width": 8, "channels_last": True}))
+    settings = TrainSettings(epochs=1, batch_size=8)
+    prepare_model(method, settings, torch.device("cpu"))
+    optimizer, scheduler = make_optimizer(method, settings, torch.device("cpu"), 10)
+    x = torch.randint(0, 256, (8, 1, 16, 16), dtype=torch.uint8)
+    train_step(method, x, 0.0, optimizer, scheduler, autocast=False)  # the optimiser creates its state once
+    with Ops() as ops:
+        train_step(method, x, 0.1, optimizer, scheduler, autocast=False)
+    assert "aten.lift_fresh.default" not in ops.seen
+    assert "aten.grid_sampler_2d.default" in ops.seen  # the views ran inside the recorded step
