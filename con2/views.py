@@ -104,8 +104,8 @@ def sample_views(
     top_u, left_u, flip_u, jitter_u, gray_u = u[:, 2 * _TRIES : 2 * _TRIES + 5].unbind(1)
     factor_u, order_u = u[:, 2 * _TRIES + 5 : 2 * _TRIES + 9], u[:, 2 * _TRIES + 9 :]
     # crop box: torchvision's RandomResizedCrop.get_params, all tries at once
-    lo, hi = params.crop_scale
-    area = (lo + (hi - lo) * area_u) * (height * width)
+    s_lo, s_hi = params.crop_scale
+    area = (s_lo + (s_hi - s_lo) * area_u) * (height * width)
     log_lo, log_hi = math.log(params.crop_ratio[0]), math.log(params.crop_ratio[1])
     aspect = torch.exp(log_lo + (log_hi - log_lo) * ratio_u)
     w = torch.round(torch.sqrt(area * aspect))
