@@ -6,9 +6,10 @@ on pixels), float in [0, 1] for the view augmentations, then normalised with mea
 * Context transforms (``CONTEXTS``): invert, flip (vertical, top-bottom), equalize (per channel,
   as torchvision's equalize), and compositions such as ``"invert+flip"`` for the multiple-context
   ablation. Context 0 is always the identity.
-* Training views (``ViewAugment``): SimCLR's augmentations with parameters drawn independently for
-  every image (kornia, on the images' device), seeded through torch's RNG. Never a vertical flip
-  or a rotation, which would undo the flip context.
+* Training views (``ViewAugment``, defined in :mod:`con2.views`): SimCLR's augmentations with
+  parameters drawn independently for every image, on the images' device, seeded through torch's
+  RNG, applied as one batched resampling plus tensor arithmetic. Never a vertical flip or a
+  rotation, which would undo the flip context.
 * Test-time views (``FixedView``): one set of parameters per view, drawn once from a seed and then
   applied identically to every image, training and test alike.
 """
@@ -25,6 +26,7 @@ import torchvision.transforms.v2.functional as TF
 from torch import Tensor
 
 from con2.errors import ConfigError
+from con2.views import ViewAugment, ViewParams  # noqa: F401  (re-exported: methods build their views from here)
 
 ContextFn = Callable[[Tensor], Tensor]
 
@@ -95,35 +97,6 @@ def normalize(x: Tensor) -> Tensor:
 
 
 @dataclass(frozen=True)
-class ViewParams:
-    """SimCLR view augmentation settings (defaults: the supervised-contrastive reference)."""
-
-    crop_scale: tuple[float, float] = (0.2, 1.0)
-    hflip_p: float = 0.5
-    jitter: tuple[float, float, float, float] = (0.4, 0.4, 0.4, 0.1)
-    jitter_p: float = 0.8
-    grayscale_p: float = 0.2
-
-
-class ViewAugment(torch.nn.Module):
-    """Random SimCLR views of a float batch ``[B, 3, H, W]`` -> ``[B, 3, size, size]``, per-image parameters."""
-
-    def __init__(self, size: int, params: ViewParams = ViewParams()) -> None:
-        super().__init__()
-        import kornia.augmentation as K
-
-        self.pipeline = K.AugmentationSequential(
-            K.RandomResizedCrop((size, size), scale=params.crop_scale),
-            K.RandomHorizontalFlip(p=params.hflip_p),
-            K.ColorJitter(*params.jitter, p=params.jitter_p),
-            K.RandomGrayscale(p=params.grayscale_p),
-        )
-
-    def forward(self, x: Tensor) -> Tensor:
-        return self.pipeline(x)
-
-
-@dataclass(frozen=True)
 class FixedView:
     """One test-time augmentation with fixed parameters, applied identically to every image.
 
@@ -167,13 +140,14 @@ class FixedView:
 IDENTITY_VIEW = FixedView()
 
 
-def draw_fixed_views(n: int, seed: int, params: ViewParams = ViewParams(), ratio: tuple[float, float] = (3 / 4, 4 / 3)) -> list[FixedView]:
+def draw_fixed_views(n: int, seed: int, params: ViewParams = ViewParams(), ratio: tuple[float, float] | None = None) -> list[FixedView]:
     """Draw ``n`` fixed test-time views from the training distribution T, reproducibly from ``seed``.
 
     Crops follow torchvision's RandomResizedCrop sampling (scale, log-uniform ratio, 10 tries, then
     the centre fallback) on a unit square; jitter factors follow ColorJitter's ranges.
     """
     rng = np.random.default_rng(seed)
+    ratio = params.crop_ratio if ratio is None else ratio
     views = []
     for _ in range(n):
         crop = (0.0, 0.0, 1.0, 1.0)

@@ -23,7 +23,9 @@ from con2.errors import ConfigError
 # Keys that never change a run's results: where the data live, where and how fast it runs, how
 # often it checkpoints, progress output, scoring chunk sizes. Excluded from the config hash; the
 # workflow sets them per machine (profile top level / --config), never per run.
-RUNTIME_KEYS: tuple[str, ...] = ("data_dir", "device", "threads", "progress", "checkpoint_every", "eval_batch_size", "nn_chunk")
+RUNTIME_KEYS: tuple[str, ...] = (
+    "data_dir", "device", "threads", "progress", "checkpoint_every", "eval_batch_size", "nn_chunk", "compile",
+)
 
 
 @dataclass
@@ -68,8 +70,9 @@ class RunConfig:
     # runtime
     device: str = "auto"  # auto | cpu | cuda | cuda:N
     threads: int | None = None  # torch CPU threads (None: torch's default)
-    amp: bool = True  # bfloat16 autocast on CUDA (ignored on CPU)
+    amp: bool = True  # bfloat16 autocast in training: on CUDA, and on CPUs with native bf16 (AMX / AVX512-BF16)
     channels_last: bool = True  # channels-last memory format (faster convolutions on CUDA and CPU)
+    compile: bool = False  # torch.compile the model (on the 2-core CPU: 50-75 s to compile, then 10-15% slower; benchmarks/README.md)
     checkpoint_every: int = 1  # epochs between checkpoints (0: only at the end)
     progress: bool = True
 

@@ -3,7 +3,13 @@
 A model is any ``nn.Module`` with ``training_loss(images, progress) -> dict[str, Tensor]`` (the
 ``"loss"`` entry is minimised; the others are logged). The loop owns what every method shares:
 device and seeding, the epoch shuffle, AdamW with a per-step cosine schedule, bfloat16 autocast
-and channels-last memory format, a progress bar, periodic checkpoints and resume.
+and channels-last memory format, optional ``torch.compile``, a progress bar, periodic checkpoints
+and resume.
+
+Speed: the uint8 training set is moved to the device once and batches are gathered there; a step
+(:func:`train_step`) never waits for the device. The loss terms of each step are kept on the
+device and read every ``finite_check_every`` steps and at every epoch end, where a non-finite loss
+stops the run naming the epoch and step it first appeared in (before any checkpoint is written).
 
 Reproducibility: the shuffle of epoch ``e`` is seeded by ``(seed, e)`` and the random views of step
 ``s`` by ``(seed, s)``, so a run resumed from the checkpoint of epoch ``e`` draws exactly what the
@@ -22,6 +28,7 @@ from pathlib import Path
 import numpy as np
 import torch
 from torch import Tensor, nn
+from torch.profiler import record_function
 from tqdm.auto import tqdm
 
 from con2.errors import ConfigError, NonFiniteLossError
@@ -44,6 +51,8 @@ class TrainSettings:
     checkpoint_every: int = 1
     progress: bool = True
     fingerprint: str = ""  # identifies the config; a checkpoint of another config is refused
+    compile: bool = False  # torch.compile the model's submodules that hold parameters
+    finite_check_every: int = 50  # steps between reads of the on-device loss terms (and every epoch end)
 
 
 @dataclass
@@ -56,6 +65,7 @@ class TrainResult:
     images_per_second: float
     resumed_from_epoch: int
     last_terms: dict[str, float] = field(default_factory=dict)
+    precision: str = "float32"  # "bfloat16-autocast" where autocast ran (CUDA; CPUs with native bf16)
 
 
 def select_device(name: str = "auto") -> torch.device:
@@ -87,6 +97,93 @@ def steps_per_epoch(n_images: int, batch_size: int) -> int:
     return max(1, n_images // batch_size)
 
 
+def cpu_has_native_bf16() -> bool:
+    """Whether oneDNN runs bfloat16 natively on this CPU (AVX512-BF16 or AMX), where it pays."""
+    try:
+        return bool(torch.backends.mkldnn.is_available() and torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except (AttributeError, RuntimeError):
+        return False
+
+
+def autocast_enabled(device: torch.device, amp: bool) -> bool:
+    """bfloat16 autocast when ``amp``: on CUDA, and on CPUs with native bfloat16 (elsewhere float32).
+
+    On this project's 2-core CPU (AMX) the width-16 CON2 step takes less than half the float32
+    time (benchmarks/README.md); the losses are computed in float32 either way.
+    """
+    return amp and (device.type == "cuda" or (device.type == "cpu" and cpu_has_native_bf16()))
+
+
+def prepare_model(model: nn.Module, settings: TrainSettings, device: torch.device) -> None:
+    """Move ``model`` to ``device``, channels-last if set; on CUDA let cuDNN pick its fastest kernels."""
+    model.to(device)
+    if device.type == "cuda":
+        torch.backends.cudnn.benchmark = True  # fixed shapes: the kernel search runs once per shape
+    if settings.channels_last:  # faster convolutions on CUDA and on the CPU (oneDNN) alike
+        model.to(memory_format=torch.channels_last)
+
+
+def make_optimizer(
+    model: nn.Module, settings: TrainSettings, device: torch.device, total_steps: int
+) -> tuple[torch.optim.Optimizer, torch.optim.lr_scheduler.LRScheduler]:
+    """AdamW (fused on CUDA) and its per-step cosine schedule over ``total_steps``."""
+    optimizer = torch.optim.AdamW(
+        model.parameters(), lr=settings.lr, betas=settings.betas, weight_decay=settings.weight_decay,
+        fused=device.type == "cuda" or None,  # one kernel per step on CUDA; the CPU keeps the default
+    )
+    return optimizer, torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=max(1, total_steps))
+
+
+def compile_submodules(model: nn.Module) -> None:
+    """``torch.compile`` every direct submodule that holds parameters, in place (state-dict keys unchanged)."""
+    for child in model.children():
+        if next(child.parameters(), None) is not None:
+            child.compile()
+
+
+def train_step(
+    model: nn.Module,
+    x: Tensor,
+    progress: float,
+    optimizer: torch.optim.Optimizer,
+    scheduler: torch.optim.lr_scheduler.LRScheduler,
+    autocast: bool,
+) -> dict[str, Tensor]:
+    """One optimiser step on uint8 images ``x [N, C, H, W]`` (on the device); returns the loss terms.
+
+    Never synchronises with the device: the terms stay device tensors. The profiler labels the
+    parts ``forward`` (views, encoder, heads, loss), ``backward`` and ``optimizer``.
+    """
+    with record_function("forward"), torch.autocast(device_type=x.device.type, dtype=torch.bfloat16, enabled=autocast):
+        out = model.training_loss(x, progress)
+    with record_function("backward"):
+        optimizer.zero_grad(set_to_none=True)
+        out["loss"].backward()
+    with record_function("optimizer"):
+        optimizer.step()
+        scheduler.step()
+    return out
+
+
+def read_terms(pending: list[tuple[int, int, dict[str, Tensor]]]) -> dict[str, float]:
+    """Read the loss terms of unchecked steps ``(epoch, step, terms)`` in one transfer; return the last.
+
+    Raises ``NonFiniteLossError`` naming the epoch, step and terms of the first non-finite loss.
+    """
+    names = list(pending[0][2])
+    values = torch.stack([torch.stack([t[k].float() for k in names]) for _, _, t in pending]).cpu()
+    bad = (~torch.isfinite(values[:, names.index("loss")])).nonzero()
+    if len(bad):
+        i = int(bad[0, 0])
+        epoch, step, _ = pending[i]
+        detail = ", ".join(f"{k}={float(v):.4g}" for k, v in zip(names, values[i]))
+        raise NonFiniteLossError(
+            f"non-finite loss at epoch {epoch}, step {step} ({detail}); "
+            f"lower lr, raise the temperature, or check the input data for NaNs"
+        )
+    return dict(zip(names, values[-1].tolist()))
+
+
 def save_atomic(obj: dict, path: Path) -> None:
     """Write a checkpoint atomically (see :func:`con2.rundir.save_checkpoint`)."""
     save_checkpoint(obj, path)
@@ -116,14 +213,9 @@ def fit(
     epochs = math.ceil(total_steps / per_epoch)
 
     seed_everything(settings.seed)
-    model.to(device)
-    cuda = device.type == "cuda"
-    if settings.channels_last:  # faster convolutions on CUDA and on the CPU (oneDNN) alike
-        model.to(memory_format=torch.channels_last)
-    optimizer = torch.optim.AdamW(
-        model.parameters(), lr=settings.lr, betas=settings.betas, weight_decay=settings.weight_decay
-    )
-    scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=max(1, total_steps))
+    prepare_model(model, settings, device)
+    resident = images.to(device)  # the whole uint8 training set, moved once
+    optimizer, scheduler = make_optimizer(model, settings, device, total_steps)
 
     start_epoch, step = 0, 0
     if checkpoint_path is not None and checkpoint_path.is_file():
@@ -154,7 +246,11 @@ def fit(
                 checkpoint_path,
             )
 
+    if settings.compile:
+        compile_submodules(model)
+    autocast = autocast_enabled(device, settings.amp)
     terms: dict[str, float] = {}
+    pending: list[tuple[int, int, dict[str, Tensor]]] = []  # loss terms not yet read from the device
     trained_images, t0 = 0, time.perf_counter()
     model.train()
     bar = tqdm(
@@ -162,28 +258,28 @@ def fit(
         disable=not settings.progress, dynamic_ncols=True,
     )
     for epoch in bar:
-        order = torch.randperm(n, generator=torch.Generator().manual_seed(derived_seed(settings.seed, epoch)))
+        order = torch.randperm(n, generator=torch.Generator().manual_seed(derived_seed(settings.seed, epoch))).to(device)
         for b in range(per_epoch):
             if step >= total_steps:
                 break
-            x = images[order[b * batch : (b + 1) * batch]].to(device, non_blocking=True)
+            x = resident[order[b * batch : (b + 1) * batch]]
             torch.manual_seed(derived_seed(settings.seed, 1_000_003, step))
-            with torch.autocast(device_type="cuda", dtype=torch.bfloat16, enabled=cuda and settings.amp):
-                out = model.training_loss(x, step / max(1, total_steps))
-            loss = out["loss"]
-            if not torch.isfinite(loss):
-                detail = ", ".join(f"{k}={float(v.detach()):.4g}" for k, v in out.items())
-                raise NonFiniteLossError(
-                    f"non-finite loss at epoch {epoch}, step {step} ({detail}); "
-                    f"lower lr, raise the temperature, or check the input data for NaNs"
-                )
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            optimizer.step()
-            scheduler.step()
+            try:
+                out = train_step(model, x, step / max(1, total_steps), optimizer, scheduler, autocast)
+            except Exception as exc:
+                if settings.compile and isinstance(exc, torch._dynamo.exc.TorchDynamoException):
+                    first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+                    raise ConfigError(
+                        f"compile=true failed on this machine ({type(exc).__name__}: {first}); set compile=false"
+                    ) from exc
+                raise
+            pending.append((epoch, step, {k: v.detach() for k, v in out.items()}))
             step += 1
             trained_images += len(x)
-        terms = {k: float(v.detach()) for k, v in out.items()}
+            if len(pending) >= settings.finite_check_every:
+                terms, pending = read_terms(pending), []
+        if pending:
+            terms, pending = read_terms(pending), []
         bar.set_postfix({k: f"{v:.3f}" for k, v in terms.items()})
         done = epoch + 1
         if done == epochs or (settings.checkpoint_every and done % settings.checkpoint_every == 0):
@@ -198,6 +294,7 @@ def fit(
         images_per_second=trained_images / seconds if seconds > 0 else float("nan"),
         resumed_from_epoch=start_epoch,
         last_terms=terms,
+        precision="bfloat16-autocast" if autocast else "float32",
     )
 
 

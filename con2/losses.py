@@ -31,14 +31,17 @@ def label_contrastive_loss(z: Tensor, labels: Tensor, temperature: float) -> Ten
     """
     if z.ndim != 2 or labels.shape != (z.shape[0],):
         raise ValueError(f"expected z [M, d] and labels [M], got {tuple(z.shape)} and {tuple(labels.shape)}")
-    z = F.normalize(z.float(), dim=1)
-    logits = z @ z.T / temperature
+    with torch.autocast(device_type=z.device.type, enabled=False):  # autocast would run z @ z.T in bf16
+        z = F.normalize(z.float(), dim=1)
+        logits = z @ z.T / temperature
     eye = torch.eye(len(z), dtype=torch.bool, device=z.device)
     logits = logits.masked_fill(eye, float("-inf"))
     log_prob = logits - torch.logsumexp(logits, dim=1, keepdim=True)
     positives = (labels[:, None] == labels[None, :]) & ~eye
     n_pairs = positives.sum()
-    if n_pairs == 0:
+    # Checked on the host only where that costs no device synchronisation; on a GPU no pairs give
+    # 0 / 0 = NaN, which the training loop's non-finite check reports.
+    if n_pairs.device.type == "cpu" and n_pairs == 0:
         raise ValueError("no positive pairs: every label occurs once")
     return -(log_prob.masked_fill(~positives, 0.0).sum()) / n_pairs
 

@@ -445,7 +445,8 @@ def build_record(
         extras: further metrics (e.g. ``silhouette``), stored beside ``auroc``.
         scoring: per score, which reading is its headline (JSON-serialisable; method-defined).
         method_card: the method spec's card of this run (labels, paper rows, tags).
-        training: ``epochs``, ``steps``, ``resumed_from_epoch``.
+        training: ``epochs``, ``steps``, ``resumed_from_epoch``, ``precision`` (``float32`` or
+            ``bfloat16-autocast``: CPUs with native bf16 train in bf16 under ``amp``, others in fp32).
 
     Raises:
         RecordError: no scores, a score of another length than ``labels``, or labels of one class.
@@ -487,7 +488,7 @@ def build_record(
         "device": device,
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
     }
-    for key in ("epochs", "steps", "resumed_from_epoch"):
+    for key in ("epochs", "steps", "resumed_from_epoch", "precision"):
         if training and key in training:
             record[key] = training[key]
     if scoring is not None:

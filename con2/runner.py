@@ -44,7 +44,7 @@ def train_settings(cfg: RunConfig) -> TrainSettings:
         epochs=cfg.epochs, batch_size=cfg.batch_size, lr=cfg.lr, weight_decay=cfg.weight_decay,
         betas=cfg.betas, max_steps=cfg.max_steps, seed=cfg.seed, amp=cfg.amp,
         channels_last=cfg.channels_last, checkpoint_every=cfg.checkpoint_every,
-        progress=cfg.progress, fingerprint=cfg.config_hash(),
+        progress=cfg.progress, fingerprint=cfg.config_hash(), compile=cfg.compile,
     )
 
 
@@ -84,7 +84,8 @@ def run(
         if train:
             result = fit(method, train_images, train_settings(cfg), device, rd.checkpoint, on_epoch_end)
             fit_seconds, ips = result.fit_seconds, result.images_per_second
-            training = {"epochs": result.epochs, "steps": result.steps, "resumed_from_epoch": result.resumed_from_epoch}
+            training = {"epochs": result.epochs, "steps": result.steps, "resumed_from_epoch": result.resumed_from_epoch,
+                        "precision": result.precision}  # fmt: skip
         else:
             method.to(device)
             load_weights(method, rd.checkpoint, device)

@@ -5,6 +5,7 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 
 from con2.atomic import partials
 from con2.config import make_config
@@ -79,3 +80,103 @@ def test_max_steps_caps_training(tiny, tmp_path):
 def test_derived_seed_is_stable_and_distinct():
     assert derived_seed(0, 1) == derived_seed(0, 1)
     assert len({derived_seed(s, e) for s in range(5) for e in range(5)}) == 25
+
+
+class Toy(torch.nn.Module):
+    """A linear model with the method interface; its loss turns NaN at step ``nan_at``."""
+
+    def __init__(self, nan_at: int | None = None) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 1)
+        self.nan_at, self.calls = nan_at, 0
+
+    def training_loss(self, images, progress):
+        loss = self.lin(images.float().flatten(1) / 255).pow(2).mean()
+        if self.calls == self.nan_at:
+            loss = loss * float("nan")
+        self.calls += 1
+        return {"loss": loss, "twice": 2 * loss.detach()}
+
+
+def toy_fit(tmp_path, model, **kw):
+    from con2.engine import TrainSettings, fit
+
+    images = torch.randint(0, 256, (12, 1, 2, 2), dtype=torch.uint8, generator=torch.Generator().manual_seed(0))
+    settings = TrainSettings(epochs=3, batch_size=4, progress=False, channels_last=False, **kw)
+    return fit(model, images, settings, torch.device("cpu"), tmp_path / "ckpt.pt")
+
+
+def test_non_finite_loss_names_its_step_though_read_later(tmp_path):
+    from con2.errors import NonFiniteLossError
+
+    # 3 steps per epoch; the NaN appears at step 4 (epoch 1) and is read at that epoch's end
+    with pytest.raises(NonFiniteLossError, match=r"epoch 1, step 4 \(loss=nan, twice=nan\); lower lr"):
+        toy_fit(tmp_path, Toy(nan_at=4), finite_check_every=100)
+    assert torch.load(tmp_path / "ckpt.pt", weights_only=False)["epoch"] == 1  # never a checkpoint after it
+
+
+def test_loss_terms_are_read_every_k_steps_and_at_epoch_end(tmp_path, monkeypatch):
+    import con2.engine as engine
+
+    reads = []
+    real = engine.read_terms
+    monkeypatch.setattr(engine, "read_terms", lambda pending: reads.append([s for _, s, _ in pending]) or real(pending))
+    result = toy_fit(tmp_path, Toy(), finite_check_every=2)
+    assert reads == [[0, 1], [2], [3, 4], [5], [6, 7], [8]]
+    assert set(result.last_terms) == {"loss", "twice"}
+    assert result.last_terms["twice"] == pytest.approx(2 * result.last_terms["loss"])
+
+
+def test_compile_trains_and_keeps_checkpoint_keys(tmp_path):
+    model = Toy()
+    toy_fit(tmp_path, model, compile=True)
+    assert set(torch.load(tmp_path / "ckpt.pt", weights_only=False)["model"]) == {"lin.weight", "lin.bias"}
+
+
+def test_compile_failure_is_a_config_error(tmp_path, monkeypatch):
+    import torch._dynamo
+
+    from con2.errors import ConfigError
+
+    def broken(self, *args, **kwargs):
+        raise torch._dynamo.exc.TorchDynamoException("no C++ compiler found")
+
+    monkeypatch.setattr(torch.nn.Linear, "compile", lambda self: setattr(self, "forward", broken.__get__(self)))
+    with pytest.raises(ConfigError, match="compile=true failed on this machine .*set compile=false"):
+        toy_fit(tmp_path, Toy(), compile=True)
+
+
+def test_autocast_policy():
+    from con2.engine import autocast_enabled, cpu_has_native_bf16
+
+    assert not autocast_enabled(torch.device("cpu"), amp=False)
+    assert autocast_enabled(torch.device("cpu"), amp=True) == cpu_has_native_bf16()
+    assert autocast_enabled(torch.device("cuda"), amp=True) and not autocast_enabled(torch.device("cuda"), amp=False)
+
+
+def test_steady_training_step_builds_no_tensor_from_host_data(tiny):
+    """``torch.tensor(data)`` in the step would be a blocking host-to-device copy on a GPU, every step."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    from con2.engine import TrainSettings, make_optimizer, prepare_model, train_step
+    from con2.methods import build_method
+
+    class Ops(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.seen = set()
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.seen.add(str(func))
+            return func(*args, **(kwargs or {}))
+
+    method = build_method(make_config({**tiny, "width": 8, "channels_last": True}))
+    settings = TrainSettings(epochs=1, batch_size=8)
+    prepare_model(method, settings, torch.device("cpu"))
+    optimizer, scheduler = make_optimizer(method, settings, torch.device("cpu"), 10)
+    x = torch.randint(0, 256, (8, 1, 16, 16), dtype=torch.uint8)
+    train_step(method, x, 0.0, optimizer, scheduler, autocast=False)  # the optimiser creates its state once
+    with Ops() as ops:
+        train_step(method, x, 0.1, optimizer, scheduler, autocast=False)
+    assert "aten.lift_fresh.default" not in ops.seen
+    assert "aten.grid_sampler_2d.default" in ops.seen  # the views ran inside the recorded step

@@ -117,3 +117,16 @@ def test_alpha_schedule_is_linear_and_clamped():
 def test_no_positive_pairs_is_an_error():
     with pytest.raises(ValueError, match="no positive pairs"):
         label_contrastive_loss(torch.randn(3, 2), torch.arange(3), 0.5)
+
+
+def test_loss_is_float32_under_bf16_autocast():
+    g = torch.Generator().manual_seed(0)
+    z = torch.randn(16, 8, generator=g)
+    labels = torch.arange(16) % 4
+    ref = label_contrastive_loss(z, labels, 0.5)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out = label_contrastive_loss(z.bfloat16(), labels, 0.5)
+    assert out.dtype == torch.float32
+    # only the bf16 rounding of z itself remains (bf16 similarities would be off by about 1e-2)
+    assert float((out - label_contrastive_loss(z.bfloat16().float(), labels, 0.5)).abs()) < 1e-5
+    assert float((out - ref).abs()) < 0.05

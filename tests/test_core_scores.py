@@ -6,7 +6,7 @@ import torch
 from scipy.stats import multivariate_normal
 
 from con2.metrics import auroc, context_silhouette
-from con2.scores import fit_gaussian, knn_scores, lh_scores, mahalanobis_scores, nnd_scores
+from con2.scores import fit_gaussian, knn_scores, lh_scores, mahalanobis_scores, nnd_scores, view_scores
 
 
 def cos(a, b):
@@ -99,3 +99,39 @@ def test_silhouette_positive_for_separated_contexts():
     labels = np.repeat([0, 1], 20)
     assert context_silhouette(f, labels) > 0.5
     assert context_silhouette(f, rng.permutation(labels)) < 0.2
+
+
+class LargestOutput(torch.utils._python_dispatch.TorchDispatchMode):
+    """Records the largest tensor any op produces (in elements)."""
+
+    def __init__(self):
+        super().__init__()
+        self.largest = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        for t in out if isinstance(out, (tuple, list)) else [out]:
+            if isinstance(t, torch.Tensor):
+                self.largest = max(self.largest, t.numel())
+        return out
+
+
+def test_scores_in_small_chunks_match_brute_force_with_bounded_intermediates():
+    rng = np.random.default_rng(6)
+    train, test = rng.normal(size=(50, 4)) + 0.5, rng.normal(size=(30, 4))
+    ref_nnd = [-max(cos(t, x) for x in train) for t in test]
+    x = train / np.linalg.norm(train, axis=1, keepdims=True)
+    cov = np.cov(x, rowvar=False, bias=True) + 0.01 * np.trace(np.cov(x, rowvar=False, bias=True)) / 4 * np.eye(4)
+    ref_lh = -multivariate_normal(mean=x.mean(0), cov=cov).logpdf(test / np.linalg.norm(test, axis=1, keepdims=True))
+    test_t, train_t = torch.tensor(test), torch.tensor(train)
+    with LargestOutput() as mode:
+        nnd, lh = view_scores(test_t, train_t, ridge=0.01, chunk=2)  # [2, 2] and [8, 4] blocks
+        maha = mahalanobis_scores(test_t, train_t, chunk=8)
+    assert mode.largest <= 50  # never a [30, 50] similarity matrix, never a second [50, 4] copy (200)
+    np.testing.assert_allclose(nnd.numpy(), ref_nnd, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(lh.numpy(), ref_lh, rtol=1e-4)
+    np.testing.assert_allclose(maha.numpy(), mahalanobis_scores(torch.tensor(test), torch.tensor(train)).numpy(), rtol=1e-6)
+    np.testing.assert_allclose(
+        mahalanobis_scores(torch.tensor(test), torch.tensor(train), n_clusters=3, chunk=7).numpy(),
+        mahalanobis_scores(torch.tensor(test), torch.tensor(train), n_clusters=3).numpy(), rtol=1e-6,
+    )
