@@ -98,30 +98,3 @@ def test_snakemake_rule_for_an_external_program(tmp_path):
     record = read_record(tmp_path / target)
     assert record["method"] == "pixel_nn" and record["metrics"]["auroc"]["nnd"] > 90  # digits are easy
 
-
-def load_compare_script():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("compare_methods", REPO / "benchmarks" / "compare_methods.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_compare_script_scopes_overrides_and_tabulates(tmp_path):
-    cm = load_compare_script()
-    sets = ["epochs=3", "csi:params.samples=2", "simclr:params.k=5", "con2:tta=0"]
-    assert cm.method_overrides(sets, "csi") == ["epochs=3", "params.samples=2"]
-    assert cm.method_overrides(sets, "con2") == ["epochs=3", "tta=0"]
-    labels = np.array([0, 0, 1, 1])
-    records = {}
-    for method, scores in (("simclr", ("knn", "ssd")), ("csi", ("csi",))):
-        for seed, shift in ((0, 0.0), (1, 1.0)):
-            values = {s: np.array([0.0, shift + 0.5, 0.2, 1.0]) for s in scores}
-            records[(method, seed)] = write_external_run(
-                tmp_path / method / str(seed), dataset="breastmnist", normal_class="1", method=method, seed=seed,
-                labels=labels, scores=values, n_train=4,
-            )
-    text = cm.table(records, ["simclr", "csi"], [0, 1], "breastmnist")
-    assert "| SimCLR (+kNN) | simclr/knn | 62.5 ± 17.7 | 74.7 ± 3.1 |" in text
-    assert "| SSD | simclr/ssd |" in text and "| CSI | csi/csi |" in text and "con2" not in text
