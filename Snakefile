@@ -50,7 +50,8 @@ wildcard_constraints:
 
 
 rule all:
-    """Every table and figure of the profile (and so every run of its grid whose data are available)."""
+    """Every table and figure of the profile (and so every run they need whose data are available);
+    the studies of `report.scopes` (the fidelity table) are built by `snakemake studies` or by name."""
     localrule: True
     input:
         TABLE_FILES,
@@ -59,11 +60,20 @@ rule all:
         "every table and figure of the profile"
 
 
+rule studies:
+    """The scoped tables of `report.scopes` (the fidelity study), each training only its own runs."""
+    localrule: True
+    input:
+        STUDY_FILES,
+    message:
+        "the studies: " + ", ".join(SCOPED_TABLES)
+
+
 rule runs:
     """Only the runs of the grid (records), no tables."""
     localrule: True
     input:
-        grid_records,
+        all_grid_records,
         status_input,
     message:
         "every run of the grid"

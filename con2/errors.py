@@ -22,6 +22,10 @@ class ConfigError(Con2Error, ValueError):
     """An invalid configuration value: the message names the key and the allowed values."""
 
 
+class WeightsMissing(ConfigError):
+    """A method's pretrained weights are not on disk (as opposed to a wrong or damaged file)."""
+
+
 class NonFiniteLossError(Con2Error, FloatingPointError):
     """Training produced a NaN or infinite loss; the message names the step and the loss terms."""
 

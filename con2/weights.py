@@ -38,7 +38,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from con2.errors import ConfigError
+from con2.errors import ConfigError, WeightsMissing
 
 if TYPE_CHECKING:
     from torch import Tensor, nn
@@ -225,7 +225,8 @@ def resolve(value: str, set_name: str | WeightSet, key: str = "weights", sha256:
         owner: the method's name, for messages.
 
     Raises:
-        ConfigError: no file, unknown set, or a digest that does not match; the message names the
+        WeightsMissing: no file (a ``ConfigError``); the message says how to get it.
+        ConfigError: an unknown set, or a digest that does not match; the message names the
             file and how to get the right one.
     """
     ws = get_set(set_name)
@@ -240,14 +241,14 @@ def resolve(value: str, set_name: str | WeightSet, key: str = "weights", sha256:
         dirs = [Path(os.path.expanduser(value))] if value else cache_dirs()
         path = _search(ws, dirs)
         if path is None:
-            raise ConfigError(
+            raise WeightsMissing(
                 f"{need} and no file {' or '.join(ws.files)} was found in {', '.join(map(str, dirs))}; "
                 f"{ws.how_to_get(key)}"
             )
     else:
         path = Path(os.path.expanduser(value))
         if not path.is_file():
-            raise ConfigError(f"params.{key}: no file at {path}; {need}: {ws.how_to_get(key)}")
+            raise WeightsMissing(f"params.{key}: no file at {path}; {need}: {ws.how_to_get(key)}")
     path = path.resolve()
     expected = sha256 or ws.files.get(path.name, "")
     digest = sha256_of(path)

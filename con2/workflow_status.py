@@ -92,7 +92,11 @@ def outside_grid(runs_csv: str | Path) -> list[str]:
 
 
 def summary_lines(
-    data_targets: Iterable[tuple[str, int]], config: Mapping[str, Any], runs_csv: str | Path, since: float = 0.0
+    data_targets: Iterable[tuple[str, int]],
+    config: Mapping[str, Any],
+    runs_csv: str | Path,
+    since: float = 0.0,
+    methods_missing_weights: Mapping[str, str] | None = None,
 ) -> list[str]:
     """The end-of-run block (empty when there is nothing to say).
 
@@ -101,6 +105,8 @@ def summary_lines(
         config: the profile (``data_dir``).
         runs_csv: the aggregation, for records outside the grid.
         since: when this workflow run started (older failure logs are not reported).
+        methods_missing_weights: ``{"method/variant": message}`` of runs left out because their
+            pretrained weights are not on disk.
     """
     data_dir = config.get("data_dir", "data")
     skipped, failed = [], []
@@ -116,7 +122,8 @@ def summary_lines(
         elif (reason := _failed_in_log(Path(prepare_log(dataset, size)), since)) is not None:
             failed.append((dataset, size, reason, fix_command(dataset, size, data_dir)))
     outside = outside_grid(runs_csv)
-    if not (skipped or failed or outside):
+    weights = dict(methods_missing_weights or {})
+    if not (skipped or failed or outside or weights):
         return []
     rule = "-" * 100
     lines = ["", rule]
@@ -128,6 +135,11 @@ def summary_lines(
         lines += [f"  {dataset} ({size} px): {reason}", f"      fix: {fix}   (then run the same snakemake command again)"]
     if skipped:
         lines.append("  (--config strict=true turns a skipped dataset into an error)")
+    if weights:
+        lines.append(f"con2 workflow: {len(weights)} method variant(s) NOT RUN: their pretrained weights are not on disk.")
+        for key, message in weights.items():
+            lines.append(f"  {key}: {message}")
+        lines.append("  (--config strict=true turns this into an error)")
     if outside:
         lines.append(
             f"con2 workflow: {len(outside)} record(s) outside this profile's grid are aggregated as they are "

@@ -381,7 +381,7 @@ def test_no_record_ever_leaves_the_tables_and_a_grid_change_trains_at_once(tmp_p
 
     wd = copy_workflow(tmp_path / "wd")
     data = tmp_path / "data"
-    write_medmnist_npz(data / "medmnist" / "breastmnist.npz", {"train": [30, 70], "val": [2, 2], "test": [20, 25]}  # 70 normals >= batch 64)
+    write_medmnist_npz(data / "medmnist" / "breastmnist.npz", {"train": [30, 70], "val": [2, 2], "test": [20, 25]})  # 70 normals >= batch 64
     datasets = {"digits": {"normal_classes": ["0"]}, "breastmnist": {"run": {"image_size": 28}}}
     main = {"datasets": ["digits", "breastmnist"], "methods": {"con2": ["invert"]}}
     prof = small_profile(wd, datasets, {"main": main})

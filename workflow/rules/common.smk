@@ -51,6 +51,33 @@ def expand_runs():
         raise grid_error(exc) from None
 
 
+def drop_runs_without_weights(runs):
+    """The runs whose method finds its pretrained weights; the others are left out and listed at
+    the end (with strict=true the first one fails the workflow, naming the file and the fix).
+    Returns ``(kept runs, {"method/variant": the message})``."""
+    from con2.config import make_config
+    from con2.errors import WeightsMissing
+    from con2.methods import validate_run
+
+    missing, verdict = {}, {}
+    for run in runs:
+        if run.method in OWN_RULE_METHODS:
+            continue
+        key = f"{run.method}/{run.variant}"
+        if key in verdict:
+            continue
+        try:
+            validate_run(make_config(run.config))
+            verdict[key] = True
+        except WeightsMissing as exc:
+            if STRICT:
+                raise grid_error(f"method {run.method!r}, variant {run.variant!r}: {exc} (strict=true)") from None
+            verdict[key], missing[key] = False, " ".join(str(exc).split())
+        except ConfigError:
+            verdict[key] = True  # other errors are reported, naming the key, by sync_run_configs
+    return [r for r in runs if verdict.get(f"{r.method}/{r.variant}", True)], missing
+
+
 def sync_run_configs(runs):
     """Write results/configs/<run key>.yaml for every run trained by `con2 train`, where missing
     or different: a changed setting rewrites the file, and so reruns that run (its input). The
@@ -90,7 +117,7 @@ def runtime_set(wildcards, threads):
 # ------------------------------------------------------------------------------------------ the grid
 OWN_RULE_FILES = method_rule_files()
 OWN_RULE_METHODS = {Path(f).stem for f in OWN_RULE_FILES}
-RUNS = expand_runs()
+RUNS, WEIGHTS_MISSING = drop_runs_without_weights(expand_runs())
 RUN_INDEX = E.run_index(RUNS)
 CLI_METHODS = {r.method for r in RUNS} - OWN_RULE_METHODS
 sync_run_configs([r for r in RUNS if r.method in CLI_METHODS])
@@ -100,7 +127,9 @@ RECORDS_ON_DISK = sorted(glob.glob(f"{E.RUNS_ROOT}/*/*/*/*/seed*/record.json"))
 
 REPORT = config.get("report") or {}
 PER_CLASS = list(REPORT.get("per_class", []))
-TABLE_FILES = table_targets(PER_CLASS)
+SCOPED_TABLES = list(REPORT.get("scopes") or {})  # studies: built when named (or by `snakemake studies`)
+TABLE_FILES = [f for f in table_targets(PER_CLASS) if Path(f).stem not in SCOPED_TABLES]
+STUDY_FILES = [f for f in table_targets(PER_CLASS) if Path(f).stem in SCOPED_TABLES]
 FIGURE_FILES = figure_targets(PER_CLASS)
 # inputs relative to the working directory, so a moved checkout does not change the input sets
 PAPER_NUMBERS = os.path.relpath(WORKFLOW_DIR / "workflow" / "resources" / "paper_numbers.csv")
@@ -206,8 +235,20 @@ def status_input(wildcards):
 
 
 # ------------------------------------------------------------------------------------------ aggregation
+def scoped_only(run):
+    """True for a run that only scoped tables (`report.scopes`, e.g. the fidelity study) need."""
+    scoped = {e for exps in (REPORT.get("scopes") or {}).values() for e in exps}
+    return bool(run.experiments) and set(run.experiments) <= scoped
+
+
 def grid_records(wildcards):
-    """Records of the grid to train (or keep up to date): every run whose data are available."""
+    """Records the main aggregation trains (or keeps up to date): every run whose data are
+    available, but those only a scoped table needs (they train when that table is the target)."""
+    return [r.record for r in available_runs() if not scoped_only(r)]
+
+
+def all_grid_records(wildcards):
+    """Records of every run of the grid whose data are available (rule `runs`)."""
     return [r.record for r in available_runs()]
 
 
@@ -216,7 +257,7 @@ def records_outside(wildcards):
     is unavailable now. Aggregated as they are; their names and mtimes (a param, so not derived
     from the inputs: Snakemake compares it) make aggregation rerun when one appears, changes or
     disappears."""
-    tracked = {r.record for r in available_runs()}
+    tracked = {r.record for r in available_runs() if not scoped_only(r)}
     return [f"{p}@{os.stat(p).st_mtime_ns}" for p in RECORDS_ON_DISK if p not in tracked]
 
 
@@ -284,7 +325,7 @@ def end_summary():
     the records aggregated although outside this profile's grid."""
     from con2.workflow_status import summary_lines
 
-    return summary_lines(DATA_TARGETS, config, RUNS_CSV, since=STARTED)
+    return summary_lines(DATA_TARGETS, config, RUNS_CSV, since=STARTED, methods_missing_weights=WEIGHTS_MISSING)
 
 
 def print_at_exit(lines):
