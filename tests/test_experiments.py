@@ -31,7 +31,7 @@ def test_grid_expands_the_paper_profile() -> None:
     pairs = {(r.dataset, r.normal_class) for r in runs}
     assert len(pairs) == 70
     main = [r for r in runs if "main" in r.experiments]
-    assert len(main) == 70 * 3 * 3  # con2 + simclr + csi, 3 seeds
+    assert len(main) == 70 * 4 * 3  # con2 + simclr + csi + unicon_ha, 3 seeds
     cifar = next(r for r in runs if r.dataset == "cifar10")
     assert cifar.config["batch_size"] == 512 and cifar.config["image_size"] == 32 and cifar.config["epochs"] == 2048
     assert cifar.data_size == 32
