@@ -156,11 +156,10 @@ def train_resource(name, default):
 # ------------------------------------------------------------------------------------------ the data
 def dataset_on_disk(dataset, size):
     """True if the dataset's files are under data_dir (no network; the data layer's own search)."""
-    from con2.data import DataError, get_info
-    from con2.data.registry import find_source
+    from con2.data import DataError, find_source
 
     try:
-        find_source(get_info(dataset), Path(config["data_dir"]).absolute(), int(size))
+        find_source(dataset, Path(config["data_dir"]).absolute(), int(size))
     except DataError:
         return False
     return True
