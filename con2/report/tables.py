@@ -332,7 +332,7 @@ def nnd_vs_lh(runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str, Any]
 
 def loss_ablation(runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str, Any]) -> Table:
     """The subject's loss ablation: one column per value of its runs' ``loss`` tag (the main
-    variant's first), every score, at its main context."""
+    variant's first, then in the order of the profile's ``variants``), every score, at its main context."""
     rep = report_block(config)
     runs = headline(runs)
     subject, names = subject_and_names(runs, config)
@@ -347,7 +347,10 @@ def loss_ablation(runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str, 
         sel = sel.assign(loss=subject.losses(sel)).dropna(subset=["loss"])
         ablated = set(sel.loc[sel["loss"] != reference, "dataset"])
         sel = sel[sel["dataset"].isin(ablated)]
-    losses = [x for x in [reference, *sorted(set(sel.get("loss", [])) - {reference})] if x is not None]
+    # the main variant's loss first, then the others in the order the profile lists their variants
+    rank = {v: i for i, v in enumerate(config.get("variants") or {})}
+    seen = sorted(zip(sel.get("variant", []), sel.get("loss", [])), key=lambda vl: (rank.get(vl[0], len(rank)), vl[0]))
+    losses = [x for x in dict.fromkeys([reference, *(loss for _, loss in seen)]) if x is not None]
     sel, like_notes = like_with_like(sel, "loss", "loss")
     level = _level(sel, ["dataset", "loss", "score"])
     rows, data = [], []
