@@ -67,8 +67,8 @@ class EmbeddedDigits(Source):
         images, ids, labels = arrays(size)
         sha = hashlib.sha256(np.ascontiguousarray(images).tobytes()).hexdigest()
         return Prepared(
-            directory=None, images=images, ids=np.array(ids), splits=np.array(["all"] * len(ids)), labels=np.array(labels),
-            classes=info.classes, manifest={"images_sha256": sha, "source": {}},
+            directory=None, images=images, ids=np.array(ids), splits=np.array(["all"] * len(ids)),
+            labels=np.array(labels), classes=info.classes, manifest={"images_sha256": sha, "source": {}},
         )  # fmt: skip
 
 

@@ -384,7 +384,8 @@ def how_to_get(name: str, data_dir: Path) -> str:
     spec = SPECS[name]
     return (
         f"`con2 data get {name} --data-dir {data_dir}` with Kaggle credentials (~/.kaggle/kaggle.json or "
-        f"KAGGLE_USERNAME/KAGGLE_KEY), or `{spec.command(data_dir / name)}`, or {spec.url} by hand into {data_dir / name}/"
+        f"KAGGLE_USERNAME/KAGGLE_KEY), or `{spec.command(data_dir / name)}`, or {spec.url} by hand into "
+        f"{data_dir / name}/"
     )
 
 

@@ -47,7 +47,9 @@ def register_source(source: Source) -> Source:
     """
     old = SOURCES.get(source.kind)
     if old is not None and old is not source:
-        raise ValueError(f"source kind {source.kind!r} is registered twice ({type(old).__name__}, {type(source).__name__})")
+        raise ValueError(
+            f"source kind {source.kind!r} is registered twice ({type(old).__name__}, {type(source).__name__})"
+        )
     SOURCES[source.kind] = source
     return source
 
@@ -216,7 +218,9 @@ def source_of(info: DatasetInfo) -> Source:
     try:
         return SOURCES[info.source]
     except KeyError:
-        raise DataError(f"{info.name}: no source of kind {info.source!r} is registered; registered: {sorted(SOURCES)}") from None
+        raise DataError(
+            f"{info.name}: no source of kind {info.source!r} is registered; registered: {sorted(SOURCES)}"
+        ) from None
 
 
 def get_info(name: str) -> DatasetInfo:
@@ -286,22 +290,12 @@ def prepare_dataset(
     progress: bool | None = None,
     verify: bool = False,
 ) -> Prepared:
-    """Locate (or, with ``download``, download) dataset ``name``, verify it and prepare it at ``size``.
-
-    Args:
-        name: registered name.
-        data_dir: searched first; downloads go there.
-        size: image size of the cache.
-        download: download when nothing is on disk.
-        progress: show progress bars (``None``: when stderr is a terminal).
-        verify: recompute the cache's sha256 even if it looks unchanged.
-
-    Returns:
-        The prepared images (see :meth:`con2.data.source.Source.prepare`; ``directory`` is ``None``
-        for a source kept in memory).
+    """Locate (or, with ``download``, download) dataset ``name``, verify it and prepare it at ``size``:
+    its source's :meth:`~con2.data.source.Source.prepare` (arguments as there; ``directory`` of the
+    result is ``None`` for a source kept in memory).
 
     Raises:
-        DataError: with the file and the fix.
+        DataError: an unknown name or a size < 1; the source's errors (with the file and the fix).
     """
     info = get_info(name)
     if size < 1:

@@ -54,7 +54,8 @@ def paper_row_value(
     if target is None:
         return None
     dmap = dataset_names(config)
-    return paper_value(paper, "table1_medical", dmap.get(dataset, dataset), target[0], target[1], context if target[1] else "")
+    pm, ps = target
+    return paper_value(paper, "table1_medical", dmap.get(dataset, dataset), pm, ps, context if ps else "")
 
 
 def fidelity(runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str, Any]) -> Table:
@@ -65,7 +66,8 @@ def fidelity(runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str, Any])
     reference = spec.get("reference") or (rows_cfg[0]["label"] if rows_cfg else None)
     ref_row = next((r for r in rows_cfg if r["label"] == reference), None)
     names = method_names(config, runs)
-    context = str((config.get("report") or {}).get("main_context") or subject_of(config, runs, names).main_context or "")
+    main = (config.get("report") or {}).get("main_context")
+    context = str(main or subject_of(config, runs, names).main_context or "")
 
     def _paper(d: str, r: Mapping[str, Any]) -> tuple[float, float] | None:
         return paper_row_value(paper, config, names, context, d, r)

@@ -88,13 +88,16 @@ def per_class_figure(table_data: pd.DataFrame, dataset: str, png: str | Path, pd
         classes = list(dict.fromkeys(table_data["normal_class"]))
         ordered = table_data.sort_values("series", kind="stable") if "series" in table_data.columns else table_data
         pairs = list(dict.fromkeys(zip(ordered["method"], ordered["score"])))
-        labels = dict(zip(zip(ordered["method"], ordered["score"]), ordered["label"])) if "label" in ordered.columns else {}
+        labels = {}
+        if "label" in ordered.columns:
+            labels = dict(zip(zip(ordered["method"], ordered["score"]), ordered["label"]))
         means = np.full((len(classes), len(pairs)), np.nan)
         stds, counts = np.full_like(means, np.nan), np.zeros_like(means)
         for r in table_data.to_dict("records"):
             i, j = classes.index(r["normal_class"]), pairs.index((r["method"], r["score"]))
             means[i, j], stds[i, j], counts[i, j] = r["auroc_mean"], r["auroc_std"], r["n"]
-        grouped_bars(ax, classes, [labels.get((m, s), f"{m} ({s})") for m, s in pairs], means, stds, "AUROC (%)", counts)
+        series = [labels.get((m, s), f"{m} ({s})") for m, s in pairs]
+        grouped_bars(ax, classes, series, means, stds, "AUROC (%)", counts)
         lo = np.nanmin(means) if np.isfinite(means).any() else 50
         ax.set_ylim(max(0, min(50, lo - 5)), 100)
         ax.axhline(50, color="0.5", lw=0.8, ls=":")

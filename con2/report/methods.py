@@ -326,10 +326,14 @@ def missing_weights_notes(config: Mapping[str, Any], runs: pd.DataFrame, dataset
                         continue
                     dparams = ((datasets_cfg.get(d) or {}).get("run") or {}).get("params") or {}
                     vparams = (variants_cfg.get(variant) or {}).get("params") or {}
+                    merged = deep_merge(deep_merge(base, dparams), vparams)
                     try:
-                        params = dataclass_from_params(spec.Params, deep_merge(deep_merge(base, dparams), vparams), method)
-                        if not spec.weight_sets(params):
-                            continue
+                        params = dataclass_from_params(spec.Params, merged, method)
+                    except ConfigError:
+                        continue  # a bad key, not missing weights: the workflow names it before any job
+                    if not spec.weight_sets(params):
+                        continue
+                    try:
                         spec.resolve_weights(params)
                     except ConfigError as exc:
                         notes[(method, variant)] = _weights_note(names.label(method), method, variant, str(exc))
@@ -337,7 +341,7 @@ def missing_weights_notes(config: Mapping[str, Any], runs: pd.DataFrame, dataset
 
 
 def _weights_note(label: str, method: str, variant: str, message: str) -> str:
-    """``PANDA (variant imagenet): not run, needs the pretrained weights ... ; get it ...``."""
+    """``PANDA (panda/imagenet): not run, needs the pretrained weights ... ; get it ...``."""
     text = " ".join(message.split())
     prefix = f"method {method!r} "
     text = text[len(prefix) :] if text.startswith(prefix) else f"needs its pretrained weights: {text}"

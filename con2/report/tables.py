@@ -204,7 +204,7 @@ def method_table(
     ours = main_runs(runs[runs["dataset"].isin(datasets)], rep) if not runs.empty else runs
     cols = ordered_datasets(list(dict.fromkeys([*paper_ds, *datasets])), paper_ds, datasets)
     level = _level(ours, ["dataset", "method", "score"])
-    pairs = sorted(dict.fromkeys(zip(level["method"], level["score"])), key=lambda p: names.pair_key(*p)) if not level.empty else []
+    pairs = sorted(dict.fromkeys(zip(level["method"], level["score"])), key=lambda p: names.pair_key(*p))
     rows, data, midrules, used_paper = [], [], [], set()
 
     def paper_cell(pm: str, ps: str, d: str) -> tuple[float, float] | None:
@@ -285,8 +285,8 @@ def natural_summary(runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str
 
 # ----------------------------------------------------------------------------- the subject's ablations
 def _no_subject(name: str, title: str, columns: list[str]) -> Table:
-    return Table(name, title, columns, [], pd.DataFrame(columns=columns),
-                 ["report.subject is not set: no method to tabulate (set it to the method the paper is about)."])  # fmt: skip
+    note = "report.subject is not set: no method to tabulate (set it to the method the paper is about)."
+    return Table(name, title, columns, [], pd.DataFrame(columns=columns), [note])
 
 
 def nnd_vs_lh(runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str, Any]) -> Table:
@@ -324,7 +324,8 @@ def nnd_vs_lh(runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str, Any]
     diff_note = f" {diff_col[0]} is the difference of the shown values." if diff_col else ""
     return Table(
         "nnd_vs_lh", f"{subject.label}: {' vs '.join(labels)} score, AUROC (%)",
-        ["Dataset", *[f"{lab} (ours)" for lab in labels], *diff_col, *[f"{lab} (paper)" for lab in labels]], rows, frame,
+        ["Dataset", *[f"{lab} (ours)" for lab in labels], *diff_col, *[f"{lab} (paper)" for lab in labels]],
+        rows, frame,
         [f"{subject.label} {subject.main_variant} runs (every score from the same runs); {CELL_NOTE}{diff_note} "
          f"Paper values: the paper's rows of these scores ({context or 'any'} context), from any of its tables."],
     )  # fmt: skip
@@ -364,7 +365,8 @@ def loss_ablation(runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str, 
             rows.append([dataset_label(d), names.score_label(subject.method, s), *cells])
     frame = pd.DataFrame(data, columns=["dataset", "score", "loss", "mean", "std", "n", "over"])
     return Table(
-        "loss_ablation", title, ["Dataset", "Score", *[f"loss: {str(x).replace('_', ' ')}" for x in losses]], rows, frame,
+        "loss_ablation", title, ["Dataset", "Score", *[f"loss: {str(x).replace('_', ' ')}" for x in losses]],
+        rows, frame,
         [f"{subject.label} runs with context {context or 'any'}, one column per value of their loss tag "
          f"({reference} is the main variant's). Only datasets with at least one run of another loss are listed. "
          f"{CELL_NOTE}", *like_notes],
@@ -429,8 +431,9 @@ def context_table(
     loss = subject.reference.get("loss")
     return Table(
         name, title.format(scores=" and ".join(labels)), ["Dataset", "Score", "Source", *contexts], rows, frame,
-        [f"{subject.label} with one context each (the runs' contexts tag{f', loss {loss}' if loss else ''}); AUROC (%), "
-         f"mean ± std; {CELL_NOTE} Per dataset, every context column averages the same normal classes.", *like_notes],
+        [f"{subject.label} with one context each (the runs' contexts tag{f', loss {loss}' if loss else ''}); "
+         f"AUROC (%), mean ± std; {CELL_NOTE} Per dataset, every context column averages the same normal classes.",
+         *like_notes],
         midrules,
     )  # fmt: skip
 
@@ -489,8 +492,8 @@ def multi_context(runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str, 
     base = f"k = {int(ref_k)} is the main variant ({context})" if ref_k == ref_k else "k: the runs' n_contexts tag"
     return Table(
         "multi_context", title, ["Dataset", "Score", *[f"k = {k}" for k in ks]], rows, frame,
-        [f"k: the number of contexts of the {subject.label} runs (their n_contexts tag, the identity included); {base}. "
-         f"Only datasets with a run of larger k are listed. {CELL_NOTE}", *like_notes],
+        [f"k: the number of contexts of the {subject.label} runs (their n_contexts tag, the identity included); "
+         f"{base}. Only datasets with a run of larger k are listed. {CELL_NOTE}", *like_notes],
     )  # fmt: skip
 
 
@@ -561,7 +564,9 @@ def silhouette(runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str, Any
     if not sel.empty:
         sel = sel.drop_duplicates(subset=["dataset", "normal_class", "method", "variant", "seed"]).copy()
         plain = subject.reference.get("loss")
-        sel["label"] = [variant_label(r, names, plain if r["method"] == subject.method else None) for r in sel.to_dict("records")]
+        sel["label"] = [
+            variant_label(r, names, plain if r["method"] == subject.method else None) for r in sel.to_dict("records")
+        ]
     else:
         sel = sel.assign(label=pd.Series(dtype=str))
     sel, like_notes = like_with_like(sel, "label", "variant")
