@@ -15,7 +15,7 @@
 
 from snakemake.utils import min_version, validate
 
-from con2.data.registry import default_data_dir
+from con2.data import default_data_dir
 
 min_version("9.0")
 

@@ -21,9 +21,12 @@ from data_fixtures import (  # noqa: F401  (isolated_env is autouse)
 )
 from PIL import Image
 
-from con2.data import DataError, load_one_class, prepare_dataset
+from con2.data import (
+    DataError, DatasetInfo, DatasetMissing, Source, find_source, load_one_class, prepare_dataset, register_dataset,
+    register_source,
+)  # fmt: skip
 from con2.data import cache as cache_mod
-from con2.data.cache import cache_root, take
+from con2.data.cache import Found, SourceTable, cache_root, take
 from con2.data.cli import add_data_subcommands, main
 from con2.data.images import preprocess
 from con2.data.splits import hash_rank, holdout_mask, one_class_split
@@ -45,7 +48,7 @@ def test_cache_is_reused_and_checksummed(data_dir: Path, isolated_env: Path, mon
     def fail(*a, **k):
         raise AssertionError("prepared again")
 
-    monkeypatch.setattr("con2.data.registry.prepare", fail)
+    monkeypatch.setattr("con2.data.source.prepare", fail)
     again = prepare_dataset("melanoma", data_dir, 16)
     assert isinstance(again.images, np.memmap)
     np.testing.assert_array_equal(np.asarray(again.images), np.asarray(first.images))
@@ -233,14 +236,78 @@ def test_add_data_subcommands_sets_func() -> None:
     assert callable(parser.parse_args(["data", "list"]).func)
 
 
-def test_registry_values_stay_callable(data_dir: Path) -> None:
-    from con2.data import DATASETS
+class NpyPair(Source):
+    """A source kind the package does not know: ``<data_dir>/<name>/images.npy`` + ``labels.npy``."""
 
+    kind = "npy-pair"
+
+    def find(self, info: DatasetInfo, data_dir: Path, size: int) -> Found:
+        path = data_dir / info.name / "images.npy"
+        if not path.is_file():
+            raise DatasetMissing(f"{info.name}: {path} not found. {self.how_to_get(info, data_dir)}")
+        st = path.stat()
+        return Found(path, f"{st.st_size}:{st.st_mtime_ns}", data_dir)
+
+    def table(self, info: DatasetInfo, found: Found, size: int) -> SourceTable:
+        images = np.load(found.location)
+        labels = np.load(Path(found.location).with_name("labels.npy")).tolist()
+        ids = [f"all/{i}" for i in range(len(images))]
+        return SourceTable(info.name, Path(found.location), found.fingerprint, info.classes, ids, ["all"] * len(ids),
+                           labels, lambda i: images[i], info.recipe, info.channels)  # fmt: skip
+
+    def download(self, info: DatasetInfo, data_dir: Path, size: int, progress: bool = True) -> None:
+        raise DataError(f"{info.name}: no download. {self.how_to_get(info, data_dir)}")
+
+    def how_to_get(self, info: DatasetInfo, data_dir: Path) -> str:
+        return f"Fix: save images.npy and labels.npy in {data_dir / info.name}/"
+
+
+def test_a_registered_source_is_listed_and_loaded(data_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    """A source kind and a dataset registered from outside: `con2 data list` and `load_one_class` need nothing else."""
+    from con2.data import registry
+
+    monkeypatch.setattr(registry, "SOURCES", dict(registry.SOURCES))
+    monkeypatch.setattr(registry, "DATASETS", dict(registry.DATASETS))
+    register_source(NpyPair())
+    register_dataset(DatasetInfo("toy", "Toy", "smoke", "npy-pair", ("a", "b"), ("a",), protocol="holdout",
+                                 recipe="resize", channels=1, paper_size=8, in_paper=False))  # fmt: skip
+    assert main(["data", "list", "--data-dir", str(data_dir)]) == 0
+    out = capsys.readouterr().out
+    assert "toy                    smoke    npy-pair     no" in out
+    assert f"toy: save images.npy and labels.npy in {data_dir / 'toy'}/" in out
+    rng = np.random.default_rng(0)
+    (data_dir / "toy").mkdir()
+    np.save(data_dir / "toy" / "images.npy", rng.integers(0, 256, (30, 8, 8, 1), dtype=np.uint8))
+    np.save(data_dir / "toy" / "labels.npy", np.array([0] * 20 + [1] * 10))
+    d = load_one_class("toy", data_dir, "a", seed=0, size=8)
+    assert len(d.train) + d.n_normal_test == 20 and d.n_anomalous == 10 and d.train.shape[1:] == (8, 8, 1)
+    assert main(["data", "list", "--data-dir", str(data_dir)]) == 0
+    assert "toy                    smoke    npy-pair     yes      8px" in capsys.readouterr().out
+    with pytest.raises(ValueError, match="registered twice"):
+        register_source(type("Other", (NpyPair,), {})())
+    with pytest.raises(ValueError, match="no source of kind 'nosuch'"):
+        register_dataset(DatasetInfo("toy2", "Toy", "smoke", "nosuch", ("a",), ("a",)))
+
+
+def test_every_dataset_has_a_registered_source_and_find_source_is_offline(data_dir: Path) -> None:
+    from con2.data import DATASETS, SOURCES
+
+    assert set(SOURCES) == {"medmnist", "kaggle", "torchvision", "manual", "embedded"}
+    assert {info.source for info in DATASETS.values()} == set(SOURCES)
+    with pytest.raises(DatasetMissing, match="breastmnist.npz not found"):
+        find_source("breastmnist", data_dir, 28)
     write_medmnist_npz(data_dir / "breastmnist.npz", MED)
-    d = DATASETS["breastmnist"](data_dir=data_dir, normal_class=None, seed=0, size=28)
-    assert len(d.train) == 5 and d.normal_class == "1"
-    with pytest.raises(DataError):
-        DATASETS["octmnist"](data_dir=data_dir)
+    assert find_source("breastmnist", data_dir, 28).location == data_dir.absolute() / "breastmnist.npz"
+    assert find_source("digits", data_dir, 8).location == "scikit-learn"  # embedded: present without files
+    assert prepare_dataset("digits", data_dir, 8).directory is None and not (cache_root(data_dir) / "digits").exists()
+
+
+def test_cli_get_embedded(data_dir: Path, capsys: pytest.CaptureFixture) -> None:
+    assert main(["data", "get", "digits", "--data-dir", str(data_dir)]) == 0
+    out = capsys.readouterr().out
+    assert "digits 8px: 1797 images (8, 8, 1) in memory (nothing to cache)" in out
+    assert "source embedded (no files)" in out
+    assert "normal class 0: 119 train, test 59 normal + 540 anomalous" in out
 
 
 def test_unwritable_cache_is_a_clear_error(data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

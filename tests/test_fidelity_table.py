@@ -24,7 +24,8 @@ def _fidelity_runs() -> pd.DataFrame:
 def test_fidelity_table_reads_settings_and_readings_against_the_reference():
     paper = pd.DataFrame([{"table": "table1_medical", "dataset": "BreastMNIST", "method": "CON2", "family": "ours",
                            "context": "invert", "score": "NND", "auroc_mean": 81.7, "auroc_std": 1.4}])  # fmt: skip
-    config = {"report": {"fidelity": {"datasets": ["breastmnist", "digits"], "reference": "as printed", "rows": [
+    config = {"report": {"subject": "con2",
+                         "fidelity": {"datasets": ["breastmnist", "digits"], "reference": "as printed", "rows": [
         {"label": "as printed", "method": "con2", "variant": "invert", "score": "nnd", "change": "-"},
         {"label": "original", "method": "con2", "variant": "invert", "score": "nnd@encoder/original"},
         {"label": "content only", "method": "con2", "variant": "content_only", "score": "nnd"},

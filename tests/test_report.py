@@ -16,7 +16,7 @@ import pytest
 
 from con2.records import RecordError, write_record
 from con2.report import tables as T
-from con2.report.collect import collect_runs, context_fields, dataset_level, load_runs, summarize
+from con2.report.collect import collect_runs, dataset_level, load_runs, summarize
 from con2.report.format import Table, cell, latex_cell, mean_std, shown_diff
 from con2.report.paper import load_compute_hours, load_paper_numbers, paper_value
 
@@ -65,6 +65,7 @@ def runs(tmp_path: Path) -> pd.DataFrame:
 def config() -> dict:
     return {
         "report": {
+            "subject": "con2",
             "medical": ["breastmnist", "pneumoniamnist"], "natural": ["cifar10"], "per_class": ["cifar10"],
             "main_variants": {"con2": "invert"}, "contexts": ["invert", "flip", "equalize"],
             "fidelity": {"datasets": ["breastmnist"], "reference": "as printed", "rows": [
@@ -99,8 +100,14 @@ def test_summaries(runs: pd.DataFrame) -> None:
     per_class = s[(s.dataset == "cifar10") & (s.variant == "invert") & (s.score == "nnd")]["mean"]
     assert cifar["mean"] == pytest.approx(per_class.mean()) and cifar["n_classes"] == 2
     assert cifar["std"] == pytest.approx(per_class.std(ddof=1))
-    assert context_fields({"params": {"n_contexts": 4}})[:2] == ("k4", 4.0)
-    assert context_fields({"params": {"contexts": ["flip"], "loss": "content_only"}}) == ("flip", 2.0, "content_only")
+    # records without a method_card: the tags come from the method's spec applied to the config's params
+    k4 = runs[(runs.variant == "k3")].iloc[0]
+    assert (k4["contexts"], k4["n_contexts"], k4["loss"]) == ("k3", 3.0, "full")
+    ablated = runs[(runs.variant == "context_only")].iloc[0]
+    assert (ablated["contexts"], ablated["n_contexts"], ablated["loss"]) == ("invert", 2.0, "context_only")
+    knn = runs[(runs.method == "simclr") & (runs.score == "knn")].iloc[0]
+    assert pd.isna(knn["contexts"])
+    assert (knn["method_label"], knn["score_label"], knn["paper_method"]) == ("SimCLR", "kNN", "SimCLR")
 
 
 # ----------------------------------------------------------------------------- tables
@@ -139,7 +146,9 @@ def test_context_and_ablation_tables(runs: pd.DataFrame, paper: pd.DataFrame, co
     assert paper_rows and paper_rows[0][3:] == ["81.7 ± 0.9", "81.7 ± 1.4", "72.2 ± 1.8"]
     loss = T.loss_ablation(runs, paper, config)
     nnd = next(r for r in loss.rows if r[0] == "BreastMNIST" and r[1] == "NND")
-    assert nnd[3] == "70.0 ± 0.0 [1×3]" and nnd[4] == "–"
+    # the losses that ran, the main variant's first
+    assert loss.columns == ["Dataset", "Score", "loss: full", "loss: context only"]
+    assert nnd[3] == "70.0 ± 0.0 [1×3]" and len(nnd) == 4
     multi = T.multi_context(runs, paper, config)
     assert multi.columns[-2:] == ["k = 2", "k = 3"]
     allc = T.all_contexts(runs, paper, config)
@@ -193,7 +202,8 @@ def test_figures_write_png_and_pdf(runs: pd.DataFrame, paper: pd.DataFrame, conf
 def test_report_imports_no_torch() -> None:
     code = (
         "import sys, con2.experiments, con2.workflow_status, con2.report.collect, con2.report.tables, "
-        "con2.report.figures, con2.report.artefacts; bad = [m for m in ('torch', 'con2.engine', 'con2.methods', 'con2.data') if m in sys.modules]; "
+        "con2.report.figures, con2.report.artefacts, con2.report.methods as M; M.method_names({}); "
+        "bad = [m for m in ('torch', 'con2.engine', 'con2.data') if m in sys.modules]; "
         "print(bad); sys.exit(1 if bad else 0)"
     )
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
@@ -380,3 +390,114 @@ def test_bars_have_error_bars_only_over_several_runs_and_a_legend_outside() -> N
     anchor = ax.get_legend().get_bbox_to_anchor().transformed(ax.transAxes.inverted())
     assert anchor.x0 >= 1.0  # right of the axes, not over the bars
     plt.close(fig)
+
+
+# ----------------------------------------------------------------------------- methods named by their specs and cards
+def carded(rec: dict, card: dict) -> dict:
+    return {**rec, "method_card": card}
+
+
+def test_tables_read_the_tags_of_the_method_card_not_the_params(
+    tmp_path: Path, paper: pd.DataFrame, config: dict
+) -> None:
+    """A record whose card says `flip` lands in the flip column although its params say nothing."""
+    card = {"label": "CON2", "score_labels": {"nnd": "NND", "lh": "LH"}, "paper_rows": {"nnd": ["CON2", "NND"]},
+            "compute_name": "CON2", "tags": {"contexts": "flip", "n_contexts": 2, "loss": "full"}}  # fmt: skip
+    main = {**card, "tags": {"contexts": "invert", "n_contexts": 2, "loss": "full"}}
+    recs = [
+        carded(fake_record("cifar10", "cat", "con2", "v1", 0, {"nnd": 61.0, "lh": 60.0}, {}), card),
+        carded(fake_record("cifar10", "cat", "con2", "invert", 0, {"nnd": 71.0, "lh": 70.0}, {}), main),
+    ]
+    allc = T.all_contexts(collect(tmp_path, recs), paper, config)
+    row = next(r for r in allc.rows if r[:3] == ["CIFAR10", "NND", "ours"])
+    assert allc.columns[3:] == ["invert", "flip", "equalize"] and row[3:5] == ["71.0 [1×1]", "61.0 [1×1]"]
+
+
+def test_a_method_the_report_never_heard_of_appears_in_every_method_table(
+    tmp_path: Path, paper: pd.DataFrame, config: dict, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A toy method registered by its spec: its label, score label and paper row come from the spec."""
+    from con2.methods import MethodSpec
+    from con2.methods import registry
+
+    spec = MethodSpec(name="toy", Params=dict, implementation="nowhere:Toy", score_names=("pix",), label="Toy",
+                      score_labels={"pix": "PIX"}, paper_rows={"pix": ("PANDA", "")}, compute_name="CSI")  # fmt: skip
+    registry.all_methods()
+    monkeypatch.setitem(registry.METHODS, "toy", spec)
+    recs = [fake_record("breastmnist", "1", "toy", "default", s, {"pix": 60.0 + s}, {}) for s in range(3)]
+    recs += [fake_record("breastmnist", "1", "con2", "invert", 0, {"nnd": 80.0, "lh": 78.0}, {"contexts": ["invert"]})]
+    runs = collect(tmp_path, recs)
+    t1 = T.table1_medical(runs, paper, config)
+    labels = [(r[0], r[1]) for r in t1.rows]
+    assert labels[:2] == [("CON2 (NND)", "ours"), ("CON2 (NND)", "paper")]  # the subject first
+    i = labels.index(("Toy (PIX)", "ours"))
+    assert labels[i + 1] == ("PANDA", "paper") and t1.rows[i][2] == "61.0 ± 1.0 [1×3]"
+    per_class = T.per_class(runs, paper, config, "breastmnist")
+    assert per_class.columns == ["Normal class", "CON2 (NND)", "CON2 (LH)", "Toy (PIX)"]
+    repro = T.reproduction(runs, paper, config).data
+    assert set(repro.loc[(repro.method == "PANDA") & repro.ours_mean.notna(), "ours"]) == {"toy/pix"}
+    hours = pd.DataFrame([{"method": "CSI", "dataset": "BreastMNIST", "gpu_hours_per_run": 7.5}])
+    cost = T.compute_cost(runs, paper, config, hours).data
+    assert float(cost.loc[cost.method == "toy", "paper_gpu_h"].iloc[0]) == 7.5
+
+
+def test_a_method_without_spec_is_named_by_its_records_card_or_the_config(
+    tmp_path: Path, paper: pd.DataFrame, config: dict
+) -> None:
+    card = {"label": "Ext", "score_labels": {"s": "S"}, "paper_rows": {"s": ["CSI", ""]}, "compute_name": None,
+            "tags": {}}  # fmt: skip
+    recs = [carded(fake_record("breastmnist", "1", "ext", "default", 0, {"s": 55.0}, {}), card),
+            fake_record("breastmnist", "1", "pixel", "default", 0, {"pixel_nn": 52.0}, {})]  # fmt: skip
+    runs = collect(tmp_path, recs)
+    cfg = {**config, "paper_names": {"methods": {"pixel/pixel_nn": "PANDA"}}}
+    labels = [(r[0], r[1]) for r in T.table1_medical(runs, paper, cfg).rows]
+    assert labels[:4] == [("Ext (S)", "ours"), ("CSI", "paper"), ("pixel (pixel_nn)", "ours"), ("PANDA", "paper")]
+
+
+def test_the_subject_key_chooses_the_method_of_the_ablation_tables(
+    runs: pd.DataFrame, paper: pd.DataFrame, config: dict
+) -> None:
+    simclr = {**config, "report": {**config["report"], "subject": "simclr", "main_variants": {"simclr": "default"}}}
+    t = T.nnd_vs_lh(runs, paper, simclr)
+    assert t.columns == ["Dataset", "kNN (ours)", "SSD (ours)", "kNN − SSD", "kNN (paper)", "SSD (paper)"]
+    assert t.title.startswith("SimCLR:") and T.table1_medical(runs, paper, simclr).rows[0][0] == "SimCLR (kNN)"
+    none = {**config, "report": {k: v for k, v in config["report"].items() if k != "subject"}}
+    for build in (T.nnd_vs_lh, T.loss_ablation, T.alt_contexts, T.all_contexts, T.multi_context):
+        empty = build(runs, paper, none)
+        assert not empty.rows and "report.subject is not set" in empty.notes[0]
+    assert T.table1_medical(runs, paper, none).rows  # the method tables need no subject
+
+
+def test_table1_says_which_method_needs_weights_it_does_not_have(
+    runs: pd.DataFrame, paper: pd.DataFrame, config: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PANDA in the profile's experiments, no weights in any cache: Table 1 says so and how to get them."""
+    import hashlib
+
+    monkeypatch.setenv("CON2_WEIGHTS_DIR", str(tmp_path / "weights"))
+    monkeypatch.setenv("TORCH_HOME", str(tmp_path / "torch"))
+    own = tmp_path / "my_resnet18.pth"
+    own.write_bytes(b"not really weights")
+    sha = hashlib.sha256(own.read_bytes()).hexdigest()
+    variants = {
+        "invert": {"params": {"contexts": ["invert"]}},
+        "r18": {"params": {"backbone": "resnet18"}},
+        "local": {"params": {"backbone": "resnet18", "weights": str(own), "weights_sha256": sha}},
+    }
+    experiments = {
+        "main": {"datasets": ["breastmnist"], "methods": {"con2": ["invert"], "panda": ["default", "r18", "local"]}},
+        "natural": {"datasets": ["cifar10"], "methods": {"panda": ["default"]}},
+    }
+    cfg = {**config, "variants": variants, "experiments": experiments}
+    notes = [n for n in T.table1_medical(runs, paper, cfg).notes if "PANDA" in n]
+    assert len(notes) == 2, notes  # default and r18; `local` has its weights (found and checked), so no note
+    default, r18 = notes
+    assert default.startswith(
+        "PANDA (panda/default): not run, needs the pretrained weights 'torchvision/resnet152-imagenet1k-v1' (params.weights)"
+    )
+    assert f"was found in {tmp_path / 'weights'}" in default and "curl -L -o resnet152-394f9c45.pth" in default
+    assert r18.startswith("PANDA (panda/r18): not run") and "resnet18-f37072fd.pth" in r18
+    assert any(n.startswith("PANDA (panda/default)") for n in T.natural_summary(runs, paper, cfg).notes)
+    # runs on the table's datasets: no note
+    ran = pd.concat([runs, runs[runs.method == "simclr"].assign(method="panda", variant="default", score="knn")])
+    assert [n for n in T.table1_medical(ran, paper, cfg).notes if "PANDA" in n] == [r18]

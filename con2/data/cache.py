@@ -73,21 +73,27 @@ class Found:
     """A source located on disk, before it is read: enough to check a cache.
 
     Attributes:
-        location: the file or folder found.
+        location: the file or folder found (a description, e.g. ``scikit-learn``, for a source
+            without files).
         fingerprint: cheap identity (see :class:`SourceTable`).
-        build: lists (and for arrays, reads) the samples.
+        data_dir: the data folder it was found in (for messages).
+        listing: the samples, where finding them already listed them (folder trees); else
+            :meth:`con2.data.source.Source.table` reads them.
     """
 
-    location: Path
+    location: Path | str
     fingerprint: str
-    build: Callable[[], SourceTable]
+    data_dir: Path
+    listing: SourceTable | None = None
 
 
 @dataclass(frozen=True)
 class Prepared:
-    """A loaded cache: ``images`` is a read-only memmap ``[N, H, W, C]``."""
+    """A loaded cache: ``images`` is a read-only memmap ``[N, H, W, C]``. ``directory`` is the cache
+    folder (``None`` for a source kept in memory, whose ``manifest`` holds ``images_sha256`` and an
+    empty ``source`` only)."""
 
-    directory: Path
+    directory: Path | None
     images: np.ndarray
     ids: np.ndarray
     splits: np.ndarray

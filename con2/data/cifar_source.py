@@ -25,6 +25,7 @@ import numpy as np
 from con2.data.atomic import atomic_path, extract_into, partial_name, remove, text_digest
 from con2.data.base import DataError, DatasetMissing
 from con2.data.cache import Found, SourceTable
+from con2.data.source import DatasetInfo, Source
 
 CIFAR10_CLASSES = (
     "airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck",
@@ -148,16 +149,14 @@ def locate(name: str, data_dir: Path) -> Path:
     raise DatasetMissing(f"{name}: {spec.folder}/ not found (looked in {looked}). {fix}")
 
 
-def find(name: str, data_dir: Path, size: int) -> Found:
-    """Locate the pickles (cheap: they are read only by ``build``)."""
+def fingerprint(name: str, folder: Path, data_dir: Path) -> str:
+    """Names, sizes and mtimes of the pickles (cheap: they are read only by :func:`table`)."""
     spec = SPECS[name]
-    folder = locate(name, data_dir)
     files = [folder / f for f in (*spec.train_files, *spec.test_files, spec.meta_file)]
     missing = [f for f in files if not f.is_file()]
     if missing:
         raise DataError(f"{name}: {missing[0]} is missing. {get_fix(name, data_dir)}")
-    fp = text_digest("\n".join(f"{f.name}\t{f.stat().st_size}\t{f.stat().st_mtime_ns}" for f in files))
-    return Found(folder, fp, lambda: table(name, folder, fp, size, data_dir))
+    return text_digest("\n".join(f"{f.name}\t{f.stat().st_size}\t{f.stat().st_mtime_ns}" for f in files))
 
 
 def table(name: str, folder: Path, fingerprint: str, size: int, data_dir: Path) -> SourceTable:
@@ -186,7 +185,7 @@ def _torchvision_fetch(tv_class: str, root: Path) -> None:
     getattr(torchvision.datasets, tv_class)(root=str(root), train=True, download=True)
 
 
-def download(name: str, data_dir: Path) -> Path:
+def download_archive(name: str, data_dir: Path) -> Path:
     """Download CIFAR ``name`` into ``data_dir`` via torchvision; nothing is left on failure.
 
     Raises:
@@ -217,3 +216,25 @@ def download(name: str, data_dir: Path) -> Path:
 def class_names(name: str) -> Sequence[str]:
     """Class names of CIFAR ``name`` (superclasses for CIFAR-100)."""
     return SPECS[name].classes
+
+
+class CifarSource(Source):
+    """The official CIFAR python pickles, read directly or downloaded by torchvision (``kind = "torchvision"``)."""
+
+    kind = "torchvision"
+
+    def find(self, info: DatasetInfo, data_dir: Path, size: int) -> Found:
+        folder = locate(info.name, data_dir)
+        return Found(folder, fingerprint(info.name, folder, data_dir), data_dir)
+
+    def table(self, info: DatasetInfo, found: Found, size: int) -> SourceTable:
+        return table(info.name, Path(found.location), found.fingerprint, size, found.data_dir)
+
+    def download(self, info: DatasetInfo, data_dir: Path, size: int, progress: bool = True) -> None:
+        download_archive(info.name, data_dir)
+
+    def how_to_get(self, info: DatasetInfo, data_dir: Path) -> str:
+        return get_fix(info.name, data_dir)
+
+
+SOURCE = CifarSource()

@@ -12,7 +12,8 @@ from collections.abc import Sequence
 
 def cmd_list(args: argparse.Namespace) -> int:
     """Print every registered dataset: family, source, present or not, prepared sizes, how to get it."""
-    from con2.data.registry import DATASETS, dataset_status, default_data_dir
+    from con2.data import default_data_dir
+    from con2.data.registry import DATASETS, dataset_status
 
     data_dir = args.data_dir or default_data_dir()
     print(f"data_dir: {data_dir}")
@@ -38,18 +39,18 @@ def cmd_get(args: argparse.Namespace) -> int:
     """Locate or download dataset ``args.name``, verify it and prepare it at each requested size."""
     from tqdm import tqdm
 
-    from con2.data.registry import default_data_dir, get_info, load_one_class, prepare_dataset
+    from con2.data import default_data_dir
+    from con2.data.registry import get_info, load_one_class, prepare_dataset, source_of
 
     info = get_info(args.name)
     data_dir = args.data_dir or default_data_dir()
-    sizes = args.size or [28 if info.source == "medmnist" else info.paper_size]
+    sizes = args.size or [source_of(info).default_size(info)]
     for size in tqdm(sizes, desc=f"{info.name}", unit="size", disable=len(sizes) < 2):
-        if info.source != "embedded":
-            prep = prepare_dataset(info.name, data_dir, size, download=not args.no_download, progress=True, verify=True)
-            print(
-                f"{info.name} {size}px: {len(prep.images)} images {tuple(prep.images.shape[1:])} in {prep.directory}"
-            )
-            print(f"  source {prep.manifest['source']['location']}, images sha256 {prep.manifest['images_sha256']}")
+        prep = prepare_dataset(info.name, data_dir, size, download=not args.no_download, progress=True, verify=True)
+        where = prep.directory or "memory (nothing to cache)"
+        print(f"{info.name} {size}px: {len(prep.images)} images {tuple(prep.images.shape[1:])} in {where}")
+        source = prep.manifest["source"].get("location") or f"{info.source} (no files)"
+        print(f"  source {source}, images sha256 {prep.manifest['images_sha256']}")
         data = load_one_class(info.name, data_dir, None, 0, size)
         print(
             f"  normal class {data.normal_class}: {len(data.train)} train, test {data.n_normal_test} normal + "

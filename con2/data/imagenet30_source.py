@@ -14,8 +14,9 @@ from pathlib import Path
 
 from con2.data.atomic import extract_into
 from con2.data.base import DatasetMissing
-from con2.data.cache import Found
+from con2.data.cache import Found, SourceTable
 from con2.data.folders import folder_table, require_dirs
+from con2.data.source import DatasetInfo, Source
 
 CLASSES = (
     "acorn", "airliner", "ambulance", "american_alligator", "banjo", "barn", "bikini", "digital_clock",
@@ -62,7 +63,26 @@ def locate(data_dir: Path) -> Path:
     )
 
 
-def find(data_dir: Path) -> Found:
-    """Locate and list ImageNet30 (no image is read)."""
-    t = folder_table("imagenet30", locate(data_dir), LAYOUT, CLASSES, "resize_crop", 3, recursive=True)
-    return Found(t.location, t.fingerprint, lambda: t)
+class ManualFolders(Source):
+    """A manual download read from its class folders (``kind = "manual"``): ImageNet30."""
+
+    kind = "manual"
+
+    def find(self, info: DatasetInfo, data_dir: Path, size: int) -> Found:
+        """Locate (extracting local tars) and list ImageNet30 (no image is read)."""
+        t = folder_table(info.name, locate(data_dir), LAYOUT, info.classes, info.recipe, info.channels, recursive=True)
+        return Found(t.location, t.fingerprint, data_dir, listing=t)
+
+    def table(self, info: DatasetInfo, found: Found, size: int) -> SourceTable:
+        assert found.listing is not None  # find lists the folders
+        return found.listing
+
+    def download(self, info: DatasetInfo, data_dir: Path, size: int, progress: bool = True) -> None:
+        """There is no download API: raises with the manual steps (or finds a copy put there meanwhile)."""
+        locate(data_dir)
+
+    def how_to_get(self, info: DatasetInfo, data_dir: Path) -> str:
+        return instructions(data_dir)
+
+
+SOURCE = ManualFolders()

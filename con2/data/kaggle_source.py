@@ -29,6 +29,7 @@ from con2.data.base import DataError, DatasetMissing
 from con2.errors import write_failure
 from con2.data.cache import Found, SourceTable
 from con2.data.folders import folder_table, require_dirs
+from con2.data.source import DatasetInfo, Source
 
 DOGS_CATS_RE = re.compile(r"^(?:.*/)?(cat|dog)\.(\d+)\.jpg$")
 DOGS_CATS_TRAIN_MAX = 10000  # N < 10000 trains, N >= 10000 tests (Golan and El-Yaniv 2018)
@@ -257,17 +258,6 @@ def _unpack_train_zip(name: str, outer: Path, final: Path, fix: str) -> None:
 # --------------------------------------------------------------------------- tables
 
 
-def find(name: str, data_dir: Path, classes: Sequence[str], recipe: str, channels: int) -> Found:
-    """Locate dataset ``name`` and list its samples (no image is read)."""
-    spec = SPECS[name]
-    root = locate(name, data_dir)
-    if spec.competition:
-        t = dogs_cats_table(name, root, recipe, channels)
-    else:
-        t = folder_table(name, root, spec.layout, classes, recipe, channels)
-    return Found(t.location, t.fingerprint, lambda: t)
-
-
 def dogs_cats_table(name: str, location: Path, recipe: str, channels: int) -> SourceTable:
     """Dogs vs Cats from ``train/`` or ``train.zip``: ``N < 10000`` trains, the rest tests."""
     from con2.data.folders import fingerprint, open_image
@@ -342,7 +332,7 @@ def _fetch_error(name: str, spec: KaggleSpec, data_dir: Path, exc: BaseException
     return DataError(f"{name}: the Kaggle download of {spec.ref} failed ({text}). {_manual_fix(name, spec, data_dir)}")
 
 
-def download(name: str, data_dir: Path) -> Path:
+def download_dataset(name: str, data_dir: Path) -> Path:
     """Download dataset ``name`` from Kaggle into ``<data_dir>/<name>/`` and return its root.
 
     Raises:
@@ -387,3 +377,42 @@ def download(name: str, data_dir: Path) -> Path:
     finally:
         remove(work)
     return locate(name, data_dir)
+
+
+def how_to_get(name: str, data_dir: Path) -> str:
+    """``con2 data get`` with credentials, the ``kaggle`` command, or the page to download by hand."""
+    spec = SPECS[name]
+    return (
+        f"`con2 data get {name} --data-dir {data_dir}` with Kaggle credentials (~/.kaggle/kaggle.json or "
+        f"KAGGLE_USERNAME/KAGGLE_KEY), or `{spec.command(data_dir / name)}`, or {spec.url} by hand into "
+        f"{data_dir / name}/"
+    )
+
+
+class KaggleSource(Source):
+    """Kaggle datasets and competitions (``kind = "kaggle"``), laid out as :data:`SPECS` says."""
+
+    kind = "kaggle"
+
+    def find(self, info: DatasetInfo, data_dir: Path, size: int) -> Found:
+        """Locate the dataset (extracting a local zip) and list its samples (no image is read)."""
+        spec = SPECS[info.name]
+        root = locate(info.name, data_dir)
+        if spec.competition:
+            t = dogs_cats_table(info.name, root, info.recipe, info.channels)
+        else:
+            t = folder_table(info.name, root, spec.layout, info.classes, info.recipe, info.channels)
+        return Found(t.location, t.fingerprint, data_dir, listing=t)
+
+    def table(self, info: DatasetInfo, found: Found, size: int) -> SourceTable:
+        assert found.listing is not None  # find lists the folders
+        return found.listing
+
+    def download(self, info: DatasetInfo, data_dir: Path, size: int, progress: bool = True) -> None:
+        download_dataset(info.name, data_dir)
+
+    def how_to_get(self, info: DatasetInfo, data_dir: Path) -> str:
+        return how_to_get(info.name, data_dir)
+
+
+SOURCE = KaggleSource()

@@ -23,6 +23,7 @@ from tqdm import tqdm
 from con2.data.atomic import atomic_path, file_digest
 from con2.data.base import DataError, DatasetMissing
 from con2.data.cache import Found, SourceTable
+from con2.data.source import DatasetInfo, Source
 
 SPLIT_KEYS = ("train_images", "train_labels", "val_images", "val_labels", "test_images", "test_labels")
 SIZES = (28, 64, 128, 224)
@@ -117,15 +118,7 @@ def read_npz(path: Path, flag: str) -> dict[str, np.ndarray]:
     return arrays
 
 
-def find(flag: str, size: int, data_dir: Path, classes: Sequence[str]) -> Found:
-    """Locate the npz (cheap: the file is read only by ``build``)."""
-    path = find_npz(flag, size, data_dir)
-    st = path.stat()
-    fp = f"{path.name}:{st.st_size}:{st.st_mtime_ns}"
-    return Found(path, fp, lambda: table(path, flag, size, classes, fp))
-
-
-def table(path: Path, flag: str, size: int, classes: Sequence[str], fingerprint: str) -> SourceTable:
+def npz_table(path: Path, flag: str, size: int, classes: Sequence[str], fingerprint: str) -> SourceTable:
     """Read and validate the npz; one row per image of the three official splits."""
     arrays = read_npz(path, flag)
     bad = set(np.concatenate([arrays[f"{s}_labels"] for s in ("train", "val", "test")]).tolist()) - set(
@@ -176,7 +169,7 @@ def _fetch_url(url: str, dest: Path, progress: bool = True) -> None:
                 bar.update(len(block))
 
 
-def download(flag: str, size: int, data_dir: Path, progress: bool = True) -> Path:
+def download_npz(flag: str, size: int, data_dir: Path, progress: bool = True) -> Path:
     """Download ``flag`` at ``size`` into ``data_dir/medmnist``; verify md5 and content, then rename.
 
     Raises:
@@ -200,3 +193,31 @@ def download(flag: str, size: int, data_dir: Path, progress: bool = True) -> Pat
             )
         read_npz(tmp, flag)
     return final
+
+
+class MedMNISTSource(Source):
+    """MedMNIST npz files (``kind = "medmnist"``): one file per dataset and size; 28 px by default."""
+
+    kind = "medmnist"
+
+    def find(self, info: DatasetInfo, data_dir: Path, size: int) -> Found:
+        """Locate the npz (cheap: the file is read only by :meth:`table`)."""
+        path = find_npz(info.name, size, data_dir)
+        st = path.stat()
+        return Found(path, f"{path.name}:{st.st_size}:{st.st_mtime_ns}", data_dir)
+
+    def table(self, info: DatasetInfo, found: Found, size: int) -> SourceTable:
+        return npz_table(Path(found.location), info.name, size, info.classes, found.fingerprint)
+
+    def download(self, info: DatasetInfo, data_dir: Path, size: int, progress: bool = True) -> None:
+        download_npz(info.name, size, data_dir, progress)
+
+    def how_to_get(self, info: DatasetInfo, data_dir: Path) -> str:
+        return get_fix(info.name, 28, data_dir)
+
+    def default_size(self, info: DatasetInfo) -> int:
+        """MedMNIST's smallest published size, 28 px (the paper's medical runs)."""
+        return 28
+
+
+SOURCE = MedMNISTSource()

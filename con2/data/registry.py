@@ -1,10 +1,13 @@
-"""Dataset registry: every dataset's metadata, and the entry points that load and prepare them.
+"""Dataset registry: every dataset's metadata, the sources its files come from, and the entry points.
 
-``DATASETS`` maps a lower-case name to a :class:`DatasetInfo` (family, source, classes, the normal
-classes the paper runs, split protocol, preprocessing). A :class:`DatasetInfo` is also callable
-like the loaders it replaces. :func:`load_one_class` is the single entry point the rest of the
-package uses; :func:`prepare_dataset` (``con2 data get``) locates or downloads, verifies and
-prepares; :func:`dataset_status` feeds ``con2 data list``.
+``DATASETS`` maps a lower-case name to a :class:`DatasetInfo` (family, source kind, classes, the
+normal classes the paper runs, split protocol, preprocessing); ``SOURCES`` maps a source kind to
+the one :class:`~con2.data.source.Source` object that finds, lists and downloads datasets of that
+kind (:func:`register_source`, :func:`register_dataset` add more). This module is the only place
+that goes from a dataset to its source. :func:`load_one_class` is the single entry point the rest
+of the package uses; :func:`prepare_dataset` (``con2 data get``) locates or downloads, verifies and
+prepares; :func:`find_source` says whether a dataset is on disk (no network); :func:`dataset_status`
+feeds ``con2 data list``.
 
 Example:
     >>> from con2.data import load_one_class
@@ -15,94 +18,45 @@ Example:
 
 from __future__ import annotations
 
-import hashlib
-import os
-import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from con2.data import cifar_source, digits_source, imagenet30_source, kaggle_source, medmnist_source
-from con2.data.atomic import file_lock
 from con2.data.base import DataError, DatasetMissing, OneClassData
-from con2.data.cache import Found, Prepared, cache_dir, cache_root, load_prepared, prepare, take
+from con2.data.cache import Found, Prepared, cache_root, take
 from con2.data.manifest import manifest_filename, split_manifest, write_manifest
+from con2.data.source import DatasetInfo, Source, resolve_data_dir
 from con2.data.splits import one_class_split
-from con2.errors import write_failure
+
+__all__ = [
+    "DATASETS", "SOURCES", "DatasetInfo", "Source", "check_both_classes", "dataset_status", "find_source", "get_info",
+    "load_one_class", "normal_classes", "prepare_dataset", "register_dataset", "register_source", "resolve_normal",
+    "source_of",
+]  # fmt: skip
+
+SOURCES: dict[str, Source] = {}
 
 
-@dataclass(frozen=True)
-class DatasetInfo:
-    """What the harness knows about one dataset.
+def register_source(source: Source) -> Source:
+    """Register the object serving every dataset whose ``source`` is ``source.kind``.
 
-    Attributes:
-        name: registry key (lower case).
-        title: display name.
-        family: ``medical``, ``natural`` or ``smoke``.
-        source: ``medmnist``, ``kaggle``, ``torchvision``, ``manual`` or ``embedded``.
-        classes: all class names (index = label).
-        normals: the normal classes the paper runs, one run each (a group is one entry).
-        groups: named groups of classes (e.g. Kvasir's ``normal`` = its three normal classes).
-        protocol: ``official`` or ``holdout`` (see :mod:`con2.data.splits`).
-        test_fraction: held-out fraction per class (``holdout``).
-        all_anomalies: ``holdout``: every anomaly is a test image (else only held-out ones).
-        recipe: preprocessing (see :mod:`con2.data.images`); ``native`` for MedMNIST.
-        channels: channels of the prepared images.
-        paper_size: the training size in the paper.
-        in_paper: whether the paper reports it.
-        split: one line describing the split.
+    Raises:
+        ValueError: another object already serves that kind.
     """
+    old = SOURCES.get(source.kind)
+    if old is not None and old is not source:
+        raise ValueError(
+            f"source kind {source.kind!r} is registered twice ({type(old).__name__}, {type(source).__name__})"
+        )
+    SOURCES[source.kind] = source
+    return source
 
-    name: str
-    title: str
-    family: str
-    source: str
-    classes: tuple[str, ...]
-    normals: tuple[str, ...]
-    groups: tuple[tuple[str, tuple[str, ...]], ...] = ()
-    protocol: str = "official"
-    test_fraction: float = 0.2
-    all_anomalies: bool = True
-    recipe: str = "resize"
-    channels: int = 3
-    paper_size: int = 224
-    in_paper: bool = True
-    split: str = ""
 
-    @property
-    def default_normal(self) -> str:
-        """The normal class used when none is given."""
-        return self.normals[0]
-
-    def how_to_get(self, data_dir: str | Path = "data") -> str:
-        """How to obtain the dataset (command, credentials or manual steps)."""
-        d = Path(data_dir)
-        if self.source == "medmnist":
-            return medmnist_source.get_fix(self.name, 28, d)
-        if self.source == "kaggle":
-            spec = kaggle_source.SPECS[self.name]
-            return (
-                f"`con2 data get {self.name} --data-dir {d}` with Kaggle credentials (~/.kaggle/kaggle.json or "
-                f"KAGGLE_USERNAME/KAGGLE_KEY), or `{spec.command(d / self.name)}`, or {spec.url} by hand into {d / self.name}/"
-            )
-        if self.source == "torchvision":
-            return cifar_source.get_fix(self.name, d)
-        if self.source == "manual":
-            return imagenet30_source.instructions(d)
-        return "embedded in scikit-learn: nothing to download"
-
-    def __call__(
-        self,
-        data_dir: str | Path | None = None,
-        normal_class: str | int | None = None,
-        seed: int = 0,
-        size: int = 28,
-        **_: Any,
-    ) -> OneClassData:
-        """Same as ``load_one_class(self.name, ...)`` (the registry's values used to be loaders)."""
-        return load_one_class(self.name, data_dir, normal_class, seed, size)
+for _source in (medmnist_source.SOURCE, kaggle_source.SOURCE, cifar_source.SOURCE, imagenet30_source.SOURCE,
+                digits_source.SOURCE):  # fmt: skip
+    register_source(_source)
 
 
 def _medmnist(name: str, title: str, n_classes: int, normal: int, in_paper: bool = True) -> DatasetInfo:
@@ -244,9 +198,29 @@ _ALIASES = {
 }  # fmt: skip
 
 
-def default_data_dir() -> Path:
-    """``$CON2_DATA_DIR``, else ``./data``."""
-    return Path(os.environ.get("CON2_DATA_DIR", "data"))
+def register_dataset(info: DatasetInfo) -> DatasetInfo:
+    """Add a dataset to the registry (its ``source`` must be a registered kind).
+
+    Raises:
+        ValueError: the name is taken by another dataset, or no source serves its kind.
+    """
+    if info.source not in SOURCES:
+        raise ValueError(f"dataset {info.name!r}: no source of kind {info.source!r}; registered: {sorted(SOURCES)}")
+    old = DATASETS.get(info.name)
+    if old is not None and old != info:
+        raise ValueError(f"dataset name {info.name!r} is registered twice")
+    DATASETS[info.name] = info
+    return info
+
+
+def source_of(info: DatasetInfo) -> Source:
+    """The registered source of ``info``'s kind."""
+    try:
+        return SOURCES[info.source]
+    except KeyError:
+        raise DataError(
+            f"{info.name}: no source of kind {info.source!r} is registered; registered: {sorted(SOURCES)}"
+        ) from None
 
 
 def get_info(name: str) -> DatasetInfo:
@@ -298,44 +272,14 @@ def resolve_normal(info: DatasetInfo, normal_class: str | int | None) -> tuple[s
     return "+".join(info.classes[i] for i in idx), idx
 
 
-def _data_dir(data_dir: str | Path | None) -> Path:
-    """The absolute data folder; ``DataError`` if the path exists but is not a folder."""
-    d = (Path(data_dir).expanduser() if data_dir is not None else default_data_dir()).absolute()
-    if d.exists() and not d.is_dir():
-        raise DataError(
-            f"data_dir {d} is a file, not a folder. Fix: pass the folder that holds the datasets "
-            f"(`con2 train --set data_dir=DIR`, `con2 data get NAME --data-dir DIR`), e.g. {d.parent}"
-        )
-    return d
-
-
-def find_source(info: DatasetInfo, data_dir: Path, size: int) -> Found:
-    """Locate ``info``'s files under ``data_dir`` (no network).
+def find_source(name: str, data_dir: str | Path | None, size: int) -> Found:
+    """Locate dataset ``name``'s files under ``data_dir`` at ``size`` (no network, no image read).
 
     Raises:
-        DatasetMissing: nothing there; DataError: a damaged copy.
+        DatasetMissing: nothing there; DataError: a damaged copy, an unknown name.
     """
-    if info.source == "medmnist":
-        return medmnist_source.find(info.name, size, data_dir, info.classes)
-    if info.source == "kaggle":
-        return kaggle_source.find(info.name, data_dir, info.classes, info.recipe, info.channels)
-    if info.source == "torchvision":
-        return cifar_source.find(info.name, data_dir, size)
-    if info.source == "manual":
-        return imagenet30_source.find(data_dir)
-    raise DataError(f"{info.name}: embedded dataset has no files")
-
-
-def download_source(info: DatasetInfo, data_dir: Path, size: int, progress: bool = True) -> None:
-    """Download ``info`` into ``data_dir`` (the network is touched only in the sources' boundary functions)."""
-    if info.source == "medmnist":
-        medmnist_source.download(info.name, size, data_dir, progress)
-    elif info.source == "kaggle":
-        kaggle_source.download(info.name, data_dir)
-    elif info.source == "torchvision":
-        cifar_source.download(info.name, data_dir)
-    elif info.source == "manual":
-        imagenet30_source.locate(data_dir)  # raises with the manual instructions
+    info = get_info(name)
+    return source_of(info).find(info, resolve_data_dir(data_dir), size)
 
 
 def prepare_dataset(
@@ -346,56 +290,17 @@ def prepare_dataset(
     progress: bool | None = None,
     verify: bool = False,
 ) -> Prepared:
-    """Locate (or, with ``download``, download) dataset ``name``, verify it and prepare its cache.
-
-    Args:
-        name: registered name.
-        data_dir: searched first; downloads go there.
-        size: image size of the cache.
-        download: download when nothing is on disk.
-        progress: show progress bars (``None``: when stderr is a terminal).
-        verify: recompute the cache's sha256 even if it looks unchanged.
+    """Locate (or, with ``download``, download) dataset ``name``, verify it and prepare it at ``size``:
+    its source's :meth:`~con2.data.source.Source.prepare` (arguments as there; ``directory`` of the
+    result is ``None`` for a source kept in memory).
 
     Raises:
-        DataError: with the file and the fix.
+        DataError: an unknown name or a size < 1; the source's errors (with the file and the fix).
     """
     info = get_info(name)
-    if info.source == "embedded":
-        raise DataError(f"{info.name}: embedded in scikit-learn; nothing to prepare")
-    d = _data_dir(data_dir)
-    show = sys.stderr.isatty() if progress is None else progress
     if size < 1:
         raise DataError(f"{info.name}: size must be positive, got {size}")
-    try:
-        found = find_source(info, d, size)
-    except DatasetMissing:
-        if not download:
-            raise
-        download_source(info, d, size, show)
-        found = find_source(info, d, size)
-    directory = cache_dir(d, info.name, size)
-    prepared = load_prepared(directory, found.fingerprint, verify=verify)
-    if prepared is not None:
-        return prepared
-    try:
-        with file_lock(directory / ".lock"):
-            prepared = load_prepared(directory, found.fingerprint)  # another job may have finished it
-            if prepared is None:
-                prepared = prepare(found.build(), size, directory, progress=show)
-    except OSError as exc:
-        fix = (
-            f"point CON2_CACHE_DIR at a writable folder with free space (or make room or write access there), "
-            f"then rerun (or run `con2 data get {info.name} --size {size}`)"
-        )
-        problem = write_failure(exc, fix) or f"cannot write the prepared cache {directory} ({exc}). Fix: {fix}"
-        raise DataError(f"{info.name}: {problem}") from exc
-    return prepared
-
-
-def _embedded(info: DatasetInfo, size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, str]:
-    images, ids, labels = digits_source.arrays(size)
-    sha = hashlib.sha256(np.ascontiguousarray(images).tobytes()).hexdigest()
-    return images, np.array(ids), np.array(["all"] * len(ids)), labels, sha
+    return source_of(info).prepare(info, data_dir, size, download=download, progress=progress, verify=verify)
 
 
 def check_both_classes(info: DatasetInfo, normal_name: str, test_labels: np.ndarray, location: str) -> None:
@@ -443,14 +348,9 @@ def load_one_class(
     """
     info = get_info(name)
     normal_name, normal_idx = resolve_normal(info, normal_class)
-    directory: Path | None = None
-    source: dict[str, Any] = {}
-    if info.source == "embedded":
-        images, ids, splits, labels, sha = _embedded(info, size)
-    else:
-        prep = prepare_dataset(info.name, data_dir, size, download=download)
-        images, ids, splits, labels = prep.images, prep.ids, prep.splits, prep.labels
-        sha, directory, source = prep.manifest["images_sha256"], prep.directory, prep.manifest["source"]
+    prep = prepare_dataset(info.name, data_dir, size, download=download)
+    images, ids, splits, labels = prep.images, prep.ids, prep.splits, prep.labels
+    sha, directory, source = prep.manifest["images_sha256"], prep.directory, prep.manifest["source"]
     train_idx, test_idx, test_labels = one_class_split(
         ids, splits, labels, normal_idx, info.protocol, seed, info.test_fraction, info.all_anomalies
     )
@@ -481,22 +381,19 @@ def load_one_class(
 def dataset_status(name: str, data_dir: str | Path | None) -> dict[str, Any]:
     """What ``con2 data list`` shows for one dataset: present?, where, prepared sizes, how to get it."""
     info = get_info(name)
-    d = _data_dir(data_dir)
+    source = source_of(info)
+    d = resolve_data_dir(data_dir)
     status: dict[str, Any] = {"name": info.name, "title": info.title, "family": info.family, "source": info.source}
-    if info.source == "embedded":
-        status.update(present=True, location="scikit-learn", problem="")
-    else:
-        size = 28 if info.source == "medmnist" else info.paper_size
-        try:
-            found = find_source(info, d, size)
-            status.update(present=True, location=str(found.location), problem="")
-        except DatasetMissing:
-            status.update(present=False, location="", problem="missing")
-        except DataError as exc:
-            status.update(present=False, location="", problem=str(exc))
+    try:
+        found = source.find(info, d, source.default_size(info))
+        status.update(present=True, location=str(found.location), problem="")
+    except DatasetMissing:
+        status.update(present=False, location="", problem="missing")
+    except DataError as exc:
+        status.update(present=False, location="", problem=str(exc))
     root = cache_root(d) / info.name
     status["prepared"] = sorted(
         int(p.parent.name[:-2]) for p in root.glob("*px/manifest.json") if p.parent.name[:-2].isdigit()
     ) if root.is_dir() else []  # fmt: skip
-    status["how_to_get"] = info.how_to_get(d)
+    status["how_to_get"] = source.how_to_get(info, d)
     return status

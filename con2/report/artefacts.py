@@ -9,7 +9,7 @@ from __future__ import annotations
 
 TABLES: tuple[str, ...] = (
     "table1_medical",  # Table 1: medical AUROC, the paper's numbers beside ours
-    "nnd_vs_lh",  # CON2's two scores
+    "nnd_vs_lh",  # the subject's scores side by side (report.subject)
     "loss_ablation",  # L_Context / L_Content ablation
     "alt_contexts",  # invert / flip / equalize on the medical datasets
     "natural_summary",  # natural-image summary over normal classes

@@ -3,10 +3,13 @@
 Only records are read (through :func:`con2.records.read_record`, which validates them and names
 the file and field on failure); the optional Snakemake ``benchmark:`` TSV of a run adds its
 measured wall time, peak memory and CPU time (hence ``cpu_share``, how much of the CPU it asked
-for the job got: about 1 when idle, lower under load). Every score of a record is a row;
-``headline`` marks the plain score names (``nnd``) against extra readings (``nnd@<reading>``),
-and ``in_grid`` is set by the workflow (False: a record outside the current profile's grid).
-Nothing here imports torch or the training code.
+for the job got: about 1 when idle, lower under load). The record's ``method_card`` gives the
+method's labels and paper rows and the tags its tables group runs by (``contexts``, ``n_contexts``,
+``loss``; see :mod:`con2.report.methods`; a record without a card gets the one its method's spec
+gives its params). Every score of a record is a row; ``headline`` marks the plain score names
+(``nnd``) against extra readings (``nnd@<reading>``), and ``in_grid`` is set by the workflow
+(False: a record outside the current profile's grid). Nothing here imports torch or the training
+code (method specs are torch-free).
 
 Aggregation conventions (documented because the paper does not spell them out):
 
@@ -27,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from con2.records import read_record
+from con2.report.methods import CARD_COLUMNS, card_fields, record_card
 
 RUN_KEYS = ["dataset", "normal_class", "method", "variant", "seed"]
 GROUP_KEYS = ["dataset", "normal_class", "method", "variant", "score"]
@@ -35,25 +39,8 @@ RUN_COLUMNS = [
     *RUN_KEYS, "score", "headline", "auroc", "silhouette", "fit_seconds", "score_seconds", "wall_seconds",
     "peak_memory_mb", "bench_seconds", "bench_max_rss_mb", "bench_cpu_seconds", "cpu_share", "load_average",
     "epochs", "steps", "n_train", "n_test", "n_anomalous", "device", "threads", "image_size", "width", "tta",
-    "contexts", "n_contexts", "loss", "config_hash", "record", "in_grid",
+    "contexts", "n_contexts", "loss", *CARD_COLUMNS, "config_hash", "record", "in_grid",
 ]  # fmt: skip
-
-
-def context_fields(config: Mapping[str, Any]) -> tuple[str | None, float, str | None]:
-    """``(contexts label, number of contexts k, loss)`` from a record's config (CON2-style params).
-
-    ``params.n_contexts > 0`` is the k-context ablation; otherwise ``k = len(contexts) + 1``.
-    Methods without these params give ``(None, nan, None)``.
-    """
-    params = config.get("params") or {}
-    n = params.get("n_contexts") or 0
-    ctx = params.get("contexts")
-    if n:
-        return f"k{int(n)}", float(n), params.get("loss", "full")
-    if ctx is None:
-        return None, float("nan"), params.get("loss")
-    names = [ctx] if isinstance(ctx, str) else list(ctx)
-    return "+".join(names) if len(names) == 1 else ",".join(names), float(len(names) + 1), params.get("loss", "full")
 
 
 def read_benchmark(path: str | Path | None) -> tuple[float, float, float]:
@@ -85,7 +72,7 @@ def cpu_share(cpu_seconds: float, wall_seconds: float, threads: float | None) ->
 def record_rows(record: Mapping[str, Any], source: str = "", benchmark: str | Path | None = None) -> list[dict[str, Any]]:
     """One row per score of one validated record."""
     cfg = record.get("config") or {}
-    contexts, k, loss = context_fields(cfg)
+    card = record_card(record)
     bench_s, bench_rss, bench_cpu = read_benchmark(benchmark)
     timing = record["timing"]
     load = record.get("load_average_1min")  # optional: the system load the run was measured under
@@ -101,11 +88,13 @@ def record_rows(record: Mapping[str, Any], source: str = "", benchmark: str | Pa
         "epochs": record.get("epochs"), "steps": record.get("steps"), "n_train": record["n_train"],
         "n_test": record["n_test"], "n_anomalous": record["n_anomalous"], "device": record.get("device"),
         "threads": cfg.get("threads"), "image_size": cfg.get("image_size"), "width": cfg.get("width"), "tta": cfg.get("tta"),
-        "contexts": contexts, "n_contexts": k, "loss": loss, "config_hash": record["config_hash"],
-        "record": source, "in_grid": True,
+        "config_hash": record["config_hash"], "record": source, "in_grid": True,
     }  # fmt: skip
     aurocs = sorted(record["metrics"]["auroc"].items())
-    return [{**base, "score": name, "headline": is_headline(name), "auroc": float(value)} for name, value in aurocs]
+    return [
+        {**base, **card_fields(card, name), "score": name, "headline": is_headline(name), "auroc": float(value)}
+        for name, value in aurocs
+    ]
 
 
 def collect_runs(records: Iterable[str | Path], benchmarks: Mapping[str, str | Path] | None = None) -> pd.DataFrame:
@@ -159,7 +148,8 @@ def dataset_level(summary: pd.DataFrame, keys: list[str] | None = None) -> pd.Da
 
 def load_runs(path: str | Path) -> pd.DataFrame:
     """Read ``runs.csv`` back with names as strings (normal class ``"0"`` stays ``"0"``)."""
-    text_cols = ["dataset", "normal_class", "method", "variant", "score", "contexts", "loss", "device", "config_hash", "record"]
+    text_cols = ["dataset", "normal_class", "method", "variant", "score", "contexts", "loss", *CARD_COLUMNS, "device",
+                 "config_hash", "record"]  # fmt: skip
     df = pd.read_csv(path, dtype={c: str for c in text_cols})
     for c in RUN_COLUMNS:
         if c not in df.columns:

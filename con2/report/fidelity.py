@@ -25,7 +25,8 @@ import numpy as np
 import pandas as pd
 
 from con2.report.format import Table, mean_std, signed
-from con2.report.paper import dataset_label, name_maps, paper_value
+from con2.report.methods import Methods, base_score, method_names, subject_of
+from con2.report.paper import dataset_label, dataset_names, paper_value
 
 
 def _cell(runs: pd.DataFrame, dataset: str, row: Mapping[str, Any]) -> tuple[float, float, int, int]:
@@ -44,13 +45,17 @@ def _cell(runs: pd.DataFrame, dataset: str, row: Mapping[str, Any]) -> tuple[flo
     return float(per_class["mean"].mean()), float(per_class["mean"].std()), int(per_class["count"].min()), len(per_class)
 
 
-def _paper(paper: pd.DataFrame, config: Mapping[str, Any], dataset: str, row: Mapping[str, Any]) -> tuple[float, float] | None:
-    """The paper's number for the row's method and base score on ``dataset`` (Table 1, invert), if any."""
-    dmap, mmap = name_maps(config)
-    target = mmap.get((row["method"], str(row["score"]).split("@")[0]))
+def paper_row_value(
+    paper: pd.DataFrame, config: Mapping[str, Any], names: Methods, context: str, dataset: str, row: Mapping[str, Any]
+) -> tuple[float, float] | None:
+    """The paper's number for the row's method and base score on ``dataset`` (Table 1, the subject's
+    main context where the paper's row has a score), if any."""
+    target = names.paper_row(row["method"], base_score(row["score"]))
     if target is None:
         return None
-    return paper_value(paper, "table1_medical", dmap.get(dataset, dataset), target[0], target[1], "invert" if target[1] else "")
+    dmap = dataset_names(config)
+    pm, ps = target
+    return paper_value(paper, "table1_medical", dmap.get(dataset, dataset), pm, ps, context if ps else "")
 
 
 def fidelity(runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str, Any]) -> Table:
@@ -60,7 +65,14 @@ def fidelity(runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str, Any])
     datasets = [d for d in spec.get("datasets") or [] if d in set(runs["dataset"])] if not runs.empty else []
     reference = spec.get("reference") or (rows_cfg[0]["label"] if rows_cfg else None)
     ref_row = next((r for r in rows_cfg if r["label"] == reference), None)
-    paper_ds = [d for d in datasets if any(_paper(paper, config, d, r) for r in rows_cfg)]
+    names = method_names(config, runs)
+    main = (config.get("report") or {}).get("main_context")
+    context = str(main or subject_of(config, runs, names).main_context or "")
+
+    def _paper(d: str, r: Mapping[str, Any]) -> tuple[float, float] | None:
+        return paper_row_value(paper, config, names, context, d, r)
+
+    paper_ds = [d for d in datasets if any(_paper(d, r) for r in rows_cfg)]
 
     columns = ["Setting", "Change from the default"]
     for d in datasets:
@@ -78,14 +90,14 @@ def fidelity(runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str, Any])
             diff = shown - round(ref_shown[d], 1) if row is not ref_row and not np.isnan(ref_shown[d]) else np.nan
             cells += [mean_std(mean, std) + (f" (n={n})" if 0 < n < _expected(runs, d) else ""),
                       signed(diff) if row is not ref_row else "ref."]  # fmt: skip
-            pv = _paper(paper, config, d, row)
+            pv = _paper(d, row)
             data.append({
                 "setting": row["label"], "method": row["method"], "variant": row["variant"], "score": row["score"],
                 "dataset": d, "ours_mean": mean, "ours_std": std, "seeds": n, "classes": classes,
                 "diff_to_reference": diff, "paper_mean": pv[0] if pv else np.nan, "paper_std": pv[1] if pv else np.nan,
             })  # fmt: skip
         for d in paper_ds:
-            cells.append(mean_std(*(_paper(paper, config, d, row) or (np.nan, np.nan))))
+            cells.append(mean_std(*(_paper(d, row) or (np.nan, np.nan))))
         body.append(cells)
 
     notes = ["AUROC (%), mean ± std over training seeds; Δ: difference to the reference row from the rounded values shown."]

@@ -6,6 +6,9 @@
   the number of scored batches grows (from the CSV of ``workflow/scripts/score_runtime.py``);
 * :func:`pca_figure`: 2-D PCA of the identity-view representations of train, normal test and
   anomalous test images in both contexts, each test image joined to its context twin.
+
+The figures name no method: series labels come from the table frame they draw (``label``,
+``series``) or from the method specs (:mod:`con2.report.methods`).
 """
 
 from __future__ import annotations
@@ -20,7 +23,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from con2.report.paper import SCORE_LABELS, dataset_label, method_label, pair_key, score_key  # noqa: E402
+from con2.report.methods import method_names  # noqa: E402
+from con2.report.paper import dataset_label  # noqa: E402
 
 PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"]
 
@@ -75,19 +79,25 @@ def grouped_bars(
 
 
 def per_class_figure(table_data: pd.DataFrame, dataset: str, png: str | Path, pdf: str | Path) -> None:
-    """Bars of AUROC per normal class; ``table_data`` is :func:`con2.report.tables.per_class`'s frame."""
+    """Bars of AUROC per normal class; ``table_data`` is :func:`con2.report.tables.per_class`'s frame
+    (its ``label`` and ``series`` columns name and order the bars; ``method (score)`` without them)."""
     fig, ax = plt.subplots(figsize=(max(5.0, 0.6 * table_data["normal_class"].nunique() + 2), 3.2))
     if table_data.empty:
         _empty(ax, f"no runs of {dataset} in this profile")
     else:
         classes = list(dict.fromkeys(table_data["normal_class"]))
-        pairs = sorted(dict.fromkeys(zip(table_data["method"], table_data["score"])), key=lambda p: pair_key(*p))
+        ordered = table_data.sort_values("series", kind="stable") if "series" in table_data.columns else table_data
+        pairs = list(dict.fromkeys(zip(ordered["method"], ordered["score"])))
+        labels = {}
+        if "label" in ordered.columns:
+            labels = dict(zip(zip(ordered["method"], ordered["score"]), ordered["label"]))
         means = np.full((len(classes), len(pairs)), np.nan)
         stds, counts = np.full_like(means, np.nan), np.zeros_like(means)
         for r in table_data.to_dict("records"):
             i, j = classes.index(r["normal_class"]), pairs.index((r["method"], r["score"]))
             means[i, j], stds[i, j], counts[i, j] = r["auroc_mean"], r["auroc_std"], r["n"]
-        grouped_bars(ax, classes, [method_label(m, s) for m, s in pairs], means, stds, "AUROC (%)", counts)
+        series = [labels.get((m, s), f"{m} ({s})") for m, s in pairs]
+        grouped_bars(ax, classes, series, means, stds, "AUROC (%)", counts)
         lo = np.nanmin(means) if np.isfinite(means).any() else 50
         ax.set_ylim(max(0, min(50, lo - 5)), 100)
         ax.axhline(50, color="0.5", lw=0.8, ls=":")
@@ -117,6 +127,7 @@ def silhouette_figure(level: pd.DataFrame, png: str | Path, pdf: str | Path) -> 
 
 def score_runtime_figure(df: pd.DataFrame, png: str | Path, pdf: str | Path) -> None:
     """Three panels: runtime vs training-set size n, memory vs n, runtime vs number of scored batches."""
+    names = method_names()  # the scores' labels and colours, from the method specs
     fig, axes = plt.subplots(1, 3, figsize=(12, 3.4))
     panels = [
         ("n_train", "seconds", "training-set size n", "scoring time (s)"),
@@ -128,10 +139,10 @@ def score_runtime_figure(df: pd.DataFrame, png: str | Path, pdf: str | Path) -> 
         if sub.empty:
             _empty(ax, f"no {sweep} sweep")
             continue
-        for score in sorted(sub["score"].unique(), key=score_key):
+        for score in sorted(sub["score"].unique(), key=lambda s: (names.any_score_rank(s), str(s))):
             g = sub[sub["score"] == score].groupby(sweep, as_index=False)[value].median().sort_values(sweep)
-            colour = PALETTE[score_key(score)[0] % len(PALETTE)]
-            ax.plot(g[sweep], g[value], marker="o", ms=3, label=f"S_{SCORE_LABELS.get(score, score)}", color=colour)
+            colour = PALETTE[names.any_score_rank(score) % len(PALETTE)]
+            ax.plot(g[sweep], g[value], marker="o", ms=3, label=f"S_{names.any_score_label(score)}", color=colour)
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel(xlabel)
@@ -201,11 +212,19 @@ def pca_panel(ax: plt.Axes, features: dict[str, np.ndarray], labels: np.ndarray,
 def pca_figure(
     runs: Sequence[tuple[str, str | Path]], png: str | Path, pdf: str | Path, max_points: int = 300, seed: int = 0
 ) -> None:
-    """PCA panels, one per ``(title, run directory)``; a run directory holds features.npz and scores.csv."""
+    """PCA panels, one per ``(title, run directory or its record.json)``.
+
+    The only figure that reads run outputs besides records: the representations (``features.npz``,
+    ``[n, d]`` per split and context) and the test labels (``scores.csv``) are too large for a
+    record, so they stay in the run directory beside it. The caller picks the runs (the workflow:
+    the subject's main variant, ``pca_runs`` in ``workflow/rules/common.smk``) and hands their
+    directories here; nothing here searches for runs.
+    """
     n = max(1, len(runs))
     fig, axes = plt.subplots(1, n, figsize=(4.2 * n, 4.0), squeeze=False)
     for ax, (title, run_dir) in zip(axes[0], runs):
         run_dir = Path(run_dir)
+        run_dir = run_dir.parent if run_dir.name == "record.json" else run_dir
         feats_path, scores_path = run_dir / "features.npz", run_dir / "scores.csv"
         if not feats_path.is_file() or not scores_path.is_file():
             _empty(ax, f"{title}:\nno features.npz / scores.csv")
@@ -218,7 +237,7 @@ def pca_figure(
         labels = pd.read_csv(scores_path)["label"].to_numpy()
         pca_panel(ax, feats, labels, title, max_points, seed)
     if not runs:
-        _empty(axes[0][0], "no CON2 run selected for the PCA figure")
+        _empty(axes[0][0], "no run of report.subject selected for the PCA figure")
     fig.suptitle("Representations (PCA): each test image joined to its context-augmented twin", fontsize=10)
     fig.tight_layout()
     handles, labels_ = axes[0][0].get_legend_handles_labels()

@@ -2,17 +2,22 @@
 
 Every builder takes the runs (one row per run and score), the paper's numbers and the profile's
 ``report`` block, and returns a :class:`~con2.report.format.Table`. Which runs feed a table is
-decided from what the records say (method, score, the contexts and loss in the resolved config),
-not from variant names, so a renamed variant still lands in the right column. Each method's
-"main" variant (``report.main_variants``, default ``default``) is the one compared across methods.
+decided from what the records say (method, score, and the tags of the method's card: contexts,
+number of contexts, loss), not from variant names, so a renamed variant still lands in the right
+column. Each method's "main" variant (``report.main_variants``, default ``default``) is the one
+compared across methods. No method is named here: labels and the paper's rows come from the
+methods' specs and cards (:mod:`con2.report.methods`), and the tables about one method (its scores
+side by side, contexts, loss terms, number of contexts, silhouette) read the runs of
+``report.subject``, the method the paper is about.
 
 ``report`` keys used here (all optional)::
 
+    subject: con2                   # the method the paper is about (its tables are empty without it)
     medical: [breastmnist, ...]     # datasets of the medical tables (Table 1, alt contexts)
     natural: [cifar10, ...]         # datasets of the natural-image tables
     main_variants: {con2: invert}
-    main_context: invert            # CON2's main context (Table 1, loss ablation, k = 2)
-    contexts: [invert, flip, equalize]
+    main_context: invert            # the subject's main context (default: its main variant's contexts tag)
+    contexts: [invert, flip, equalize]  # columns of the context tables (default: the contexts its runs have)
     paper_epochs: 2048              # for the compute table's extrapolation
 
 Every cell says what it averages (``[c×s]``: c normal classes × s seeds, see
@@ -34,18 +39,9 @@ import pandas as pd
 from con2.report.collect import dataset_level, summarize
 from con2.report.fidelity import fidelity
 from con2.report.format import CELL_NOTE, MISSING, Table, cell, shown, shown_diff, signed
-from con2.report.paper import (
-    PAPER_COMPUTE_METHODS,
-    SCORE_LABELS,
-    dataset_label,
-    pair_key,
-    method_label,
-    name_maps,
-    paper_value,
-)
+from con2.report.methods import Methods, Subject, method_names, missing_weights_notes, subject_of
+from con2.report.paper import dataset_label, dataset_names, paper_value
 
-CON2 = "con2"
-DEFAULT_CONTEXTS = ["invert", "flip", "equalize"]
 LOADED_CPU_SHARE = 0.8  # a training job that got less of the CPU it asked for ran under load
 ReportCfg = Mapping[str, Any]
 
@@ -57,7 +53,6 @@ def report_block(config: Mapping[str, Any]) -> dict[str, Any]:
     rep.setdefault("medical", [])
     rep.setdefault("natural", [])
     rep.setdefault("main_variants", {})
-    rep.setdefault("contexts", DEFAULT_CONTEXTS)
     rep.setdefault("paper_epochs", 2048)
     return rep
 
@@ -81,18 +76,16 @@ def main_runs(runs: pd.DataFrame, rep: ReportCfg) -> pd.DataFrame:
     return runs[keep.astype(bool)]
 
 
-def con2_runs(runs: pd.DataFrame, *, contexts: list[str] | None = None, loss: str | None = "full", k: int | None = 2) -> pd.DataFrame:
-    """CON2 rows by what the record's config says: context label(s), loss (None: any), number of contexts."""
-    if runs.empty:
-        return runs
-    sel = runs["method"] == CON2
-    if loss is not None:
-        sel &= runs["loss"].fillna("full") == loss
-    if k is not None:
-        sel &= runs["n_contexts"] == k
-    if contexts is not None:
-        sel &= runs["contexts"].isin(contexts)
-    return runs[sel]
+def subject_and_names(runs: pd.DataFrame, config: Mapping[str, Any]) -> tuple[Subject, Methods]:
+    """The profile's subject (``report.subject``) and the method names, from the runs and the specs."""
+    names = method_names(config, runs)
+    return subject_of(config, runs, names), names
+
+
+def main_context(rep: ReportCfg, subject: Subject) -> str:
+    """The subject's main context (``report.main_context``, else its main variant's ``contexts`` tag):
+    the context of the paper's rows that have one (Table 1, loss ablation, k = 2)."""
+    return str(rep.get("main_context") or subject.main_context or "")
 
 
 def ordered_datasets(present: list[str], *preferred: list[str]) -> list[str]:
@@ -190,24 +183,28 @@ def method_table(
     config: Mapping[str, Any],
     datasets: list[str],
     paper_table: str | None,
-    paper_context: str = "invert",
 ) -> Table:
-    """Rows: our methods (main variants) each followed by the paper's row; then paper-only rows.
+    """Rows: our methods (main variants, the subject first) each followed by the paper's row; then
+    paper-only rows.
 
     Columns: the group's datasets (the paper's order first). Numbers are dataset-level means; each
     of our cells says over how many normal classes and seeds, and a note names every column whose
-    methods ran different classes (compare those across rows in ``per_class_<dataset>``).
+    methods ran different classes (compare those across rows in ``per_class_<dataset>``). A method
+    of the profile's experiments that has no run because its pretrained weights are missing is
+    named in a note with how to get them.
     """
     rep = report_block(config)
     runs = headline(runs)
-    dmap, mmap = name_maps(config)
+    subject, names = subject_and_names(runs, config)
+    paper_context = main_context(rep, subject)
+    dmap = dataset_names(config)
     inv_d = {v: k for k, v in dmap.items()}
     psel = paper[paper["table"] == paper_table] if paper_table else paper.iloc[0:0]
     paper_ds = [inv_d.get(d, d) for d in dict.fromkeys(psel["dataset"])]
     ours = main_runs(runs[runs["dataset"].isin(datasets)], rep) if not runs.empty else runs
     cols = ordered_datasets(list(dict.fromkeys([*paper_ds, *datasets])), paper_ds, datasets)
     level = _level(ours, ["dataset", "method", "score"])
-    pairs = sorted(dict.fromkeys(zip(level["method"], level["score"])), key=lambda p: pair_key(*p)) if not level.empty else []
+    pairs = sorted(dict.fromkeys(zip(level["method"], level["score"])), key=lambda p: names.pair_key(*p))
     rows, data, midrules, used_paper = [], [], [], set()
 
     def paper_cell(pm: str, ps: str, d: str) -> tuple[float, float] | None:
@@ -215,7 +212,7 @@ def method_table(
 
     for m, s in pairs:
         cells = []
-        target = mmap.get((m, s))
+        target = names.paper_row(m, s)
         for d in cols:
             st = _lookup(level, dataset=d, method=m, score=s)
             pv = paper_cell(*target, d) if target else None
@@ -227,7 +224,7 @@ def method_table(
                 "paper_mean": pv[0] if pv else np.nan, "paper_std": pv[1] if pv else np.nan,
                 "diff": shown_diff(st.mean, pv[0]) if pv else np.nan,
             })  # fmt: skip
-        rows.append([method_label(m, s), "ours", *cells])
+        rows.append([names.pair_label(m, s), "ours", *cells])
         if target and any(paper_cell(*target, d) for d in cols):
             rows.append([_paper_label(*target), "paper", *[cell(*(paper_cell(*target, d) or (np.nan, np.nan)), 0, 0) for d in cols]])
             used_paper.add(target[0])
@@ -254,7 +251,7 @@ def method_table(
         classes = {m: frozenset(ours.loc[(ours["dataset"] == d) & (ours["method"] == m), "normal_class"]) for m, _ in pairs}
         classes = {m: c for m, c in classes.items() if c}
         if len(set(classes.values())) > 1:
-            spread = "; ".join(f"{method_label(m, '').split(' (')[0]} {_classes_text(list(c))}" for m, c in classes.items())
+            spread = "; ".join(f"{names.label(m)} {_classes_text(list(c))}" for m, c in classes.items())
             notes.append(
                 f"{dataset_label(d)}: the methods ran different normal classes ({spread}): compare them per class in "
                 f"per_class_{d} (where that table exists), not across these rows."
@@ -262,6 +259,7 @@ def method_table(
     missing = [dataset_label(d) for d in cols if d not in set(ours["dataset"])] if cols else []
     if missing:
         notes.append(f"Not run in this profile: {', '.join(missing)}.")
+    notes += missing_weights_notes(config, runs, cols)
     frame = pd.DataFrame(data, columns=["dataset", "method", "score", "variant", "ours_mean", "ours_std", "ours_n", "ours_over",
                                         "paper_method", "paper_mean", "paper_std", "diff"])  # fmt: skip
     return Table(name, title, ["Method", "Source", *[dataset_label(d) for d in cols]], rows, frame, notes, midrules)
@@ -272,84 +270,106 @@ def table1_medical(runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str,
     rep = report_block(config)
     return method_table(
         "table1_medical", "Medical anomaly detection: AUROC (%), ours beside the paper's Table 1",
-        runs, paper, config, list(rep["medical"]), "table1_medical", paper_context=_main_context(rep),
+        runs, paper, config, list(rep["medical"]), "table1_medical",
     )  # fmt: skip
 
 
 def natural_summary(runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str, Any]) -> Table:
-    """Natural-image summary: AUROC per dataset (mean over normal classes), paper's CON2 beside ours."""
+    """Natural-image summary: AUROC per dataset (mean over normal classes), the paper's beside ours."""
     rep = report_block(config)
     return method_table(
         "natural_summary", "Natural images: AUROC (%) averaged over normal classes, ours beside the paper's",
         runs, paper, config, list(rep["natural"]), "table_all_contexts_natural",
-        paper_context=_main_context(rep),
     )  # fmt: skip
 
 
-def _main_context(rep: ReportCfg) -> str:
-    """CON2's main context augmentation (``report.main_context``, default invert as in the paper)."""
-    return str(rep.get("main_context", "invert"))
+# ----------------------------------------------------------------------------- the subject's ablations
+def _no_subject(name: str, title: str, columns: list[str]) -> Table:
+    note = "report.subject is not set: no method to tabulate (set it to the method the paper is about)."
+    return Table(name, title, columns, [], pd.DataFrame(columns=columns), [note])
 
 
-# ----------------------------------------------------------------------------- CON2 ablations
 def nnd_vs_lh(runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str, Any]) -> Table:
-    """CON2's two scores side by side per dataset (main variant), with the paper's where published."""
+    """The subject's scores side by side per dataset (its main variant: the same runs), with the
+    paper's where published, and their difference when it has two."""
     rep = report_block(config)
     runs = headline(runs)
-    dmap, _ = name_maps(config)
-    sel = main_runs(runs[runs["method"] == CON2], rep) if not runs.empty else runs
+    subject, names = subject_and_names(runs, config)
+    if subject.method is None:
+        return _no_subject("nnd_vs_lh", "The subject's scores side by side", ["Dataset"])
+    dmap = dataset_names(config)
+    sel = main_runs(runs[runs["method"] == subject.method], rep) if not runs.empty else runs
     level = _level(sel, ["dataset", "score"])
+    scores = list(subject.scores)
+    labels = [names.score_label(subject.method, s) for s in scores]
+    context = main_context(rep, subject)
     datasets = ordered_datasets(list(dict.fromkeys(level["dataset"])), rep["medical"], rep["natural"])
     rows, data = [], []
     for d in datasets:
-        cells, pcells, means = [], [], {}
-        for s in ("nnd", "lh"):
+        cells, pcells, means = [], [], []
+        for s in scores:
             st = _lookup(level, dataset=d, score=s)
-            means[s] = st.mean
-            pv = paper_value(paper, None, dmap.get(d, d), "CON2", s.upper(), _main_context(rep))
+            means.append(st.mean)
+            target = names.paper_row(subject.method, s)
+            pv = paper_value(paper, None, dmap.get(d, d), *target, context) if target else None
             cells.append(st.text())
             pcells.append(cell(*(pv or (np.nan, np.nan)), 0, 0))
             data.append({"dataset": d, "score": s, "ours_mean": st.mean, "ours_std": st.std, "ours_n": st.n,
                          "ours_over": st.over, "paper_mean": pv[0] if pv else np.nan,
                          "paper_std": pv[1] if pv else np.nan})  # fmt: skip
-        rows.append([dataset_label(d), *cells, signed(shown_diff(means["nnd"], means["lh"])), *pcells])
+        diff = [signed(shown_diff(means[0], means[1]))] if len(scores) == 2 else []
+        rows.append([dataset_label(d), *cells, *diff, *pcells])
     frame = pd.DataFrame(data, columns=["dataset", "score", "ours_mean", "ours_std", "ours_n", "ours_over", "paper_mean", "paper_std"])
+    diff_col = [f"{labels[0]} − {labels[1]}"] if len(scores) == 2 else []
+    diff_note = f" {diff_col[0]} is the difference of the shown values." if diff_col else ""
     return Table(
-        "nnd_vs_lh", "CON2: nearest-neighbour (NND) vs likelihood (LH) score, AUROC (%)",
-        ["Dataset", "NND (ours)", "LH (ours)", "NND − LH", "NND (paper)", "LH (paper)"], rows, frame,
-        [f"CON2 {main_variant(rep, CON2)} runs (both scores from the same runs); {CELL_NOTE} NND − LH is the difference "
-         "of the shown values. Paper values from Table 1 (NND, medical) and the all-contexts table (natural)."],
+        "nnd_vs_lh", f"{subject.label}: {' vs '.join(labels)} score, AUROC (%)",
+        ["Dataset", *[f"{lab} (ours)" for lab in labels], *diff_col, *[f"{lab} (paper)" for lab in labels]],
+        rows, frame,
+        [f"{subject.label} {subject.main_variant} runs (every score from the same runs); {CELL_NOTE}{diff_note} "
+         f"Paper values: the paper's rows of these scores ({context or 'any'} context), from any of its tables."],
     )  # fmt: skip
 
 
-LOSS_COLUMNS = [("full", "L_Context + L_Content"), ("context_only", "L_Context only"), ("content_only", "L_Content only")]
-
-
 def loss_ablation(runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str, Any]) -> Table:
-    """The loss-term ablation: full objective vs context-only vs content-only, both scores."""
+    """The subject's loss ablation: one column per value of its runs' ``loss`` tag (the main
+    variant's first, then in the order of the profile's ``variants``), every score, at its main context."""
     rep = report_block(config)
     runs = headline(runs)
-    ctx = [_main_context(rep)]
-    sel = con2_runs(runs, contexts=ctx, loss=None) if not runs.empty else runs
-    ablated = set(sel.loc[sel["loss"].fillna("full") != "full", "dataset"]) if not sel.empty else set()
-    sel = sel[sel["dataset"].isin(ablated)] if not sel.empty else sel
-    sel, like_notes = like_with_like(sel.assign(loss=sel["loss"].fillna("full")) if not sel.empty else sel, "loss", "loss")
+    subject, names = subject_and_names(runs, config)
+    title = f"{subject.label} loss ablation: AUROC (%) per loss"
+    if subject.method is None:
+        return _no_subject("loss_ablation", title, ["Dataset", "Score"])
+    context = main_context(rep, subject)
+    reference = subject.reference.get("loss")
+    sel = subject.runs(runs, contexts=[context] if context else None, loss=None)
+    ablated: set[str] = set()
+    if not sel.empty:
+        sel = sel.assign(loss=subject.losses(sel)).dropna(subset=["loss"])
+        ablated = set(sel.loc[sel["loss"] != reference, "dataset"])
+        sel = sel[sel["dataset"].isin(ablated)]
+    # the main variant's loss first, then the others in the order the profile lists their variants
+    rank = {v: i for i, v in enumerate(config.get("variants") or {})}
+    seen = sorted(zip(sel.get("variant", []), sel.get("loss", [])), key=lambda vl: (rank.get(vl[0], len(rank)), vl[0]))
+    losses = [x for x in dict.fromkeys([reference, *(loss for _, loss in seen)]) if x is not None]
+    sel, like_notes = like_with_like(sel, "loss", "loss")
     level = _level(sel, ["dataset", "loss", "score"])
     rows, data = [], []
     for d in ordered_datasets(sorted(ablated), rep["medical"], rep["natural"]):
-        for s in ("nnd", "lh"):
+        for s in subject.scores:
             cells = []
-            for loss, _ in LOSS_COLUMNS:
+            for loss in losses:
                 st = _lookup(level, dataset=d, loss=loss, score=s)
                 cells.append(st.text())
                 data.append({"dataset": d, "score": s, "loss": loss, "mean": st.mean, "std": st.std, "n": st.n, "over": st.over})
-            rows.append([dataset_label(d), SCORE_LABELS.get(s, s), *cells])
+            rows.append([dataset_label(d), names.score_label(subject.method, s), *cells])
     frame = pd.DataFrame(data, columns=["dataset", "score", "loss", "mean", "std", "n", "over"])
     return Table(
-        "loss_ablation", "CON2 loss-term ablation: AUROC (%) with both terms, the context term only, the content term only",
-        ["Dataset", "Score", *[label for _, label in LOSS_COLUMNS]], rows, frame,
-        [f"Context augmentation {ctx[0]}; context-only sets alpha = 0, content-only drops L_Context. "
-         f"Only datasets with at least one ablated run are listed. {CELL_NOTE}", *like_notes],
+        "loss_ablation", title, ["Dataset", "Score", *[f"loss: {str(x).replace('_', ' ')}" for x in losses]],
+        rows, frame,
+        [f"{subject.label} runs with context {context or 'any'}, one column per value of their loss tag "
+         f"({reference} is the main variant's). Only datasets with at least one run of another loss are listed. "
+         f"{CELL_NOTE}", *like_notes],
     )  # fmt: skip
 
 
@@ -361,15 +381,24 @@ def context_table(
     config: Mapping[str, Any],
     datasets: list[str],
     paper_table: str,
-    scores: tuple[str, ...],
 ) -> Table:
-    """Rows (dataset, score, source); columns the context augmentations (like with like per dataset)."""
+    """Rows (dataset, score, source); columns the subject's contexts (like with like per dataset).
+
+    Columns: ``report.contexts``, else every context the subject's runs have (its main one first);
+    ``{scores}`` in ``title`` becomes its score labels.
+    """
     rep = report_block(config)
     runs = headline(runs)
-    dmap, _ = name_maps(config)
-    contexts = list(rep["contexts"])
-    sel = con2_runs(runs, contexts=contexts) if not runs.empty else runs
-    sel = sel[sel["dataset"].isin(datasets)] if not sel.empty else sel
+    subject, names = subject_and_names(runs, config)
+    if subject.method is None:
+        return _no_subject(name, title.format(scores="every score"), ["Dataset", "Score", "Source"])
+    dmap = dataset_names(config)
+    labels = [names.score_label(subject.method, s) for s in subject.scores]
+    sel = subject.runs(runs)
+    present = sorted({str(c) for c in sel["contexts"].dropna()}) if not sel.empty else []
+    first = main_context(rep, subject)
+    contexts = [str(c) for c in rep.get("contexts") or [first, *(c for c in present if c != first)] if c]
+    sel = sel[sel["contexts"].isin(contexts) & sel["dataset"].isin(datasets)] if not sel.empty else sel
     sel, like_notes = like_with_like(sel, "contexts", "context")
     level = _level(sel, ["dataset", "contexts", "score"])
     psel = paper[paper["table"] == paper_table]
@@ -381,11 +410,12 @@ def context_table(
     rows, data, midrules = [], [], []
     for d in shown_ds:
         midrules.append(len(rows))
-        for s in scores:
+        for s, label in zip(subject.scores, labels):
             ours, theirs, have_paper = [], [], False
+            target = names.paper_row(subject.method, s)
             for c in contexts:
                 st = _lookup(level, dataset=d, contexts=c, score=s)
-                pv = paper_value(psel, None, dmap.get(d, d), "CON2", s.upper(), c)
+                pv = paper_value(psel, None, dmap.get(d, d), *target, c) if target else None
                 have_paper |= pv is not None
                 ours.append(st.text())
                 theirs.append(cell(*(pv or (np.nan, np.nan)), 0, 0))
@@ -393,15 +423,17 @@ def context_table(
                              "ours_over": st.over, "paper_mean": pv[0] if pv else np.nan,
                              "paper_std": pv[1] if pv else np.nan,
                              "diff": shown_diff(st.mean, pv[0]) if pv else np.nan})  # fmt: skip
-            rows.append([dataset_label(d), SCORE_LABELS.get(s, s), "ours", *ours])
+            rows.append([dataset_label(d), label, "ours", *ours])
             if have_paper:
-                rows.append([dataset_label(d), SCORE_LABELS.get(s, s), "paper", *theirs])
+                rows.append([dataset_label(d), label, "paper", *theirs])
     frame = pd.DataFrame(data, columns=["dataset", "score", "context", "ours_mean", "ours_std", "ours_n", "ours_over",
                                         "paper_mean", "paper_std", "diff"])  # fmt: skip
+    loss = subject.reference.get("loss")
     return Table(
-        name, title, ["Dataset", "Score", "Source", *contexts], rows, frame,
-        [f"CON2 with one context augmentation each (full loss); AUROC (%), mean ± std; {CELL_NOTE} "
-         "Per dataset, every context column averages the same normal classes.", *like_notes],
+        name, title.format(scores=" and ".join(labels)), ["Dataset", "Score", "Source", *contexts], rows, frame,
+        [f"{subject.label} with one context each (the runs' contexts tag{f', loss {loss}' if loss else ''}); "
+         f"AUROC (%), mean ± std; {CELL_NOTE} Per dataset, every context column averages the same normal classes.",
+         *like_notes],
         midrules,
     )  # fmt: skip
 
@@ -414,46 +446,54 @@ def alt_contexts(runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str, A
     datasets = list(dict.fromkeys([*rep["medical"], *present]))
     return context_table(
         "alt_contexts", "Alternative context augmentations on the medical datasets: AUROC (%)",
-        runs, paper, config, datasets, "table_alt_contexts", ("nnd", "lh"),
+        runs, paper, config, datasets, "table_alt_contexts",
     )  # fmt: skip
 
 
 def all_contexts(runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str, Any]) -> Table:
-    """All context augmentations and both scores on the natural-image datasets."""
+    """All context augmentations and every score on the natural-image datasets."""
     rep = report_block(config)
     return context_table(
-        "all_contexts", "All context augmentations on the natural-image datasets: AUROC (%), NND and LH",
-        runs, paper, config, list(rep["natural"]), "table_all_contexts_natural", ("nnd", "lh"),
+        "all_contexts", "All context augmentations on the natural-image datasets: AUROC (%), {scores}",
+        runs, paper, config, list(rep["natural"]), "table_all_contexts_natural",
     )  # fmt: skip
 
 
 def multi_context(runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str, Any]) -> Table:
-    """The multiple-context ablation: AUROC against the number of contexts k (k = 2 is invert)."""
+    """The multiple-context ablation: AUROC against the number of contexts k of the subject's runs
+    (the main variant's k and context, and every run with a larger k)."""
     rep = report_block(config)
     runs = headline(runs)
-    sel = con2_runs(runs, k=None) if not runs.empty else runs
+    subject, names = subject_and_names(runs, config)
+    title = f"Multiple contexts: {subject.label} AUROC (%) against the number of contexts k"
+    if subject.method is None:
+        return _no_subject("multi_context", title, ["Dataset", "Score"])
+    ref_k = subject.reference.get("n_contexts")
+    ref_k = float(ref_k) if isinstance(ref_k, (int, float)) and not pd.isna(ref_k) else np.nan
+    context = main_context(rep, subject)
+    sel = subject.runs(runs, k=None)
     if not sel.empty:
-        sel = sel[(sel["contexts"].str.startswith("k", na=False)) | (sel["contexts"] == _main_context(rep))]
-        multi = set(sel.loc[sel["n_contexts"] > 2, "dataset"])
+        sel = sel[(sel["contexts"] == context) | (sel["n_contexts"] > ref_k)]
+        multi = set(sel.loc[sel["n_contexts"] > ref_k, "dataset"])
         sel = sel[sel["dataset"].isin(multi)]
     sel, like_notes = like_with_like(sel, "n_contexts", "k")
     level = _level(sel, ["dataset", "n_contexts", "score"])
-    ks = sorted({int(k) for k in level["n_contexts"]}) if not level.empty else [2]
+    ks = sorted({int(k) for k in level["n_contexts"]}) if not level.empty else ([int(ref_k)] if ref_k == ref_k else [])
     rows, data = [], []
     for d in ordered_datasets(list(dict.fromkeys(level["dataset"])), rep["medical"], rep["natural"]):
-        for s in ("nnd", "lh"):
+        for s in subject.scores:
             cells = []
             for k in ks:
                 st = _lookup(level, dataset=d, n_contexts=float(k), score=s)
                 cells.append(st.text())
                 data.append({"dataset": d, "score": s, "k": k, "mean": st.mean, "std": st.std, "n": st.n, "over": st.over})
-            rows.append([dataset_label(d), SCORE_LABELS.get(s, s), *cells])
+            rows.append([dataset_label(d), names.score_label(subject.method, s), *cells])
     frame = pd.DataFrame(data, columns=["dataset", "score", "k", "mean", "std", "n", "over"])
+    base = f"k = {int(ref_k)} is the main variant ({context})" if ref_k == ref_k else "k: the runs' n_contexts tag"
     return Table(
-        "multi_context", "Multiple contexts: CON2 AUROC (%) against the number of contexts k",
-        ["Dataset", "Score", *[f"k = {k}" for k in ks]], rows, frame,
-        ["k = 2 is the identity plus invert; larger k adds flip, equalize and their compositions in a fixed order "
-         f"(con2.augment.MULTI_CONTEXT_ORDER). Only datasets with a k > 2 run are listed. {CELL_NOTE}", *like_notes],
+        "multi_context", title, ["Dataset", "Score", *[f"k = {k}" for k in ks]], rows, frame,
+        [f"k: the number of contexts of the {subject.label} runs (their n_contexts tag, the identity included); "
+         f"{base}. Only datasets with a run of larger k are listed. {CELL_NOTE}", *like_notes],
     )  # fmt: skip
 
 
@@ -462,9 +502,10 @@ def per_class(runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str, Any]
     """AUROC per normal class of one dataset, each method's main variant (mean ± std over seeds)."""
     rep = report_block(config)
     runs = headline(runs)
+    names = method_names(config, runs)
     sel = main_runs(runs[runs["dataset"] == dataset], rep) if not runs.empty else runs
     summ = summarize(sel, keys=["normal_class", "method", "score"])
-    pairs = sorted(dict.fromkeys(zip(summ["method"], summ["score"])), key=lambda p: pair_key(*p))
+    pairs = sorted(dict.fromkeys(zip(summ["method"], summ["score"])), key=lambda p: names.pair_key(*p))
     classes = sorted(dict.fromkeys(summ["normal_class"]), key=_class_sort_key)
     rows = []
     for c in classes:
@@ -490,9 +531,12 @@ def per_class(runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str, Any]
         over = f"a class's cell is the mean ± std of its {span} seeds ([1×s]; the mean alone where a class has one seed)"
     frame = summ.rename(columns={"mean": "auroc_mean", "std": "auroc_std"})
     frame.insert(0, "dataset", dataset)
+    # the figure of this table reads its series' labels and order from here
+    frame["label"] = [names.pair_label(m, s) for m, s in zip(frame["method"], frame["score"])]
+    frame["series"] = [pairs.index((m, s)) for m, s in zip(frame["method"], frame["score"])]
     return Table(
         f"per_class_{dataset}", f"{dataset_label(dataset)}: AUROC (%) per normal class",
-        ["Normal class", *[method_label(m, s) for m, s in pairs]], rows, frame,
+        ["Normal class", *[names.pair_label(m, s) for m, s in pairs]], rows, frame,
         [f"One-vs-rest: the class is normal, every other test image anomalous; {over}. Last row: the mean over the "
          "c classes a method ran, ± the std of the class means ([c×s])."],
     )  # fmt: skip
@@ -502,23 +546,27 @@ def _class_sort_key(c: str) -> tuple[int, Any]:
     return (0, int(c)) if str(c).isdigit() else (1, str(c))
 
 
-def variant_label(row: Mapping[str, Any]) -> str:
-    """``CON2 invert``, ``CON2 k4``, ``CON2 invert (context only)``, ``SimCLR default``..."""
-    m = {"con2": "CON2"}.get(row["method"], row["method"])
+def variant_label(row: Mapping[str, Any], names: Methods, plain_loss: Any = None) -> str:
+    """``CON2 invert``, ``CON2 k4``, ``CON2 invert (context only)``, ``SimCLR default``...: the method's
+    label, its contexts tag (else the variant) and its loss tag unless it is ``plain_loss``."""
     ctx = row.get("contexts")
     ctx = ctx if isinstance(ctx, str) and ctx else row["variant"]
     loss = row.get("loss")
-    extra = f" ({str(loss).replace('_', ' ')})" if isinstance(loss, str) and loss not in ("full", "") else ""
-    return f"{m} {ctx}{extra}"
+    extra = f" ({str(loss).replace('_', ' ')})" if isinstance(loss, str) and loss not in (plain_loss, "") else ""
+    return f"{names.label(row['method'])} {ctx}{extra}"
 
 
 def silhouette(runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str, Any]) -> Table:
     """Silhouette of the test representations labelled by context, per dataset and variant (like with like)."""
     rep = report_block(config)
+    subject, names = subject_and_names(headline(runs), config)
     sel = runs.dropna(subset=["silhouette"]) if not runs.empty else runs
     if not sel.empty:
         sel = sel.drop_duplicates(subset=["dataset", "normal_class", "method", "variant", "seed"]).copy()
-        sel["label"] = [variant_label(r) for r in sel.to_dict("records")]
+        plain = subject.reference.get("loss")
+        sel["label"] = [
+            variant_label(r, names, plain if r["method"] == subject.method else None) for r in sel.to_dict("records")
+        ]
     else:
         sel = sel.assign(label=pd.Series(dtype=str))
     sel, like_notes = like_with_like(sel, "label", "variant")
@@ -544,7 +592,8 @@ def compute_cost(
     """Compute per run: training and scoring time, peak memory, the load they were measured under;
     extrapolated to the paper's epochs (with a warning when the measurements were taken under load)."""
     rep = report_block(config)
-    dmap, _ = name_maps(config)
+    dmap = dataset_names(config)
+    names = method_names(config, runs)
     cols = ["dataset", "method", "variant", "device", "runs", "epochs", "fit_min", "score_s", "wall_min",
             "peak_mb", "bench_max_rss_mb", "cpu_share", "load_average", "s_per_epoch", "h_at_paper_epochs",
             "paper_gpu_h"]  # fmt: skip
@@ -556,8 +605,8 @@ def compute_cost(
         epochs = g["epochs"].astype(float)
         s_per_epoch = (g["fit_seconds"] / epochs.replace(0, np.nan)).mean()
         ph = np.nan
-        if hours is not None and m in PAPER_COMPUTE_METHODS:
-            hit = hours[(hours["method"] == PAPER_COMPUTE_METHODS[m]) & (hours["dataset"] == dmap.get(d, d))]
+        if hours is not None and names.compute_name(m):
+            hit = hours[(hours["method"] == names.compute_name(m)) & (hours["dataset"] == dmap.get(d, d))]
             ph = float(hit["gpu_hours_per_run"].iloc[0]) if len(hit) else np.nan
         data.append({
             "dataset": d, "method": m, "variant": v, "device": dev, "runs": len(g), "epochs": epochs.mean(),
@@ -609,10 +658,15 @@ def compute_cost(
 
 
 # ----------------------------------------------------------------------------- reproduction report
-def _ours_for_paper_row(runs: pd.DataFrame, row: Mapping[str, Any], config: Mapping[str, Any]) -> tuple[Stat, str]:
-    """Our dataset-level number for one paper row: ``(stat, what)``."""
+def _ours_for_paper_row(
+    runs: pd.DataFrame, row: Mapping[str, Any], config: Mapping[str, Any], names: Methods
+) -> tuple[Stat, str]:
+    """Our dataset-level number for one paper row: ``(stat, what)``. A paper row with a context is
+    matched by the ``contexts`` tag of the method's runs (at its main variant's loss and k), where
+    they have one; otherwise by the method's main variant."""
     rep = report_block(config)
-    dmap, mmap = name_maps(config)
+    dmap = dataset_names(config)
+    mmap = names.paper_rows()
     inv_d = {v: k for k, v in dmap.items()}
     d = inv_d.get(row["dataset"])
     pm, ps, ctx = row["method"], row["score"], row["context"]
@@ -624,8 +678,9 @@ def _ours_for_paper_row(runs: pd.DataFrame, row: Mapping[str, Any], config: Mapp
     if d is None or not candidates or runs.empty:
         return Stat(), ""
     m, s = candidates[0]
-    if m == CON2 and ctx:
-        sel = con2_runs(runs, contexts=[ctx])
+    view = subject_of(config, runs, names, method=m)
+    if ctx and view.main_context:
+        sel = view.runs(runs, contexts=[ctx])
     else:
         sel = main_runs(runs[runs["method"] == m], rep)
     sel = sel[(sel["dataset"] == d) & (sel["score"] == s)]
@@ -637,9 +692,10 @@ def _ours_for_paper_row(runs: pd.DataFrame, row: Mapping[str, Any], config: Mapp
 def reproduction(runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str, Any]) -> Table:
     """Every published number next to ours and the difference (ours − paper, from the shown values)."""
     runs = headline(runs)
+    names = method_names(config, runs)
     data, rows = [], []
     for r in paper.to_dict("records"):
-        st, what = _ours_for_paper_row(runs, r, config)
+        st, what = _ours_for_paper_row(runs, r, config, names)
         pstd = r["auroc_std"] if pd.notna(r["auroc_std"]) else np.nan
         diff = shown_diff(st.mean, r["auroc_mean"])
         within = bool(abs(diff) <= shown(pstd)) if pd.notna(diff) and pd.notna(pstd) else None
@@ -702,10 +758,11 @@ def outside_grid_note(runs: pd.DataFrame) -> str | None:
 
 def score_runtime(measured: pd.DataFrame) -> Table:
     """The score-runtime measurements (from ``workflow/scripts/score_runtime.py``) as a table."""
+    names = method_names()
     rows = []
     for r in measured.to_dict("records"):
         rows.append([
-            SCORE_LABELS.get(r["score"], r["score"]), r["sweep"], str(int(r["n_train"])), str(int(r["n_batches"])),
+            names.any_score_label(r["score"]), r["sweep"], str(int(r["n_train"])), str(int(r["n_batches"])),
             f"{r['seconds']:.3g}", f"{r['memory_mb']:.3g}",
         ])  # fmt: skip
     meta = measured.iloc[0] if len(measured) else None

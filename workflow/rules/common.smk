@@ -185,11 +185,10 @@ def train_resource(name, default):
 # ------------------------------------------------------------------------------------------ the data
 def dataset_on_disk(dataset, size):
     """True if the dataset's files are under data_dir (no network; the data layer's own search)."""
-    from con2.data import DataError, get_info
-    from con2.data.registry import find_source
+    from con2.data import DataError, find_source
 
     try:
-        find_source(get_info(dataset), Path(config["data_dir"]).absolute(), int(size))
+        find_source(dataset, Path(config["data_dir"]).absolute(), int(size))
     except DataError:
         return False
     return True
@@ -293,12 +292,14 @@ def grid_hashes():
 
 
 def pca_runs():
-    """(title, run directory) per dataset of report.pca: CON2's main variant, first class and seed."""
-    variant = (REPORT.get("main_variants") or {}).get("con2", "default")
+    """(title, run directory) per dataset of report.pca: the main variant of report.subject (the
+    method the paper is about), first class and seed; none without a subject."""
+    subject = REPORT.get("subject")
+    variant = (REPORT.get("main_variants") or {}).get(subject, "default")
     out = []
-    runs = available_runs()
+    runs = available_runs() if subject else []
     for dataset in REPORT.get("pca", []):
-        cands = [r for r in runs if r.dataset == dataset and r.method == "con2" and r.variant == variant]
+        cands = [r for r in runs if r.dataset == dataset and r.method == subject and r.variant == variant]
         if cands:
             r = min(cands, key=lambda r: (r.seed, r.normal_class))
             out.append((f"{dataset} (normal: {r.normal_class}), {r.method} {r.variant}, seed {r.seed}", r.run_dir))
