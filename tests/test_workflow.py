@@ -122,12 +122,15 @@ def clone(src: Path, dest: Path) -> Path:
 
 
 # ------------------------------------------------------------------------------------- dry runs
-def expected_paper_train_jobs(cfg: dict) -> int:
-    """Training runs of a profile counted straight from its YAML (independently of con2.experiments)."""
+def expected_paper_train_jobs(cfg: dict, skip: tuple[str, ...] = ()) -> int:
+    """Training runs of a profile counted straight from its YAML (independently of con2.experiments),
+    leaving out the experiments in ``skip``."""
     from con2.data import normal_classes
 
     cells = set()
-    for exp in cfg["experiments"].values():
+    for name, exp in cfg["experiments"].items():
+        if name in skip:
+            continue
         seeds = exp.get("seeds", cfg["seeds"])
         methods = dict(exp.get("methods", {}))
         if exp.get("extra_methods"):
@@ -154,18 +157,22 @@ def test_paper_dry_run_builds_the_whole_grid(tmp_path: Path) -> None:
     assert cfg["strict"] is True  # the paper profile fails on a missing dataset: its DAG is known up front
     runs = expand_grid(cfg, normal_classes)
     n_train = expected_paper_train_jobs(cfg)
-    assert n_train == 1194  # 70 (dataset, class) x 3 methods x 3 seeds + contexts 420 + loss 36 + k 108
-    assert stats["train"] == n_train == len(runs)
+    # 70 (dataset, class) x 4 methods x 3 seeds + contexts 420 + loss 36 + k 108 + the fidelity study's 24 more
+    assert n_train == 1428 == len(runs)
+    studies = [e for exps in cfg["report"]["scopes"].values() for e in exps]
+    n_all = expected_paper_train_jobs(cfg, skip=tuple(studies))  # `all` leaves the studies' own runs out
+    assert n_all == 1428 - 24
+    assert stats["train"] == n_all
     assert stats["prepare_data"] == len(data_targets(runs)) == 11
     per_class = len(cfg["report"]["per_class"])
     expected = {
         "evaluate": 1, "score_runtime": 1, "score_runtime_table": 1, "score_runtime_figure": 1,
         "per_class_table": per_class, "per_class_figure": per_class, "silhouette_figure": 1, "pca_figure": 1, "all": 1,
-        **{f"table_{t}": 1 for t in TABLES if t != "score_runtime"},
+        **{f"table_{t}": 1 for t in TABLES if t not in ("score_runtime", *cfg["report"]["scopes"])},
     }  # fmt: skip
     for rule, count in expected.items():
         assert stats[rule] == count, (rule, stats)
-    assert sum(stats.values()) == n_train + 11 + sum(expected.values())
+    assert sum(stats.values()) == n_all + 11 + sum(expected.values())
     # one resolved config per run, written once; `con2 train` reads it
     assert len(list((wd / "results/configs").rglob("*.yaml"))) == n_train
 
