@@ -39,13 +39,13 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from baselines.csi_spec import SPEC, CSIParams
 from con2.augment import ViewAugment
 from con2.config import RunConfig
 from con2.errors import ConfigError
 from con2.evaluation import ContextFn, Reading, Scorer, ScoringSpec, TestView, tta_plan
 from con2.losses import nt_xent
 from con2.methods.base import Method
-from baselines.csi_spec import SPEC, CSIParams
 from con2.models import projection_head
 
 N_ROTATIONS = 4
@@ -56,7 +56,9 @@ def rotate_all(images: Tensor, n_rotations: int = N_ROTATIONS) -> Tensor:
     return torch.cat([torch.rot90(images, k, dims=(-2, -1)) for k in range(n_rotations)])
 
 
-def rotation_labels(n_images: int, n_views: int = 2, n_rotations: int = N_ROTATIONS, device: torch.device | None = None) -> Tensor:
+def rotation_labels(
+    n_images: int, n_views: int = 2, n_rotations: int = N_ROTATIONS, device: torch.device | None = None
+) -> Tensor:
     """Rotation labels ``[V R N]`` of a batch laid out view-major, then rotation, then image."""
     return (torch.arange(n_views * n_rotations * n_images, device=device) // n_images) % n_rotations
 
@@ -75,8 +77,13 @@ def _signed_floor(x: Tensor, eps: float = 1e-8) -> Tensor:
 
 
 def csi_view_scores(
-    test_proj: Tensor, test_logits: Tensor, train_proj: Tensor, train_logits: Tensor, k: int,
-    test_norm: bool = True, chunk: int = 4096,
+    test_proj: Tensor,
+    test_logits: Tensor,
+    train_proj: Tensor,
+    train_logits: Tensor,
+    k: int,
+    test_norm: bool = True,
+    chunk: int = 4096,
 ) -> Tensor:
     """CSI's score of one test-time sample under rotation ``k`` (higher = more anomalous).
 
@@ -127,7 +134,9 @@ def csi_scores(
     total = torch.zeros(m, dtype=torch.float64, device=test_proj.device)
     for t in range(t_):
         for k in range(r_):
-            total += csi_view_scores(test_proj[t, k], test_logits[t, k], train_proj[t, k], train_logits[t, k], k, test_norm, chunk)
+            total += csi_view_scores(
+                test_proj[t, k], test_logits[t, k], train_proj[t, k], train_logits[t, k], k, test_norm, chunk
+            )
     return (total / (t_ * r_)).float()
 
 
@@ -194,7 +203,9 @@ class CSI(Method):
     def test_plan(self) -> list[TestView]:
         views = [v for v, _ in tta_plan(self.n_samples, 1, self.cfg.tta_seed, self.view_params)]
         return [
-            TestView(replace(v, hflip=False), k, rotation_context(k, v.hflip)) for v in views for k in range(N_ROTATIONS)
+            TestView(replace(v, hflip=False), k, rotation_context(k, v.hflip))
+            for v in views
+            for k in range(N_ROTATIONS)
         ]
 
     def feature_spaces(self):

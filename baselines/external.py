@@ -68,14 +68,30 @@ def write_external_run(
         scoring: per score, which reading is its headline (stored as is).
     """
     config = {
-        "method": method, "dataset": dataset, "normal_class": normal_class, "seed": seed, "split_seed": split_seed,
+        "method": method,
+        "dataset": dataset,
+        "normal_class": normal_class,
+        "seed": seed,
+        "split_seed": split_seed,
         **(config or {}),
-    }  # fmt: skip
+    }
     record = build_record(
-        dataset=dataset, normal_class=str(normal_class), method=method, variant=variant, seed=seed,
-        labels=labels, scores=scores, n_train=n_train, config=config, split_seed=split_seed,
-        split_sha256=split_sha256, timing=timing, extras=extras, scoring=scoring, device=device,
-    )  # fmt: skip
+        dataset=dataset,
+        normal_class=str(normal_class),
+        method=method,
+        variant=variant,
+        seed=seed,
+        labels=labels,
+        scores=scores,
+        n_train=n_train,
+        config=config,
+        split_seed=split_seed,
+        split_sha256=split_sha256,
+        timing=timing,
+        extras=extras,
+        scoring=scoring,
+        device=device,
+    )
     rd = RunDir(run_dir)
     with rd.lock():
         rd.write_scores(np.asarray(labels).astype(np.int64), scores)
@@ -117,10 +133,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--method", required=True)
     parser.add_argument("--seed", type=int, required=True, help="the run's (training) seed; not the split seed")
     parser.add_argument(
-        "--set", nargs="*", default=[], metavar="KEY=VALUE",
+        "--set",
+        nargs="*",
+        default=[],
+        metavar="KEY=VALUE",
         help="data settings of the run (RunConfig keys), e.g. split_seed=0 image_size=28",
     )
-    parser.add_argument("--n-train", type=int, help="training images used (default: the harness's split, needs --data-dir)")
+    parser.add_argument(
+        "--n-train", type=int, help="training images used (default: the harness's split, needs --data-dir)"
+    )
     parser.add_argument("--variant", default="default")
     parser.add_argument("--fit-seconds", type=float, default=0.0)
     parser.add_argument("--score-seconds", type=float, default=0.0)
@@ -130,7 +151,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         labels, scores, ids = read_score_table(args.scores)
         cfg = dataclasses.replace(
-            load_config(None, args.set), dataset=args.dataset, normal_class=str(args.normal_class), seed=args.seed,
+            load_config(None, args.set),
+            dataset=args.dataset,
+            normal_class=str(args.normal_class),
+            seed=args.seed,
             data_dir=args.data_dir or "data",
         )
         n_train, split_sha256 = args.n_train, None
@@ -151,17 +175,33 @@ def main(argv: list[str] | None = None) -> int:
             raise RecordError("--n-train is required without --data-dir")
         config = json.loads(Path(args.config_json).read_text()) if args.config_json else {}
         record = write_external_run(
-            args.run_dir, dataset=args.dataset, normal_class=args.normal_class, method=args.method, seed=args.seed,
-            labels=labels, scores=scores, n_train=n_train, variant=args.variant, config=config,
-            timing={"fit_seconds": args.fit_seconds, "score_seconds": args.score_seconds,
-                    "wall_seconds": args.fit_seconds + args.score_seconds},
-            split_seed=cfg.split_seed, split_sha256=split_sha256,
-        )  # fmt: skip
+            args.run_dir,
+            dataset=args.dataset,
+            normal_class=args.normal_class,
+            method=args.method,
+            seed=args.seed,
+            labels=labels,
+            scores=scores,
+            n_train=n_train,
+            variant=args.variant,
+            config=config,
+            timing={
+                "fit_seconds": args.fit_seconds,
+                "score_seconds": args.score_seconds,
+                "wall_seconds": args.fit_seconds + args.score_seconds,
+            },
+            split_seed=cfg.split_seed,
+            split_sha256=split_sha256,
+        )
     except (Con2Error, ValueError, OSError) as exc:
         message = write_failure(exc) if isinstance(exc, OSError) else None
         print(f"baselines.external: error: {message or exc}", file=sys.stderr)
         return 2
-    print(" ".join(f"AUROC[{k}]={v:.1f}" for k, v in record["metrics"]["auroc"].items()), "->", Path(args.run_dir) / RECORD)
+    print(
+        " ".join(f"AUROC[{k}]={v:.1f}" for k, v in record["metrics"]["auroc"].items()),
+        "->",
+        Path(args.run_dir) / RECORD,
+    )
     return 0
 
 

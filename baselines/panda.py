@@ -53,14 +53,19 @@ def compactness_loss(features: Tensor, centre: Tensor) -> Tensor:
     return ((features.float() - centre).pow(2).sum(1) / features.shape[1]).mean()
 
 
-def ewc_penalty(params: Mapping[str, Tensor], anchors: Mapping[str, Tensor], fisher: Mapping[str, Tensor], lam: float) -> Tensor:
+def ewc_penalty(
+    params: Mapping[str, Tensor], anchors: Mapping[str, Tensor], fisher: Mapping[str, Tensor], lam: float
+) -> Tensor:
     """PANDA's EWCLoss: ``lam * sum_name sum(F * (theta* - theta)^2) / 2`` over the names of ``anchors``."""
     total = sum((fisher[k] * (anchors[k] - params[k]).pow(2)).sum() / 2 for k in anchors)
     return lam * total  # type: ignore[return-value]
 
 
 def knn_sq_scores(test: Tensor, train: Tensor, k: int = 2, chunk: int = 4096) -> Tensor:
-    """Sum of squared Euclidean distances to the ``k`` nearest training rows: ``test [M, d]``, ``train [n, d]`` -> ``[M]``."""
+    """Sum of squared Euclidean distances to the ``k`` nearest training rows.
+
+    ``test [M, d]``, ``train [n, d]`` -> ``[M]``.
+    """
     tr, te = train.double(), test.double()
     k = min(k, len(tr))
     tr_sq = tr.pow(2).sum(1)
@@ -135,7 +140,9 @@ class Panda(Method):
         if params.variant == "ewc":
             fresh = getattr(torchvision.models, params.backbone)(weights=None)
             fisher = weights.load_checked(files["fisher"], weights.expected_shapes(fresh, "parameters"))
-            self.anchors = {k: v.detach().clone() for k, v in backbone.named_parameters()}  # theta*: the ImageNet weights
+            self.anchors = {
+                k: v.detach().clone() for k, v in backbone.named_parameters()
+            }  # theta*: the ImageNet weights
             self.fisher = {k: fisher[k].float() for k in self.anchors}  # PANDA skips the classifier ('fc')
 
     def input_views(self, images: Tensor) -> Tensor:
@@ -149,9 +156,16 @@ class Panda(Method):
     def pretrained_centre(self, device: torch.device) -> Tensor:
         """The mean pretrained feature of every training image (identity view): PANDA's centre ``[d]``."""
         feats = features(
-            self.encoder, training_images(self.cfg), IDENTITY_VIEW, identity, self.cfg.image_size, device,
-            {"f": None}, self.cfg.eval_batch_size, self.cfg.channels_last,
-        )["f"]  # fmt: skip
+            self.encoder,
+            training_images(self.cfg),
+            IDENTITY_VIEW,
+            identity,
+            self.cfg.image_size,
+            device,
+            {"f": None},
+            self.cfg.eval_batch_size,
+            self.cfg.channels_last,
+        )["f"]
         return feats.float().mean(0)
 
     def training_loss(self, images: Tensor, progress: float) -> dict[str, Tensor]:

@@ -52,14 +52,18 @@ def weight_sets(params: PandaParams) -> dict[str, str | WeightSet]:
     needs: dict[str, str | WeightSet] = {"weights": f"torchvision/{params.backbone.replace('_', '-')}-imagenet1k-v1"}
     if params.variant == "ewc":
         needs["fisher"] = FISHER_SETS.get(params.backbone) or WeightSet(
-            name=f"panda/fisher-diagonal-{params.backbone}", family="fisher",
-            architecture=f"torchvision.models:{params.backbone}", files={f"fisher_diagonal_{params.backbone}.pth": ""},
-            url="", keys="parameters",
+            name=f"panda/fisher-diagonal-{params.backbone}",
+            family="fisher",
+            architecture=f"torchvision.models:{params.backbone}",
+            files={f"fisher_diagonal_{params.backbone}.pth": ""},
+            url="",
+            keys="parameters",
             notes=(
-                f"no Fisher diagonal is published for {params.backbone} (PANDA's is for resnet152): compute the diagonal "
+                f"no Fisher diagonal is published for {params.backbone} (PANDA's is for resnet152): compute "
+                "the diagonal "
                 f"of the Fisher information of the ImageNet classifier, a dict {{parameter name: tensor}}"
             ),
-        )  # fmt: skip
+        )
     return needs
 
 

@@ -22,11 +22,11 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from baselines.simclr_spec import SPEC, SimCLRParams
 from con2.config import RunConfig
 from con2.evaluation import Scorer, ScoringSpec
 from con2.losses import nt_xent
 from con2.methods.base import Method
-from baselines.simclr_spec import SPEC, SimCLRParams
 from con2.models import projection_head
 from con2.scores import knn_scores, mahalanobis_scores
 
@@ -52,7 +52,9 @@ class SimCLR(Method):
 
     def scoring(self) -> ScoringSpec:
         p, chunk, seed = self.params, self.cfg.nn_chunk, self.cfg.seed
-        return ScoringSpec({
-            "knn": Scorer(lambda te, tr, c: knn_scores(te, tr, p.k, chunk)),
-            "ssd": Scorer(lambda te, tr, c: mahalanobis_scores(te, tr, p.ssd_clusters, seed=seed), tta=False),
-        })  # fmt: skip
+        return ScoringSpec(
+            {
+                "knn": Scorer(lambda te, tr, c: knn_scores(te, tr, p.k, chunk)),
+                "ssd": Scorer(lambda te, tr, c: mahalanobis_scores(te, tr, p.ssd_clusters, seed=seed), tta=False),
+            }
+        )

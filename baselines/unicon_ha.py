@@ -112,7 +112,9 @@ def uniclr_loss(
         Scalar: the sum of every anchor's loss over the ``2M`` views, divided by ``2M``.
     """
     if z1.shape != z2.shape or z1.ndim != 2 or inlier.shape != (len(z1),):
-        raise ValueError(f"expected z1, z2 [M, p] and inlier [M], got {tuple(z1.shape)}, {tuple(z2.shape)}, {tuple(inlier.shape)}")
+        raise ValueError(
+            f"expected z1, z2 [M, p] and inlier [M], got {tuple(z1.shape)}, {tuple(z2.shape)}, {tuple(inlier.shape)}"
+        )
     m = len(z1)
     n = 2 * m
     with torch.autocast(device_type=z1.device.type, enabled=False):
@@ -164,7 +166,10 @@ def view_params_at(base: ViewParams, strength: float) -> ViewParams:
 
 
 class StageHead(nn.Module):
-    """g_i for an inner stage: ``[B, C_i, S_i, S_i]`` -> stride-2 conv blocks to res4's shape -> pool -> MLP -> ``[B, p]``."""
+    """g_i for an inner stage.
+
+    ``[B, C_i, S_i, S_i]`` -> stride-2 conv blocks to res4's shape -> pool -> MLP -> ``[B, p]``.
+    """
 
     def __init__(self, in_shape: tuple[int, int], out_shape: tuple[int, int], head_dim: int) -> None:
         super().__init__()
@@ -173,7 +178,11 @@ class StageHead(nn.Module):
         while s > s_out:
             s = (s + 1) // 2
             nxt = c_out if s <= s_out else min(2 * c, c_out)
-            blocks += [nn.Conv2d(c, nxt, 3, stride=2, padding=1, bias=False), nn.BatchNorm2d(nxt), nn.ReLU(inplace=True)]
+            blocks += [
+                nn.Conv2d(c, nxt, 3, stride=2, padding=1, bias=False),
+                nn.BatchNorm2d(nxt),
+                nn.ReLU(inplace=True),
+            ]
             c = nxt
         if c != c_out:  # same size already: a 1x1 conv to res4's channels
             blocks += [nn.Conv2d(c, c_out, 1, bias=False), nn.BatchNorm2d(c_out), nn.ReLU(inplace=True)]
@@ -221,7 +230,10 @@ class UniConHA(Method):
             heads[f"res{N_STAGES}"] = projection_head(d, d, params.head_dim)
         self.heads = nn.ModuleDict(heads)
         self.stage_views = nn.ModuleDict(
-            {f"res{i}": ViewAugment(cfg.image_size, view_params_at(self.view_params, params.strengths[i - 1])) for i in self.active}
+            {
+                f"res{i}": ViewAugment(cfg.image_size, view_params_at(self.view_params, params.strengths[i - 1]))
+                for i in self.active
+            }
         )
 
     def soft_at(self, stage: int) -> bool:
@@ -239,7 +251,10 @@ class UniConHA(Method):
     def training_loss(self, images: Tensor, progress: float) -> dict[str, Tensor]:
         """uint8 ``[N, C, H, W]`` -> Eq. 9 over the aggregated stages, each term logged as ``res<i>``."""
         if images.shape[-1] != images.shape[-2]:
-            raise ConfigError(f"UniCon-HA rotates images into virtual outliers and needs square inputs, got {tuple(images.shape[-2:])}")
+            raise ConfigError(
+                "UniCon-HA rotates images into virtual outliers and needs square inputs, got "
+                f"{tuple(images.shape[-2:])}"
+            )
         p = self.params
         n = len(images)
         batch = to_float(rotate_all(images))  # [4N]: the N inliers, then their 3 rotations (D_vout)
@@ -252,9 +267,15 @@ class UniConHA(Method):
                 views = views.contiguous(memory_format=torch.channels_last)
             z = self.project(stage, views)
             term = uniclr_loss(
-                z[: len(batch)], z[len(batch) :], inlier, p.temperature, self.soft_at(stage),
-                p.weight_temperature, p.soft_form, p.detach_weights,
-            )  # fmt: skip
+                z[: len(batch)],
+                z[len(batch) :],
+                inlier,
+                p.temperature,
+                self.soft_at(stage),
+                p.weight_temperature,
+                p.soft_form,
+                p.detach_weights,
+            )
             out[f"res{stage}"] = term
             total = total + p.stage_weights[stage - 1] * term
         out["loss"] = total / N_STAGES

@@ -31,7 +31,12 @@ class UniConHAParams:
 
     temperature: float = 0.5  # tau of Eq. 1/6
     weight_temperature: float = 0.5  # tau_w of Eq. 7 (sharpness of the soft weights)
-    stage_weights: tuple[float, float, float, float] = (0.0, 1.0, 1.0, 1.0)  # lambda_1..4 of Eq. 9; 0: stage not aggregated
+    stage_weights: tuple[float, float, float, float] = (
+        0.0,
+        1.0,
+        1.0,
+        1.0,
+    )  # lambda_1..4 of Eq. 9; 0: stage not aggregated
     strengths: tuple[float, float, float, float] = (0.25, 0.5, 0.75, 1.0)  # strength of T_1..T_4 (1 = the run's views)
     soft_aggregation: str = "last"  # where Eq. 6 replaces Eq. 1 for inlier anchors: last (res4, the paper) | all | none
     soft_form: str = "pair"  # how Eq. 6's weights enter: pair | anchor | printed (see the module docstring)
@@ -49,7 +54,9 @@ def check(params: UniConHAParams, cfg: RunConfig) -> None:
             f"got {list(params.stage_weights)}; the paper's HA at res2-res4 is [0, 1, 1, 1]"
         )
     if not all(0 < s <= 1 for s in params.strengths):
-        raise ConfigError(f"params.strengths must lie in (0, 1] (1 = the run's view augmentations), got {list(params.strengths)}")
+        raise ConfigError(
+            f"params.strengths must lie in (0, 1] (1 = the run's view augmentations), got {list(params.strengths)}"
+        )
     if params.soft_aggregation not in SOFT_STAGES:
         raise ConfigError(f"params.soft_aggregation must be one of {SOFT_STAGES}, got {params.soft_aggregation!r}")
     if params.soft_form not in SOFT_FORMS:

@@ -85,8 +85,12 @@ def main() -> None:
         rows["nnd_no_tta"].append(rec0["metrics"]["auroc"]["nnd"])
         rows["lh_no_tta"].append(rec0["metrics"]["auroc"]["lh"])
         rows["fit_s"].append(rec["timing"]["fit_seconds"] + rec["timing"]["score_seconds"])
-        print(f"seed {seed}: NND {rows['nnd'][-1]:.1f}  LH {rows['lh'][-1]:.1f}  silhouette {rows['silhouette'][-1]:.3f}  "
-              f"no-TTA NND {rows['nnd_no_tta'][-1]:.1f}  ({rows['fit_s'][-1]:.0f} s)", flush=True)
+        print(
+            f"seed {seed}: NND {rows['nnd'][-1]:.1f}  LH {rows['lh'][-1]:.1f}  silhouette "
+            f"{rows['silhouette'][-1]:.3f}  "
+            f"no-TTA NND {rows['nnd_no_tta'][-1]:.1f}  ({rows['fit_s'][-1]:.0f} s)",
+            flush=True,
+        )
 
     floor = raw_pixel_floor(a.data_dir)
     print(f"\nBreastMNIST, CON2 (invert), budget: {' '.join(a.set) or 'RunConfig defaults'}; seeds {a.seeds}")
@@ -107,8 +111,11 @@ def main() -> None:
         for epochs in a.curve:
             rec = one([*base, "seed=0", f"epochs={epochs}"], Path(a.out) / "curve" / f"{tag}_epochs{epochs}")
             m = rec["metrics"]
-            print(f"| {epochs} | {m['auroc']['nnd']:.1f} | {m['auroc']['lh']:.1f} | {m['silhouette']:.3f} | "
-                  f"{rec['timing']['fit_seconds'] + rec['timing']['score_seconds']:.0f} |", flush=True)
+            print(
+                f"| {epochs} | {m['auroc']['nnd']:.1f} | {m['auroc']['lh']:.1f} | {m['silhouette']:.3f} | "
+                f"{rec['timing']['fit_seconds'] + rec['timing']['score_seconds']:.0f} |",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import json
 import platform
-import sys
 import tempfile
 import time
 import traceback
@@ -50,8 +49,16 @@ THROUGHPUT = (
     ("32px_w64_N512", {"image_size": 32, "width": 64, "batch_size": 512}, 10),
 )
 PAPER_BREASTMNIST = {
-    "dataset": "breastmnist", "method": "con2", "epochs": 2048, "image_size": 224, "width": 64, "batch_size": 64,
-    "tta": 40, "checkpoint_every": 16, "progress": False, "seed": 0,
+    "dataset": "breastmnist",
+    "method": "con2",
+    "epochs": 2048,
+    "image_size": 224,
+    "width": 64,
+    "batch_size": 64,
+    "tta": 40,
+    "checkpoint_every": 16,
+    "progress": False,
+    "seed": 0,
 }
 TINY = {"image_size": 16, "width": 8, "batch_size": 8}
 TINY_RUN = {"epochs": 1, "image_size": 16, "width": 8, "batch_size": 32, "tta": 2, "checkpoint_every": 1}
@@ -63,17 +70,30 @@ def emit(line: dict[str, Any]) -> None:
 
 def environment(device: torch.device) -> dict[str, Any]:
     return {
-        "check": "environment", "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
-        "torch": torch.__version__, "cuda": torch.version.cuda, "python": platform.python_version(),
+        "check": "environment",
+        "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "python": platform.python_version(),
         "threads": torch.get_num_threads(),
     }
 
 
-def throughput_check(name: str, overrides: dict[str, Any], steps: int, a: argparse.Namespace, device: torch.device) -> dict[str, Any]:
+def throughput_check(
+    name: str, overrides: dict[str, Any], steps: int, a: argparse.Namespace, device: torch.device
+) -> dict[str, Any]:
     cfg = make_config({"dataset": "digits", "device": str(device), **overrides, **(TINY if a.tiny else {})})
     images = load_images(cfg, 28)
-    r = measure(cfg, images, device, steps=1 if a.tiny else steps, warmup=1 if a.tiny else 3,
-                repeats=1 if a.tiny else 3, workers=0 if a.tiny else a.workers, compile_model=a.compile)
+    r = measure(
+        cfg,
+        images,
+        device,
+        steps=1 if a.tiny else steps,
+        warmup=1 if a.tiny else 3,
+        repeats=1 if a.tiny else 3,
+        workers=0 if a.tiny else a.workers,
+        compile_model=a.compile,
+    )
     return {"check": "throughput", "setting": name, **r}
 
 
@@ -93,7 +113,9 @@ def breastmnist_data(cfg_values: dict[str, Any], data_dir: str):
         return load_one_class("breastmnist", data_dir, size=28), 28
 
 
-def run_check(a: argparse.Namespace, device: torch.device, seconds_left: float, step_rate: float | None) -> dict[str, Any]:
+def run_check(
+    a: argparse.Namespace, device: torch.device, seconds_left: float, step_rate: float | None
+) -> dict[str, Any]:
     """One CON2 run as ``con2.runner.run`` trains and scores it (without the record, which needs jsonschema)."""
     t_wall = time.perf_counter()
     values = {**PAPER_BREASTMNIST, "data_dir": a.data_dir, "device": str(device), "compile": a.compile}
@@ -109,9 +131,19 @@ def run_check(a: argparse.Namespace, device: torch.device, seconds_left: float, 
     to_nchw = lambda x: torch.from_numpy(x.transpose(0, 3, 1, 2).copy())  # noqa: E731
     train, test = to_nchw(data.train), to_nchw(data.test)
     settings = TrainSettings(
-        epochs=cfg.epochs, batch_size=cfg.batch_size, lr=cfg.lr, weight_decay=cfg.weight_decay, betas=cfg.betas,
-        max_steps=max_steps, seed=cfg.seed, amp=cfg.amp, channels_last=cfg.channels_last,
-        checkpoint_every=cfg.checkpoint_every, progress=False, fingerprint=cfg.config_hash(), compile=cfg.compile,
+        epochs=cfg.epochs,
+        batch_size=cfg.batch_size,
+        lr=cfg.lr,
+        weight_decay=cfg.weight_decay,
+        betas=cfg.betas,
+        max_steps=max_steps,
+        seed=cfg.seed,
+        amp=cfg.amp,
+        channels_last=cfg.channels_last,
+        checkpoint_every=cfg.checkpoint_every,
+        progress=False,
+        fingerprint=cfg.config_hash(),
+        compile=cfg.compile,
     )
     with tempfile.TemporaryDirectory() as tmp:
         result = fit(method, train, settings, device, Path(tmp) / "checkpoint.pt")
@@ -119,12 +151,24 @@ def run_check(a: argparse.Namespace, device: torch.device, seconds_left: float, 
     out = method.score(train, test, device)
     score_seconds = time.perf_counter() - t_score
     return {
-        "check": "breastmnist_con2", "complete": max_steps is None, "epochs": result.epochs, "steps": result.steps,
-        "paper_steps": total_steps, "image_size": cfg.image_size, "data_size": data_size, "width": cfg.width,
-        "batch_size": cfg.batch_size, "tta": cfg.tta, "compile": cfg.compile,
-        "wall_seconds": time.perf_counter() - t_wall, "fit_seconds": result.fit_seconds, "score_seconds": score_seconds,
-        "images_per_second": result.images_per_second, "predicted_full_fit_seconds": predicted,
-        "auroc": {k: auroc(data.test_labels, v) for k, v in out.scores.items()}, **out.extras,
+        "check": "breastmnist_con2",
+        "complete": max_steps is None,
+        "epochs": result.epochs,
+        "steps": result.steps,
+        "paper_steps": total_steps,
+        "image_size": cfg.image_size,
+        "data_size": data_size,
+        "width": cfg.width,
+        "batch_size": cfg.batch_size,
+        "tta": cfg.tta,
+        "compile": cfg.compile,
+        "wall_seconds": time.perf_counter() - t_wall,
+        "fit_seconds": result.fit_seconds,
+        "score_seconds": score_seconds,
+        "images_per_second": result.images_per_second,
+        "predicted_full_fit_seconds": predicted,
+        "auroc": {k: auroc(data.test_labels, v) for k, v in out.scores.items()},
+        **out.extras,
         "last_terms": result.last_terms,
     }
 
@@ -153,13 +197,26 @@ def main() -> None:
                 step_rate = line["ours_images_per_s"] / line["batch_size"]
             emit(line)
         except Exception as exc:  # report and go on: one failure must not cost the other checks
-            emit({"check": "throughput", "setting": name, "error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()})
+            emit(
+                {
+                    "check": "throughput",
+                    "setting": name,
+                    "error": f"{type(exc).__name__}: {exc}",
+                    "traceback": traceback.format_exc(),
+                }
+            )
     if not a.skip_run:
         try:
             left = a.budget_s - (time.perf_counter() - t0)
             emit(run_check(a, device, left, step_rate))
         except Exception as exc:
-            emit({"check": "breastmnist_con2", "error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()})
+            emit(
+                {
+                    "check": "breastmnist_con2",
+                    "error": f"{type(exc).__name__}: {exc}",
+                    "traceback": traceback.format_exc(),
+                }
+            )
     emit({"check": "done", "total_seconds": time.perf_counter() - t0})
 
 

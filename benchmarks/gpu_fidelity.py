@@ -51,8 +51,14 @@ def main() -> None:
     from con2.records import read_record
     from con2.runner import RECORD, run
 
-    base = ["dataset=breastmnist", f"data_dir={args.data_dir}", f"seed={args.seed}", f"epochs={args.epochs}",
-            "progress=false", *(TINY if args.tiny else PAPER)]  # fmt: skip
+    base = [
+        "dataset=breastmnist",
+        f"data_dir={args.data_dir}",
+        f"seed={args.seed}",
+        f"epochs={args.epochs}",
+        "progress=false",
+        *(TINY if args.tiny else PAPER),
+    ]
     if args.tiny:
         base.append("device=cpu")
     t0, lines = time.perf_counter(), []
@@ -60,16 +66,32 @@ def main() -> None:
         if args.only and label not in args.only:
             continue
         run_dir = Path(args.out) / label.replace(" ", "_").replace(",", "").replace("/", "-")
-        record = read_record(run_dir / RECORD) if (run_dir / RECORD).is_file() else run(load_config(None, [*base, *overrides]), run_dir)
+        record = (
+            read_record(run_dir / RECORD)
+            if (run_dir / RECORD).is_file()
+            else run(load_config(None, [*base, *overrides]), run_dir)
+        )
         line = {
-            "setting": label, "seed": record["seed"], "epochs": record["epochs"], "auroc": record["metrics"]["auroc"],
-            "silhouette": record["metrics"].get("silhouette"), "fit_seconds": round(record["timing"]["fit_seconds"], 1),
-            "wall_seconds": round(record["timing"]["wall_seconds"], 1), "device": record["device"],
-        }  # fmt: skip
+            "setting": label,
+            "seed": record["seed"],
+            "epochs": record["epochs"],
+            "auroc": record["metrics"]["auroc"],
+            "silhouette": record["metrics"].get("silhouette"),
+            "fit_seconds": round(record["timing"]["fit_seconds"], 1),
+            "wall_seconds": round(record["timing"]["wall_seconds"], 1),
+            "device": record["device"],
+        }
         lines.append(line)
         print(json.dumps(line), flush=True)
-    print(json.dumps({"summary": {x["setting"]: round(next(iter(x["auroc"].values())), 1) for x in lines},
-                      "total_seconds": round(time.perf_counter() - t0, 1)}), flush=True)  # fmt: skip
+    print(
+        json.dumps(
+            {
+                "summary": {x["setting"]: round(next(iter(x["auroc"].values())), 1) for x in lines},
+                "total_seconds": round(time.perf_counter() - t0, 1),
+            }
+        ),
+        flush=True,
+    )
 
 
 if __name__ == "__main__":

@@ -16,9 +16,8 @@ from __future__ import annotations
 import time
 
 import torch
-from torch.profiler import ProfilerActivity, profile, record_function
-
 from throughput import build_ours, config_for, load_images, parser, sync
+from torch.profiler import ProfilerActivity, profile, record_function
 
 from con2.engine import select_device
 
@@ -35,6 +34,8 @@ def label_encoder(method: torch.nn.Module) -> None:
             return forward(*args, **kwargs)
 
     method.encoder.forward = labelled
+
+
 SYNC_OPS = ("aten::_local_scalar_dense",)  # what .item(), bool() and float() of a tensor end in
 SYNC_CALLS = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "cudaMemcpy")
 
@@ -63,16 +64,29 @@ def main() -> None:
     wall = (time.perf_counter() - t0) / a.steps * 1e3
     events = {e.key: e for e in prof.key_averages()}
     per = lambda v: v / a.steps / 1e3  # noqa: E731  (microseconds in total -> milliseconds per step)
-    print(f"device={device} threads={torch.get_num_threads()} dataset={cfg.dataset} size={cfg.image_size} "
-          f"width={cfg.width} N={cfg.batch_size} autocast_bf16={ours.autocast} compile={a.compile} steps={a.steps}")
+    print(
+        f"device={device} threads={torch.get_num_threads()} dataset={cfg.dataset} size={cfg.image_size} "
+        f"width={cfg.width} N={cfg.batch_size} autocast_bf16={ours.autocast} compile={a.compile} steps={a.steps}"
+    )
     cuda = device.type == "cuda"
     print("\n| part | CPU ms/step | " + ("device ms/step | " if cuda else "") + "share of step |")
     print("|---|---:|" + ("---:|" if cuda else "") + "---:|")
-    rows = {name: (per(events[name].cpu_time_total), per(events[name].device_time_total)) if name in events else (0.0, 0.0) for name in REGIONS}
+    rows = {
+        name: (per(events[name].cpu_time_total), per(events[name].device_time_total)) if name in events else (0.0, 0.0)
+        for name in REGIONS
+    }
     rest = tuple(rows["forward"][i] - rows["views"][i] - rows["encoder forward"][i] for i in range(2))
-    rows = {**{k: rows[k] for k in REGIONS[:3]}, "  heads, loss, contexts (rest of forward)": rest, **{k: rows[k] for k in REGIONS[3:]}}
+    rows = {
+        **{k: rows[k] for k in REGIONS[:3]},
+        "  heads, loss, contexts (rest of forward)": rest,
+        **{k: rows[k] for k in REGIONS[3:]},
+    }
     for name, (cpu, dev) in rows.items():
-        print(f"| {LABELS.get(name, name)} | {cpu:.1f} | " + (f"{dev:.1f} | " if cuda else "") + f"{100 * cpu / wall:.0f}% |")
+        print(
+            f"| {LABELS.get(name, name)} | {cpu:.1f} | "
+            + (f"{dev:.1f} | " if cuda else "")
+            + f"{100 * cpu / wall:.0f}% |"
+        )
     print(f"| whole step (wall clock) | {wall:.1f} | " + ("| " if cuda else "") + "100% |")
     print(f"\nthe same steps without the profiler: {plain_ms:.1f} ms/step (the shares above are the profiled ones)")
     syncs = sum(events[k].count for k in SYNC_OPS if k in events) / a.steps

@@ -69,12 +69,21 @@ def main() -> None:
         print(f"view {v + 1}/{a.views}: S_NND {t1 - t0:.2f} s, S_LH {t2 - t1:.2f} s", file=sys.stderr, flush=True)
         del train, test
     result = {
-        "device": str(device), "threads": torch.get_num_threads(), "n_test": a.n_test, "n_train": a.n_train,
-        "views": a.views, "dim": a.dim, "chunk": a.chunk,
-        "nnd_seconds_per_view": statistics.median(times["nnd"]), "lh_seconds_per_view": statistics.median(times["lh"]),
-        "nnd_seconds_total": sum(times["nnd"]), "lh_seconds_total": sum(times["lh"]),
+        "device": str(device),
+        "threads": torch.get_num_threads(),
+        "n_test": a.n_test,
+        "n_train": a.n_train,
+        "views": a.views,
+        "dim": a.dim,
+        "chunk": a.chunk,
+        "nnd_seconds_per_view": statistics.median(times["nnd"]),
+        "lh_seconds_per_view": statistics.median(times["lh"]),
+        "nnd_seconds_total": sum(times["nnd"]),
+        "lh_seconds_total": sum(times["lh"]),
         "wall_seconds_with_feature_generation": time.perf_counter() - t_all,
-        "one_view_features_mb": features_mb, "peak_rss_mb_before": rss_start, "peak_rss_mb": peak_rss_mb(),
+        "one_view_features_mb": features_mb,
+        "peak_rss_mb_before": rss_start,
+        "peak_rss_mb": peak_rss_mb(),
         "cuda_peak_allocated_mb": torch.cuda.max_memory_allocated(device) / 2**20 if device.type == "cuda" else None,
     }
     print(json.dumps(result))

@@ -36,15 +36,30 @@ import torchvision.transforms.v2 as T
 from con2.augment import contexts_for
 from con2.config import RunConfig, make_config
 from con2.data import load_one_class
-from con2.engine import TrainSettings, autocast_enabled, compile_submodules, make_optimizer, prepare_model, select_device, train_step
+from con2.engine import (
+    TrainSettings,
+    autocast_enabled,
+    compile_submodules,
+    make_optimizer,
+    prepare_model,
+    select_device,
+    train_step,
+)
 from con2.losses import alpha_schedule, batch_labels, content_loss, context_loss
 from con2.methods import build_method
 
 # Dense (no sparsity) bf16 tensor-core peaks in TFLOP/s from the vendors' data sheets; the first
 # name contained in torch.cuda.get_device_name() wins, so specific names come first.
 PEAK_BF16_TFLOPS: tuple[tuple[str, float], ...] = (
-    ("H200 NVL", 835.0), ("H200", 989.0), ("H100 PCIe", 756.0), ("H100 NVL", 835.0), ("H100", 989.0),
-    ("A100", 312.0), ("L40S", 362.0), ("L4", 121.0), ("RTX 4090", 165.0),
+    ("H200 NVL", 835.0),
+    ("H200", 989.0),
+    ("H100 PCIe", 756.0),
+    ("H100 NVL", 835.0),
+    ("H100", 989.0),
+    ("A100", 312.0),
+    ("L40S", 362.0),
+    ("L4", 121.0),
+    ("RTX 4090", 165.0),
 )
 
 
@@ -67,14 +82,16 @@ class PerImageViews(torch.utils.data.Dataset):
     def __init__(self, images: torch.Tensor, size: int, context_names: list[str]) -> None:
         self.images = images
         self.contexts = contexts_for(context_names)
-        self.view = T.Compose([
-            T.RandomResizedCrop(size, scale=(0.2, 1.0), antialias=True),
-            T.RandomHorizontalFlip(),
-            T.RandomApply([T.ColorJitter(0.4, 0.4, 0.4, 0.1)], p=0.8),
-            T.RandomGrayscale(p=0.2),
-            T.ToDtype(torch.float32, scale=True),
-            T.Normalize([0.5] * 3, [0.5] * 3),
-        ])
+        self.view = T.Compose(
+            [
+                T.RandomResizedCrop(size, scale=(0.2, 1.0), antialias=True),
+                T.RandomHorizontalFlip(),
+                T.RandomApply([T.ColorJitter(0.4, 0.4, 0.4, 0.1)], p=0.8),
+                T.RandomGrayscale(p=0.2),
+                T.ToDtype(torch.float32, scale=True),
+                T.Normalize([0.5] * 3, [0.5] * 3),
+            ]
+        )
 
     def __len__(self) -> int:
         return len(self.images)
@@ -94,7 +111,9 @@ def plain_loss(method: torch.nn.Module, views: torch.Tensor) -> torch.Tensor:
     h = method.encoder(x)
     ctx, sample = batch_labels(n, k, 2, device=h.device)
     tau = method.params.temperature
-    return context_loss(method.context_head(h), ctx, tau) + alpha_schedule(0.5) * content_loss(method.content_head(h), sample, tau)
+    return context_loss(method.context_head(h), ctx, tau) + alpha_schedule(0.5) * content_loss(
+        method.content_head(h), sample, tau
+    )
 
 
 def sync(device: torch.device) -> None:
@@ -168,7 +187,9 @@ def build_plain(cfg: RunConfig, images: torch.Tensor, device: torch.device, work
     torch.manual_seed(0)
     method = build_method(cfg).to(device).train()
     optimizer = torch.optim.AdamW(method.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
-    return Plain(method, PerImageViews(images, cfg.image_size, method.context_names), optimizer, cfg.batch_size, workers)
+    return Plain(
+        method, PerImageViews(images, cfg.image_size, method.context_names), optimizer, cfg.batch_size, workers
+    )
 
 
 def step_flops(ours: Ours) -> int:
@@ -191,8 +212,15 @@ def time_ours(ours: Ours, warmup: int, steps: int, device: torch.device) -> floa
 
 
 def measure(
-    cfg: RunConfig, images: torch.Tensor, device: torch.device, steps: int, warmup: int, repeats: int,
-    workers: int = 0, compile_model: bool = False, plain: bool = True,
+    cfg: RunConfig,
+    images: torch.Tensor,
+    device: torch.device,
+    steps: int,
+    warmup: int,
+    repeats: int,
+    workers: int = 0,
+    compile_model: bool = False,
+    plain: bool = True,
 ) -> dict[str, Any]:
     """Images per second of ours and plain, alternating ``repeats`` rounds; medians and every round."""
     ours = build_ours(cfg, images, device, compile_model)
@@ -212,15 +240,28 @@ def measure(
     plain_ips = statistics.median(rates["plain"]) if rates["plain"] else None
     tflops = flops * ours_ips / cfg.batch_size / 1e12 if flops else None
     return {
-        "device": name, "threads": torch.get_num_threads(), "dataset": cfg.dataset, "image_size": cfg.image_size,
-        "width": cfg.width, "batch_size": cfg.batch_size, "views_per_step": 4 * cfg.batch_size,
-        "autocast_bf16": ours.autocast, "channels_last": cfg.channels_last, "compile": compile_model,
-        "steps": steps, "repeats": repeats, "workers": workers,
-        "ours_images_per_s": ours_ips, "plain_images_per_s": plain_ips,
+        "device": name,
+        "threads": torch.get_num_threads(),
+        "dataset": cfg.dataset,
+        "image_size": cfg.image_size,
+        "width": cfg.width,
+        "batch_size": cfg.batch_size,
+        "views_per_step": 4 * cfg.batch_size,
+        "autocast_bf16": ours.autocast,
+        "channels_last": cfg.channels_last,
+        "compile": compile_model,
+        "steps": steps,
+        "repeats": repeats,
+        "workers": workers,
+        "ours_images_per_s": ours_ips,
+        "plain_images_per_s": plain_ips,
         "ratio": ours_ips / plain_ips if plain_ips else None,
-        "ours_rounds": rates["ours"], "plain_rounds": rates["plain"],
+        "ours_rounds": rates["ours"],
+        "plain_rounds": rates["plain"],
         "first_step_seconds": first_seconds,
-        "gflop_per_step": flops / 1e9 if flops else None, "tflops": tflops, "peak_bf16_tflops": peak,
+        "gflop_per_step": flops / 1e9 if flops else None,
+        "tflops": tflops,
+        "peak_bf16_tflops": peak,
     }
 
 
@@ -231,12 +272,14 @@ def report(r: dict[str, Any]) -> str:
         f"device={r['device']} threads={r['threads']} dataset={r['dataset']} size={r['image_size']} width={r['width']} "
         f"N={r['batch_size']} ({r['views_per_step']} views/step) steps={r['steps']} x {r['repeats']} rounds "
         f"autocast_bf16={r['autocast_bf16']} compile={r['compile']}",
-        f"ours  (fit's step, batched views): {r['ours_images_per_s']:8.1f} images/s  (rounds: {rounds(r['ours_rounds'])}); "
+        f"ours  (fit's step, batched views): {r['ours_images_per_s']:8.1f} images/s  (rounds: "
+        f"{rounds(r['ours_rounds'])}); "
         f"first step {r['first_step_seconds']:.1f} s (compilation, kernel choice)",
     ]
     if r["plain_images_per_s"]:
         lines += [
-            f"plain (per-image torchvision)    : {r['plain_images_per_s']:8.1f} images/s  (rounds: {rounds(r['plain_rounds'])})",
+            f"plain (per-image torchvision)    : {r['plain_images_per_s']:8.1f} images/s  (rounds: "
+            f"{rounds(r['plain_rounds'])})",
             f"ratio ours/plain: {r['ratio']:.2f}x",
         ]
     if r["tflops"] is not None:
@@ -247,10 +290,17 @@ def report(r: dict[str, Any]) -> str:
 
 
 def config_for(a: argparse.Namespace) -> RunConfig:
-    return make_config({
-        "dataset": a.dataset, "data_dir": a.data_dir, "image_size": a.image_size, "width": a.width,
-        "batch_size": a.batch_size, "device": a.device, "amp": not a.no_amp,
-    })
+    return make_config(
+        {
+            "dataset": a.dataset,
+            "data_dir": a.data_dir,
+            "image_size": a.image_size,
+            "width": a.width,
+            "batch_size": a.batch_size,
+            "device": a.device,
+            "amp": not a.no_amp,
+        }
+    )
 
 
 def load_images(cfg: RunConfig, data_size: int) -> torch.Tensor:
@@ -284,7 +334,9 @@ def main() -> None:
         torch.set_num_threads(a.threads)
     cfg = config_for(a)
     device = select_device(cfg.device)
-    r = measure(cfg, load_images(cfg, a.data_size), device, a.steps, a.warmup, a.repeats, a.workers, a.compile, not a.no_plain)
+    r = measure(
+        cfg, load_images(cfg, a.data_size), device, a.steps, a.warmup, a.repeats, a.workers, a.compile, not a.no_plain
+    )
     print(json.dumps(r) if a.json else report(r))
 
 

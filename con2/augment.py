@@ -26,7 +26,7 @@ import torchvision.transforms.v2.functional as TF
 from torch import Tensor
 
 from con2.errors import ConfigError
-from con2.views import ViewAugment, ViewParams  # noqa: F401  (re-exported: methods build their views from here)
+from con2.views import DEFAULT_VIEWS, ViewAugment, ViewParams  # noqa: F401  (re-exported: methods build their views from here)
 
 ContextFn = Callable[[Tensor], Tensor]
 
@@ -61,7 +61,8 @@ def context_fn(name: str) -> ContextFn:
     unknown = [p for p in parts if p not in BASE_CONTEXTS]
     if unknown or not name:
         raise ConfigError(
-            f"unknown context {name!r}: use one of {sorted(BASE_CONTEXTS)} or a '+'-joined composition like 'invert+flip'"
+            f"unknown context {name!r}: use one of {sorted(BASE_CONTEXTS)} or a '+'-joined composition like "
+            "'invert+flip'"
         )
     fns = [BASE_CONTEXTS[p] for p in parts]
 
@@ -117,7 +118,13 @@ class FixedView:
         h, w = x.shape[-2:]
         top, left, ch, cw = self.crop
         x = TF.resized_crop(
-            x, round(top * h), round(left * w), max(1, round(ch * h)), max(1, round(cw * w)), [size, size], antialias=True
+            x,
+            round(top * h),
+            round(left * w),
+            max(1, round(ch * h)),
+            max(1, round(cw * w)),
+            [size, size],
+            antialias=True,
         )
         if self.hflip:
             x = TF.horizontal_flip(x)
@@ -140,7 +147,9 @@ class FixedView:
 IDENTITY_VIEW = FixedView()
 
 
-def draw_fixed_views(n: int, seed: int, params: ViewParams = ViewParams(), ratio: tuple[float, float] | None = None) -> list[FixedView]:
+def draw_fixed_views(
+    n: int, seed: int, params: ViewParams = DEFAULT_VIEWS, ratio: tuple[float, float] | None = None
+) -> list[FixedView]:
     """Draw ``n`` fixed test-time views from the training distribution T, reproducibly from ``seed``.
 
     Crops follow torchvision's RandomResizedCrop sampling (scale, log-uniform ratio, 10 tries, then

@@ -50,8 +50,11 @@ def cmd_train(args: argparse.Namespace) -> int:
         if action == REPLACE:
             stored = rd.stored()
             assert stored is not None
-            print(f"{rd.path}: removing {CHECKPOINT} and {RECORD}, written under another configuration "
-                  f"({rd.describe_change(stored, cfg)})", flush=True)  # fmt: skip
+            print(
+                f"{rd.path}: removing {CHECKPOINT} and {RECORD}, written under another configuration "
+                f"({rd.describe_change(stored, cfg)})",
+                flush=True,
+            )
         if args.force or action == REPLACE:
             rd.discard()
         from con2.runner import run
@@ -92,11 +95,21 @@ def cmd_methods(args: argparse.Namespace) -> int:
 
     methods = all_methods()
     if args.json:
-        print(json.dumps({
-            name: {"description": cls.description, "scores": list(cls.score_names),
-                   "params": _method_params(cls), "test_params": cls.test_params}
-            for name, cls in methods.items()
-        }, indent=2, default=list))
+        print(
+            json.dumps(
+                {
+                    name: {
+                        "description": cls.description,
+                        "scores": list(cls.score_names),
+                        "params": _method_params(cls),
+                        "test_params": cls.test_params,
+                    }
+                    for name, cls in methods.items()
+                },
+                indent=2,
+                default=list,
+            )
+        )
         return 0
     for name, cls in methods.items():
         print(f"{name}: {cls.description}")
@@ -112,14 +125,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("train", help="train and evaluate one run; writes a run directory")
     p.add_argument("--config", help="YAML run config (keys of con2.config.RunConfig)")
-    p.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", help="overrides, e.g. epochs=8 params.temperature=0.2")
+    p.add_argument(
+        "--set", nargs="*", default=[], metavar="KEY=VALUE", help="overrides, e.g. epochs=8 params.temperature=0.2"
+    )
     p.add_argument("--run-dir", required=True, help="output directory (resumes from its checkpoint)")
     p.add_argument(
-        "--force", action="store_true",
+        "--force",
+        action="store_true",
         help="retrain from scratch: delete the run directory's checkpoint.pt and record.json first",
     )
     p.add_argument(
-        "--replace-stale", action="store_true",
+        "--replace-stale",
+        action="store_true",
         help="if the run directory holds a checkpoint/record of another configuration, delete them and train "
         "(a finished run of this configuration stays complete)",
     )
@@ -151,8 +168,9 @@ def run_command(args: argparse.Namespace) -> int:
     except Con2Error as exc:
         message = str(exc)
     except OSError as exc:  # disk full, read-only, missing file: say which path and what to do
-        message = write_failure(exc) or (str(exc) if exc.filename is None or str(exc.filename) in str(exc)
-                                         else f"{exc} ({exc.filename})")  # fmt: skip
+        message = write_failure(exc) or (
+            str(exc) if exc.filename is None or str(exc.filename) in str(exc) else f"{exc} ({exc.filename})"
+        )
     except KeyboardInterrupt:
         print("con2: interrupted; rerun the same command to resume from the last checkpoint", file=sys.stderr)
         return 130

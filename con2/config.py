@@ -19,12 +19,18 @@ import yaml
 
 from con2.errors import ConfigError
 
-
 # Keys that never change a run's results: where the data live, where and how fast it runs, how
 # often it checkpoints, progress output, scoring chunk sizes. Excluded from the config hash; the
 # workflow sets them per machine (profile top level / --config), never per run.
 RUNTIME_KEYS: tuple[str, ...] = (
-    "data_dir", "device", "threads", "progress", "checkpoint_every", "eval_batch_size", "nn_chunk", "compile",
+    "data_dir",
+    "device",
+    "threads",
+    "progress",
+    "checkpoint_every",
+    "eval_batch_size",
+    "nn_chunk",
+    "compile",
 )
 
 
@@ -37,7 +43,9 @@ class RunConfig:
     data_dir: str = "data"
     normal_class: str | None = None  # None: the dataset's default normal class
     image_size: int = 28  # training/encoder input size (views are resized to it)
-    data_size: int | None = None  # resolution of the prepared data (None: image_size); e.g. 28 px MedMNIST trained at 64
+    data_size: int | None = (
+        None  # resolution of the prepared data (None: image_size); e.g. 28 px MedMNIST trained at 64
+    )
     split_seed: int = 0  # split seed for datasets without an official split (fixed across training seeds)
     center_crop: float = 1.0  # keep the central fraction of each side before the views (paper: 224/256 = 0.875)
     # method and its own hyperparameters (validated against the method's Params dataclass)
@@ -72,7 +80,8 @@ class RunConfig:
     threads: int | None = None  # torch CPU threads (None: torch's default)
     amp: bool = True  # bfloat16 autocast in training: on CUDA, and on CPUs with native bf16 (AMX / AVX512-BF16)
     channels_last: bool = True  # channels-last memory format (faster convolutions on CUDA and CPU)
-    compile: bool = False  # torch.compile the model (on the 2-core CPU: 50-75 s to compile, then 10-15% slower; benchmarks/README.md)
+    # torch.compile the model (on the 2-core CPU: 50-75 s to compile, then 10-15% slower; benchmarks/README.md)
+    compile: bool = False
     checkpoint_every: int = 1  # epochs between checkpoints (0: only at the end)
     progress: bool = True
 
@@ -163,7 +172,9 @@ def validate(cfg: RunConfig) -> None:
             f"Fix: --set image_size={smallest} or larger (the prepared data are resized to it)"
         )
     if cfg.max_steps is not None and cfg.max_steps < 0:
-        raise ConfigError(f"config key 'max_steps' must be >= 0 (0: evaluate the untrained encoder), got {cfg.max_steps}")
+        raise ConfigError(
+            f"config key 'max_steps' must be >= 0 (0: evaluate the untrained encoder), got {cfg.max_steps}"
+        )
     if cfg.tta < 0 or cfg.tta % 2:
         raise ConfigError(f"config key 'tta' must be an even number >= 0 (half on x, half on x^C), got {cfg.tta}")
     if not 0 < cfg.crop_scale[0] <= cfg.crop_scale[1] <= 1:
@@ -175,7 +186,10 @@ def validate(cfg: RunConfig) -> None:
             f"set channels_last=false or width >= 8"
         )
     if not 0 < cfg.center_crop <= 1:
-        raise ConfigError(f"config key 'center_crop' must lie in (0, 1] (the paper's resize 256 / crop 224 is 0.875), got {cfg.center_crop}")
+        raise ConfigError(
+            "config key 'center_crop' must lie in (0, 1] (the paper's resize 256 / crop 224 is 0.875), got "
+            f"{cfg.center_crop}"
+        )
     if cfg.lh_ridge < 0:
         raise ConfigError(f"config key 'lh_ridge' must be >= 0, got {cfg.lh_ridge}")
     if not (cfg.device in ("auto", "cpu", "cuda") or cfg.device.startswith("cuda:")):
@@ -187,7 +201,9 @@ def min_image_size(cfg: RunConfig) -> int:
     32 with the ImageNet stem); 1 for timm encoders, which :func:`con2.models.check_input_size` probes."""
     if cfg.encoder not in ("resnet18", "resnet18_cifar", "resnet18_imagenet"):
         return 1
-    cifar = {"resnet18_cifar": True, "resnet18_imagenet": False}.get(cfg.encoder, cfg.image_size <= cfg.cifar_stem_max_size)
+    cifar = {"resnet18_cifar": True, "resnet18_imagenet": False}.get(
+        cfg.encoder, cfg.image_size <= cfg.cifar_stem_max_size
+    )
     return 8 if cifar else 32
 
 

@@ -128,7 +128,10 @@ def make_optimizer(
 ) -> tuple[torch.optim.Optimizer, torch.optim.lr_scheduler.LRScheduler]:
     """AdamW (fused on CUDA) and its per-step cosine schedule over ``total_steps``."""
     optimizer = torch.optim.AdamW(
-        model.parameters(), lr=settings.lr, betas=settings.betas, weight_decay=settings.weight_decay,
+        model.parameters(),
+        lr=settings.lr,
+        betas=settings.betas,
+        weight_decay=settings.weight_decay,
         fused=device.type == "cuda" or None,  # one kernel per step on CUDA; the CPU keeps the default
     )
     return optimizer, torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=max(1, total_steps))
@@ -254,11 +257,18 @@ def fit(
     trained_images, t0 = 0, time.perf_counter()
     model.train()
     bar = tqdm(
-        range(start_epoch, epochs), initial=start_epoch, total=epochs, desc="train", unit="ep",
-        disable=not settings.progress, dynamic_ncols=True,
+        range(start_epoch, epochs),
+        initial=start_epoch,
+        total=epochs,
+        desc="train",
+        unit="ep",
+        disable=not settings.progress,
+        dynamic_ncols=True,
     )
     for epoch in bar:
-        order = torch.randperm(n, generator=torch.Generator().manual_seed(derived_seed(settings.seed, epoch))).to(device)
+        order = torch.randperm(n, generator=torch.Generator().manual_seed(derived_seed(settings.seed, epoch))).to(
+            device
+        )
         for b in range(per_epoch):
             if step >= total_steps:
                 break

@@ -35,7 +35,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from con2.augment import IDENTITY_VIEW, FixedView, ViewParams, draw_fixed_views, normalize, to_float
+from con2.augment import DEFAULT_VIEWS, IDENTITY_VIEW, FixedView, ViewParams, draw_fixed_views, normalize, to_float
 
 if TYPE_CHECKING:
     from con2.methods.base import Method, MethodScores
@@ -50,7 +50,7 @@ def identity(x: Tensor) -> Tensor:
     return x
 
 
-def tta_plan(n_views: int, n_contexts: int, seed: int, params: ViewParams = ViewParams()) -> Plan:
+def tta_plan(n_views: int, n_contexts: int, seed: int, params: ViewParams = DEFAULT_VIEWS) -> Plan:
     """The A fixed test-time views and the context each is applied in (A divisible by K, or 0)."""
     if n_views == 0:
         return [(IDENTITY_VIEW, 0)]
@@ -76,12 +76,16 @@ class TestView:
     original: ContextFn = identity
 
 
-def split_plan(n_views: int, contexts: Sequence[ContextFn], seed: int, params: ViewParams = ViewParams()) -> list[TestView]:
+def split_plan(
+    n_views: int, contexts: Sequence[ContextFn], seed: int, params: ViewParams = DEFAULT_VIEWS
+) -> list[TestView]:
     """:func:`tta_plan` as test views: A views split evenly over the contexts (CON2's "half on x, half on x^C")."""
     return [TestView(v, c, contexts[c]) for v, c in tta_plan(n_views, len(contexts), seed, params)]
 
 
-def crossed_plan(n_samples: int, contexts: Sequence[ContextFn], seed: int, params: ViewParams = ViewParams()) -> list[TestView]:
+def crossed_plan(
+    n_samples: int, contexts: Sequence[ContextFn], seed: int, params: ViewParams = DEFAULT_VIEWS
+) -> list[TestView]:
     """Every one of the first ``n_samples`` fixed views in every context (``0``: the identity view)."""
     views = [v for v, _ in tta_plan(n_samples, 1, seed, params)]
     return [TestView(v, c, fn) for v in views for c, fn in enumerate(contexts)]
@@ -152,9 +156,11 @@ class ScoringSpec:
             for score, scorer in self.scorers.items():
                 if scorer.tta or reading.reference == "matched":
                     cols[self.column(score, reading)] = {
-                        "score": score, "feature": reading.feature, "reference": reading.reference,
+                        "score": score,
+                        "feature": reading.feature,
+                        "reference": reading.reference,
                         "test_time_views": scorer.tta,
-                    }  # fmt: skip
+                    }
         return {"headline": {s: self.headline.name for s in self.scorers}, "columns": cols}
 
 
@@ -247,7 +253,9 @@ def score_method(method: Method, train: Tensor, test: Tensor, device: torch.devi
     spaces_all = method.feature_spaces()
     unknown = sorted({r.feature for r in spec.readings} - set(spaces_all))
     if unknown:
-        raise ValueError(f"{method.name}: readings name feature spaces {unknown} it does not declare ({sorted(spaces_all)})")
+        raise ValueError(
+            f"{method.name}: readings name feature spaces {unknown} it does not declare ({sorted(spaces_all)})"
+        )
     spaces = {name: spaces_all[name] for name in dict.fromkeys(r.feature for r in spec.readings)}
     spaces.setdefault("encoder", None)
     size, bs, cl = method.cfg.image_size, method.cfg.eval_batch_size, method.cfg.channels_last

@@ -46,7 +46,9 @@ def label_contrastive_loss(z: Tensor, labels: Tensor, temperature: float) -> Ten
     return -(log_prob.masked_fill(~positives, 0.0).sum()) / n_pairs
 
 
-def batch_labels(n_images: int, n_contexts: int, n_views: int, device: torch.device | None = None) -> tuple[Tensor, Tensor]:
+def batch_labels(
+    n_images: int, n_contexts: int, n_views: int, device: torch.device | None = None
+) -> tuple[Tensor, Tensor]:
     """Context and sample labels of a CON2 batch laid out view-major, then context, then image.
 
     The batch holds ``n_views * n_contexts * n_images`` rows: row

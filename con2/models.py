@@ -20,7 +20,10 @@ def _resnet18(width: int, cifar_stem: bool) -> nn.Module:
     from timm.models.resnet import BasicBlock, ResNet
 
     model = ResNet(
-        block=BasicBlock, layers=(2, 2, 2, 2), num_classes=0, channels=(width, 2 * width, 4 * width, 8 * width),
+        block=BasicBlock,
+        layers=(2, 2, 2, 2),
+        num_classes=0,
+        channels=(width, 2 * width, 4 * width, 8 * width),
         zero_init_last=False,  # torchvision's ResNet18 default (zero_init_residual=False), as the paper used
     )
     if cifar_stem:

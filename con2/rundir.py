@@ -49,8 +49,13 @@ if TYPE_CHECKING:
     from con2.data import OneClassData
 
 RECORD, CHECKPOINT, SCORES, FEATURES, CONFIG, LOCK = (
-    "record.json", "checkpoint.pt", "scores.csv", "features.npz", "config.yaml", ".lock",
-)  # fmt: skip
+    "record.json",
+    "checkpoint.pt",
+    "scores.csv",
+    "features.npz",
+    "config.yaml",
+    ".lock",
+)
 
 # What a command does with a run directory (see RunDir.plan).
 TRAIN, COMPLETE, REPLACE = "train", "complete", "replace"
@@ -81,7 +86,9 @@ def load_run_data(cfg: RunConfig) -> OneClassData:
         from con2.preprocess import center_crop_array
 
         data = dataclasses.replace(
-            data, train=center_crop_array(data.train, cfg.center_crop), test=center_crop_array(data.test, cfg.center_crop)
+            data,
+            train=center_crop_array(data.train, cfg.center_crop),
+            test=center_crop_array(data.test, cfg.center_crop),
         )
     return data
 
@@ -157,9 +164,11 @@ def _locked(path: Path) -> Iterator[None]:
     _HELD[key] = [fd, 1]
     try:
         details = {
-            "pid": os.getpid(), "host": socket.gethostname(),
-            "started": _dt.datetime.now().astimezone().isoformat(timespec="seconds"), "command": " ".join(sys.argv)[:300],
-        }  # fmt: skip
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "started": _dt.datetime.now().astimezone().isoformat(timespec="seconds"),
+            "command": " ".join(sys.argv)[:300],
+        }
         os.ftruncate(fd, 0)
         os.write(fd, json.dumps(details).encode())
         yield
@@ -307,7 +316,9 @@ class RunDir:
         import numpy as np
         import pandas as pd
 
-        table = pd.DataFrame({"index": np.arange(len(labels)), "label": labels, **{k: np.asarray(v) for k, v in scores.items()}})
+        table = pd.DataFrame(
+            {"index": np.arange(len(labels)), "label": labels, **{k: np.asarray(v) for k, v in scores.items()}}
+        )
         write_text_atomic(self.scores, table.to_csv(index=False))
 
     def write_features(self, arrays: Mapping[str, np.ndarray]) -> None:
@@ -486,7 +497,7 @@ def build_record(
         "versions": _versions(),
         "git_commit": _git_commit(),
         "device": device,
-        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
     }
     for key in ("epochs", "steps", "resumed_from_epoch", "precision"):
         if training and key in training:

@@ -21,7 +21,17 @@ import torch
 from con2.config import RunConfig
 from con2.engine import TrainSettings, fit, load_weights, select_device
 from con2.methods import build_method, get_spec
-from con2.rundir import CHECKPOINT, CONFIG, FEATURES, RECORD, SCORES, RunDir, build_record, check_batch_size, load_run_data
+from con2.rundir import (
+    CHECKPOINT,
+    CONFIG,
+    FEATURES,
+    RECORD,
+    SCORES,
+    RunDir,
+    build_record,
+    check_batch_size,
+    load_run_data,
+)
 
 __all__ = ["CHECKPOINT", "CONFIG", "FEATURES", "RECORD", "SCORES", "run", "to_tensor", "train_settings"]
 
@@ -41,10 +51,19 @@ def to_tensor(images: np.ndarray) -> torch.Tensor:
 
 def train_settings(cfg: RunConfig) -> TrainSettings:
     return TrainSettings(
-        epochs=cfg.epochs, batch_size=cfg.batch_size, lr=cfg.lr, weight_decay=cfg.weight_decay,
-        betas=cfg.betas, max_steps=cfg.max_steps, seed=cfg.seed, amp=cfg.amp,
-        channels_last=cfg.channels_last, checkpoint_every=cfg.checkpoint_every,
-        progress=cfg.progress, fingerprint=cfg.config_hash(), compile=cfg.compile,
+        epochs=cfg.epochs,
+        batch_size=cfg.batch_size,
+        lr=cfg.lr,
+        weight_decay=cfg.weight_decay,
+        betas=cfg.betas,
+        max_steps=cfg.max_steps,
+        seed=cfg.seed,
+        amp=cfg.amp,
+        channels_last=cfg.channels_last,
+        checkpoint_every=cfg.checkpoint_every,
+        progress=cfg.progress,
+        fingerprint=cfg.config_hash(),
+        compile=cfg.compile,
     )
 
 
@@ -84,8 +103,12 @@ def run(
         if train:
             result = fit(method, train_images, train_settings(cfg), device, rd.checkpoint, on_epoch_end)
             fit_seconds, ips = result.fit_seconds, result.images_per_second
-            training = {"epochs": result.epochs, "steps": result.steps, "resumed_from_epoch": result.resumed_from_epoch,
-                        "precision": result.precision}  # fmt: skip
+            training = {
+                "epochs": result.epochs,
+                "steps": result.steps,
+                "resumed_from_epoch": result.resumed_from_epoch,
+                "precision": result.precision,
+            }
         else:
             method.to(device)
             load_weights(method, rd.checkpoint, device)
@@ -101,16 +124,31 @@ def run(
             rd.write_features(out.arrays)
         manifest = data.manifest or {}
         record = build_record(
-            dataset=cfg.dataset, normal_class=data.normal_class, method=cfg.method, variant=cfg.variant,
-            seed=cfg.seed, labels=data.test_labels, scores=out.scores, n_train=len(data.train),
-            config=cfg.to_dict(), config_hash=cfg.config_hash(),
-            split_seed=cfg.split_seed, split_sha256=manifest.get("split_sha256"),
+            dataset=cfg.dataset,
+            normal_class=data.normal_class,
+            method=cfg.method,
+            variant=cfg.variant,
+            seed=cfg.seed,
+            labels=data.test_labels,
+            scores=out.scores,
+            n_train=len(data.train),
+            config=cfg.to_dict(),
+            config_hash=cfg.config_hash(),
+            split_seed=cfg.split_seed,
+            split_sha256=manifest.get("split_sha256"),
             batch_size=min(cfg.batch_size, len(data.train)),
-            timing={"fit_seconds": fit_seconds, "score_seconds": score_seconds,
-                    "wall_seconds": time.perf_counter() - t_wall, "images_per_second": ips},
-            extras=out.extras, scoring=out.scoring or None, method_card=get_spec(cfg.method).card(method.params),
+            timing={
+                "fit_seconds": fit_seconds,
+                "score_seconds": score_seconds,
+                "wall_seconds": time.perf_counter() - t_wall,
+                "images_per_second": ips,
+            },
+            extras=out.extras,
+            scoring=out.scoring or None,
+            method_card=get_spec(cfg.method).card(method.params),
             training=training,
-            device=str(device), peak_memory_mb=_peak_memory_mb(device),
-        )  # fmt: skip
+            device=str(device),
+            peak_memory_mb=_peak_memory_mb(device),
+        )
         rd.write_record(record)
     return record

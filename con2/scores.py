@@ -154,7 +154,9 @@ def mahalanobis_scores(test: Tensor, train: Tensor, n_clusters: int = 1, seed: i
         from sklearn.cluster import KMeans
 
         tr = torch.cat([standardised(train, i) for i in range(0, len(train), chunk)])
-        labels = torch.as_tensor(KMeans(n_clusters=n_clusters, n_init=10, random_state=seed).fit(tr.cpu().numpy()).labels_)
+        labels = torch.as_tensor(
+            KMeans(n_clusters=n_clusters, n_init=10, random_state=seed).fit(tr.cpu().numpy()).labels_
+        )
         groups = [train[(labels == c).to(train.device)] for c in range(n_clusters)]
     best = torch.full((len(test),), float("inf"), dtype=torch.float64, device=test.device)
     for members in groups:

@@ -62,6 +62,9 @@ class ViewParams:
     crop_ratio: tuple[float, float] = (3 / 4, 4 / 3)
 
 
+DEFAULT_VIEWS = ViewParams()  # the supervised-contrastive reference views (a shared, frozen default)
+
+
 @dataclass(frozen=True)
 class ViewBatch:
     """Per-image parameters of ``B`` views, tensors on one device.
@@ -93,7 +96,7 @@ def _centre_fallback(height: int, width: int, ratio: tuple[float, float]) -> tup
 
 
 def sample_views(
-    batch: int, height: int, width: int, params: ViewParams = ViewParams(), device: torch.device | str = "cpu"
+    batch: int, height: int, width: int, params: ViewParams = DEFAULT_VIEWS, device: torch.device | str = "cpu"
 ) -> ViewBatch:
     """Draw independent view parameters for ``batch`` images of ``height x width`` pixels.
 
@@ -264,9 +267,12 @@ def apply_views(x: Tensor, v: ViewBatch, size: int) -> Tensor:
 
 
 class ViewAugment(torch.nn.Module):
-    """Random SimCLR views of a float batch ``[B, 3, H, W]`` in [0, 1] -> ``[B, 3, size, size]``, per-image parameters."""
+    """Random SimCLR views, parameters drawn per image.
 
-    def __init__(self, size: int, params: ViewParams = ViewParams()) -> None:
+    Float ``[B, 3, H, W]`` in [0, 1] -> ``[B, 3, size, size]``.
+    """
+
+    def __init__(self, size: int, params: ViewParams = DEFAULT_VIEWS) -> None:
         super().__init__()
         self.size = size
         self.params = params

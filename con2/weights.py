@@ -101,9 +101,12 @@ class WeightSet:
 
 def _torchvision(arch: str, files: dict[str, str], url: str) -> WeightSet:
     return WeightSet(
-        name=f"torchvision/{arch.replace('_', '-')}-imagenet1k-v1", family="torchvision-resnet",
-        architecture=f"torchvision.models:{arch}", files=files, url=url,
-    )  # fmt: skip
+        name=f"torchvision/{arch.replace('_', '-')}-imagenet1k-v1",
+        family="torchvision-resnet",
+        architecture=f"torchvision.models:{arch}",
+        files=files,
+        url=url,
+    )
 
 
 _TV = "https://download.pytorch.org/models/"
@@ -112,40 +115,66 @@ _TV = "https://download.pytorch.org/models/"
 KNOWN: dict[str, WeightSet] = {
     ws.name: ws
     for ws in (
-        _torchvision("resnet18", {"resnet18-f37072fd.pth": "f37072fd", "resnet18-5c106cde.pth": "5c106cde"},
-                     _TV + "resnet18-f37072fd.pth"),
-        _torchvision("resnet50", {"resnet50-0676ba61.pth": "0676ba61", "resnet50-19c8e357.pth": "19c8e357"},
-                     _TV + "resnet50-0676ba61.pth"),
-        _torchvision("resnet152", {"resnet152-394f9c45.pth": "394f9c45", "resnet152-b121ed2d.pth": "b121ed2d"},
-                     _TV + "resnet152-394f9c45.pth"),
-        _torchvision("wide_resnet50_2", {"wide_resnet50_2-95faca4d.pth": "95faca4d"}, _TV + "wide_resnet50_2-95faca4d.pth"),
+        _torchvision(
+            "resnet18",
+            {"resnet18-f37072fd.pth": "f37072fd", "resnet18-5c106cde.pth": "5c106cde"},
+            _TV + "resnet18-f37072fd.pth",
+        ),
+        _torchvision(
+            "resnet50",
+            {"resnet50-0676ba61.pth": "0676ba61", "resnet50-19c8e357.pth": "19c8e357"},
+            _TV + "resnet50-0676ba61.pth",
+        ),
+        _torchvision(
+            "resnet152",
+            {"resnet152-394f9c45.pth": "394f9c45", "resnet152-b121ed2d.pth": "b121ed2d"},
+            _TV + "resnet152-394f9c45.pth",
+        ),
+        _torchvision(
+            "wide_resnet50_2", {"wide_resnet50_2-95faca4d.pth": "95faca4d"}, _TV + "wide_resnet50_2-95faca4d.pth"
+        ),
         WeightSet(
-            name="panda/fisher-diagonal-resnet152", family="fisher", architecture="torchvision.models:resnet152",
-            files={"fisher_diagonal.pth": ""}, keys="parameters",
+            name="panda/fisher-diagonal-resnet152",
+            family="fisher",
+            architecture="torchvision.models:resnet152",
+            files={"fisher_diagonal.pth": ""},
+            keys="parameters",
             url="https://drive.google.com/file/d/12PTw4yNqp6bgCHj94vcowwb37m81rvpY/view?usp=sharing",
-            notes="PANDA's ImageNet Fisher-information diagonal for its EWC variant, linked from github.com/talreiss/PANDA",
+            notes=(
+                "PANDA's ImageNet Fisher-information diagonal for its EWC variant, "
+                "linked from github.com/talreiss/PANDA"
+            ),
         ),
         # For the CLIP and I-JEPA families (not implemented yet): OpenAI's URLs carry the file's sha256.
         WeightSet(
-            name="openai/clip-vit-b-16", family="clip", architecture="OpenAI CLIP ViT-B/16 (TorchScript archive)",
+            name="openai/clip-vit-b-16",
+            family="clip",
+            architecture="OpenAI CLIP ViT-B/16 (TorchScript archive)",
             files={"ViT-B-16.pt": "5806e77cd80f8b59890b7e101eabd078d9fb84e6937f9e85e4ecb61988df416f"},
             url="https://openaipublic.azureedge.net/clip/models/5806e77cd80f8b59890b7e101eabd078d9fb84e6937f9e85e4ecb61988df416f/ViT-B-16.pt",
             fmt="torchscript",
         ),
         WeightSet(
-            name="openai/clip-vit-l-14", family="clip", architecture="OpenAI CLIP ViT-L/14 (TorchScript archive)",
+            name="openai/clip-vit-l-14",
+            family="clip",
+            architecture="OpenAI CLIP ViT-L/14 (TorchScript archive)",
             files={"ViT-L-14.pt": "b8cca3fd41ae0c99ba7e8951adf17d267cdb84cd88be6f7c2e0eca1737a03836"},
             url="https://openaipublic.azureedge.net/clip/models/b8cca3fd41ae0c99ba7e8951adf17d267cdb84cd88be6f7c2e0eca1737a03836/ViT-L-14.pt",
             fmt="torchscript",
         ),
         WeightSet(
-            name="meta/ijepa-vit-h14-in1k-300e", family="ijepa",
+            name="meta/ijepa-vit-h14-in1k-300e",
+            family="ijepa",
             architecture="I-JEPA ViT-H/14 target encoder (github.com/facebookresearch/ijepa, vit_huge patch 14)",
-            files={"IN1K-vit.h.14-300e.pth.tar": ""}, url="https://dl.fbaipublicfiles.com/ijepa/IN1K-vit.h.14-300e.pth.tar",
-            fmt="checkpoint", state_key="target_encoder", strip_prefix="module.", notes="10 GB",
+            files={"IN1K-vit.h.14-300e.pth.tar": ""},
+            url="https://dl.fbaipublicfiles.com/ijepa/IN1K-vit.h.14-300e.pth.tar",
+            fmt="checkpoint",
+            state_key="target_encoder",
+            strip_prefix="module.",
+            notes="10 GB",
         ),
     )
-}  # fmt: skip
+}
 
 
 def get_set(name: str | WeightSet) -> WeightSet:
@@ -235,7 +264,10 @@ def resolve(value: str, set_name: str | WeightSet, key: str = "weights", sha256:
     value = str(value or "").strip()
     if value in KNOWN:
         if KNOWN[value].family != ws.family or KNOWN[value].architecture != ws.architecture:
-            raise ConfigError(f"params.{key}={value!r}: {need}, whose architecture is {ws.architecture}, not {KNOWN[value].architecture}")
+            raise ConfigError(
+                f"params.{key}={value!r}: {need}, whose architecture is {ws.architecture}, not "
+                f"{KNOWN[value].architecture}"
+            )
         ws, value = KNOWN[value], ""
     if not value or Path(os.path.expanduser(value)).is_dir():
         dirs = [Path(os.path.expanduser(value))] if value else cache_dirs()
@@ -292,12 +324,17 @@ def load_state_dict(resolved: Resolved) -> dict[str, Tensor]:
     if ws.fmt == "checkpoint":
         if not isinstance(state, dict) or ws.state_key not in state:
             found = sorted(state)[:8] if isinstance(state, dict) else type(state).__name__
-            raise ConfigError(f"params.{resolved.key}: {path} holds no {ws.state_key!r} entry (found {found}); {ws.how_to_get(resolved.key)}")
+            raise ConfigError(
+                f"params.{resolved.key}: {path} holds no {ws.state_key!r} entry (found {found}); "
+                f"{ws.how_to_get(resolved.key)}"
+            )
         state = state[ws.state_key]
     if not isinstance(state, Mapping) or not all(isinstance(v, torch.Tensor) for v in state.values()):
-        raise ConfigError(f"params.{resolved.key}: {path} does not hold a mapping of names to tensors; {ws.how_to_get(resolved.key)}")
+        raise ConfigError(
+            f"params.{resolved.key}: {path} does not hold a mapping of names to tensors; {ws.how_to_get(resolved.key)}"
+        )
     p = ws.strip_prefix
-    return {(k[len(p):] if p and k.startswith(p) else k): v for k, v in state.items()}
+    return {(k[len(p) :] if p and k.startswith(p) else k): v for k, v in state.items()}
 
 
 def expected_shapes(model: nn.Module, keys: str = "state_dict") -> dict[str, tuple[int, ...]]:
@@ -310,12 +347,17 @@ def check_state_dict(state: Mapping[str, Tensor], expected: Mapping[str, tuple[i
     """``ConfigError`` unless ``state`` has exactly the expected keys and shapes (names a few of each misfit)."""
     missing = [k for k in expected if k not in state]
     unexpected = [k for k in state if k not in expected]
-    wrong = [f"{k}: file {tuple(state[k].shape)} vs model {expected[k]}" for k in expected if k in state and tuple(state[k].shape) != tuple(expected[k])]
+    wrong = [
+        f"{k}: file {tuple(state[k].shape)} vs model {expected[k]}"
+        for k in expected
+        if k in state and tuple(state[k].shape) != tuple(expected[k])
+    ]
     if missing or unexpected or wrong:
         parts = [
             f"{len(v)} {what} ({', '.join(v[:3])}{', ...' if len(v) > 3 else ''})"
-            for what, v in (("missing keys", missing), ("unexpected keys", unexpected), ("shape mismatches", wrong)) if v
-        ]  # fmt: skip
+            for what, v in (("missing keys", missing), ("unexpected keys", unexpected), ("shape mismatches", wrong))
+            if v
+        ]
         ws = resolved.weight_set
         raise ConfigError(
             f"params.{resolved.key}: {resolved.path} does not fit {ws.architecture}: {'; '.join(parts)}; "
@@ -360,4 +402,3 @@ def save_random_weights(set_name: str | WeightSet, path: str | Path, seed: int =
     path.parent.mkdir(parents=True, exist_ok=True)
     torch.save(state, path)
     return path
-

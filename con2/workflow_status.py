@@ -128,15 +128,22 @@ def summary_lines(
     rule = "-" * 100
     lines = ["", rule]
     if skipped:
-        lines.append(f"con2 workflow: {len(skipped)} dataset(s) SKIPPED: their runs were not trained and are not in the tables.")
+        lines.append(
+            f"con2 workflow: {len(skipped)} dataset(s) SKIPPED: their runs were not trained and are not in the tables."
+        )
     if failed:
         lines.append(f"con2 workflow: {len(failed)} dataset(s) UNAVAILABLE with strict=true: the run failed.")
     for dataset, size, reason, fix in failed + skipped:
-        lines += [f"  {dataset} ({size} px): {reason}", f"      fix: {fix}   (then run the same snakemake command again)"]
+        lines += [
+            f"  {dataset} ({size} px): {reason}",
+            f"      fix: {fix}   (then run the same snakemake command again)",
+        ]
     if skipped:
         lines.append("  (--config strict=true turns a skipped dataset into an error)")
     if weights:
-        lines.append(f"con2 workflow: {len(weights)} method variant(s) NOT RUN: their pretrained weights are not on disk.")
+        lines.append(
+            f"con2 workflow: {len(weights)} method variant(s) NOT RUN: their pretrained weights are not on disk."
+        )
         for key, message in weights.items():
             lines.append(f"  {key}: {message}")
         lines.append("  (--config strict=true turns this into an error)")

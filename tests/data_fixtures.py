@@ -233,17 +233,32 @@ def make_cifar10(data_dir: Path, per_batch: int = 10, n_test: int = 20) -> Path:
     root = data_dir / "cifar-10-batches-py"
     for b in range(1, 6):
         labels = [(i + b) % 10 for i in range(per_batch)]
-        _pickle(root / f"data_batch_{b}", {
-            "batch_label": f"training batch {b} of 5", "labels": labels,
-            "data": _cifar_data(per_batch, b), "filenames": [f"img_{b}_{i}.png" for i in range(per_batch)],
-        })  # fmt: skip
-    _pickle(root / "test_batch", {
-        "batch_label": "testing batch 1 of 1", "labels": [i % 10 for i in range(n_test)],
-        "data": _cifar_data(n_test, 99), "filenames": [f"t_{i}.png" for i in range(n_test)],
-    })  # fmt: skip
-    _pickle(root / "batches.meta", {
-        "num_cases_per_batch": per_batch, "label_names": [c for c in CIFAR10_CLASSES], "num_vis": 3072,
-    })  # fmt: skip
+        _pickle(
+            root / f"data_batch_{b}",
+            {
+                "batch_label": f"training batch {b} of 5",
+                "labels": labels,
+                "data": _cifar_data(per_batch, b),
+                "filenames": [f"img_{b}_{i}.png" for i in range(per_batch)],
+            },
+        )
+    _pickle(
+        root / "test_batch",
+        {
+            "batch_label": "testing batch 1 of 1",
+            "labels": [i % 10 for i in range(n_test)],
+            "data": _cifar_data(n_test, 99),
+            "filenames": [f"t_{i}.png" for i in range(n_test)],
+        },
+    )
+    _pickle(
+        root / "batches.meta",
+        {
+            "num_cases_per_batch": per_batch,
+            "label_names": [c for c in CIFAR10_CLASSES],
+            "num_vis": 3072,
+        },
+    )
     (root / "readme.html").write_text("<html></html>")
     return root
 
@@ -253,15 +268,23 @@ def make_cifar100(data_dir: Path, train_per: int = 2, test_per: int = 1) -> Path
     root = data_dir / "cifar-100-python"
     for split, per, seed in (("train", train_per, 1), ("test", test_per, 2)):
         coarse = [c for c in range(20) for _ in range(per)][::-1]  # not sorted, as in the real file
-        _pickle(root / split, {
-            "filenames": [f"{split}_{i}.png" for i in range(len(coarse))], "batch_label": split,
-            "fine_labels": [5 * c + (i % 5) for i, c in enumerate(coarse)], "coarse_labels": coarse,
-            "data": _cifar_data(len(coarse), seed),
-        })  # fmt: skip
-    _pickle(root / "meta", {
-        "fine_label_names": [f"fine{i}" for i in range(100)],
-        "coarse_label_names": [c for c in CIFAR100_SUPERCLASSES],
-    })  # fmt: skip
+        _pickle(
+            root / split,
+            {
+                "filenames": [f"{split}_{i}.png" for i in range(len(coarse))],
+                "batch_label": split,
+                "fine_labels": [5 * c + (i % 5) for i, c in enumerate(coarse)],
+                "coarse_labels": coarse,
+                "data": _cifar_data(len(coarse), seed),
+            },
+        )
+    _pickle(
+        root / "meta",
+        {
+            "fine_label_names": [f"fine{i}" for i in range(100)],
+            "coarse_label_names": [c for c in CIFAR100_SUPERCLASSES],
+        },
+    )
     return root
 
 

@@ -104,7 +104,10 @@ def test_csi_training_views_never_flip(tiny):
 
 
 def slow_csi(test_p, test_l, train_p, train_l, test_norm=True):
-    """CSI's score by loops: per sample t and rotation k, max cosine (x ||z||) / mean train norm + logit_k / mean train logit_k."""
+    """CSI's score by loops.
+
+    Per sample t and rotation k: max cosine (x ||z||) / mean train norm + logit_k / mean train logit_k.
+    """
     t_, r_, m, _ = test_p.shape
     out = np.zeros(m)
     for i in range(m):
@@ -113,7 +116,10 @@ def slow_csi(test_p, test_l, train_p, train_l, test_norm=True):
             for k in range(r_):
                 norms = [np.linalg.norm(v) for v in train_p[t, k]]
                 z = test_p[t, k, i]
-                best = max(float(z @ v) / (np.linalg.norm(v) * (1.0 if test_norm else np.linalg.norm(z))) for v in train_p[t, k])
+                best = max(
+                    float(z @ v) / (np.linalg.norm(v) * (1.0 if test_norm else np.linalg.norm(z)))
+                    for v in train_p[t, k]
+                )
                 s += best / np.mean(norms) + test_l[t, k, i, k] / np.mean(train_l[t, k, :, k])
         out[i] = -s / (t_ * r_)
     return out
@@ -130,7 +136,10 @@ def test_csi_score_matches_loop_reference(test_norm, chunk):
     out = csi_scores(*(torch.tensor(a) for a in (test_p, test_l, train_p, train_l)), test_norm=test_norm, chunk=chunk)
     np.testing.assert_allclose(out.numpy(), ref, rtol=1e-5, atol=1e-6)
     # Averaging over samples is linear: summing per-sample scores (as CSI.score does) gives the same.
-    per_sample = sum(csi_scores(*(torch.tensor(a[t : t + 1]) for a in (test_p, test_l, train_p, train_l)), test_norm) for t in range(t_))
+    per_sample = sum(
+        csi_scores(*(torch.tensor(a[t : t + 1]) for a in (test_p, test_l, train_p, train_l)), test_norm)
+        for t in range(t_)
+    )
     np.testing.assert_allclose(per_sample.numpy() / t_, ref, rtol=1e-5, atol=1e-6)
 
 
@@ -198,7 +207,12 @@ def slow_mahalanobis(test: np.ndarray, train: np.ndarray, assignments: np.ndarra
 def test_knn_matches_loop_reference(k):
     rng = np.random.default_rng(k)
     train, test = rng.normal(size=(15, 4)), rng.normal(size=(6, 4))
-    np.testing.assert_allclose(knn_scores(torch.tensor(test), torch.tensor(train), k, chunk=4).numpy(), slow_knn(test, train, k), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        knn_scores(torch.tensor(test), torch.tensor(train), k, chunk=4).numpy(),
+        slow_knn(test, train, k),
+        rtol=1e-5,
+        atol=1e-6,
+    )
 
 
 @pytest.mark.parametrize("clusters", [1, 3])
@@ -227,7 +241,12 @@ def test_simclr_scores_one_representation_knn_over_views_and_ssd(tiny):
     plan = tta_plan(4, 1, method.cfg.tta_seed, method.view_params)
     assert len(plan) == 4 and all(c == 0 for _, c in plan)  # every view acts on x: SimCLR has no context
     ref = np.mean(
-        [slow_knn(*(view_features(method.encoder, i, v, lambda y: y, 16, cpu).double().numpy() for i in (test, train)), 2) for v, _ in plan],
+        [
+            slow_knn(
+                *(view_features(method.encoder, i, v, lambda y: y, 16, cpu).double().numpy() for i in (test, train)), 2
+            )
+            for v, _ in plan
+        ],
         axis=0,
     )
     ident = [view_features(method.encoder, i, IDENTITY_VIEW, lambda y: y, 16, cpu) for i in (test, train)]
@@ -263,13 +282,23 @@ def test_paper_defaults():
     s, c = SimCLR.Params(), CSI.Params()
     assert (s.temperature, s.k, s.ssd_clusters, s.head_dim) == (0.5, 1, 1, 128)
     assert (c.temperature, c.rotation_weight, c.head_dim) == (0.5, 1.0, 128)
-    assert CSI(make_config({"width": 4, "image_size": 16, "method": "csi", "channels_last": False}), c).n_samples == 10  # A = 40
+    assert (
+        CSI(make_config({"width": 4, "image_size": 16, "method": "csi", "channels_last": False}), c).n_samples == 10
+    )  # A = 40
 
 
 def test_cli_lists_every_method_with_params():
-    res = subprocess.run([sys.executable, "-m", "con2", "methods"], capture_output=True, text=True, timeout=300, cwd=REPO)
+    res = subprocess.run(
+        [sys.executable, "-m", "con2", "methods"], capture_output=True, text=True, timeout=300, cwd=REPO
+    )
     assert res.returncode == 0, res.stderr
     names = [line.split(":")[0] for line in res.stdout.splitlines() if line and not line.startswith(" ")]
     assert {"con2", "simclr", "csi"} <= set(names)
-    for text in ("scores: knn, ssd", "scores: csi", "params.k = 1", "params.ssd_clusters = 1", "params.rotation_weight = 1.0"):
+    for text in (
+        "scores: knn, ssd",
+        "scores: csi",
+        "params.k = 1",
+        "params.ssd_clusters = 1",
+        "params.rotation_weight = 1.0",
+    ):
         assert text in res.stdout

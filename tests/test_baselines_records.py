@@ -23,8 +23,14 @@ REPO = Path(__file__).resolve().parents[1]
 def record_file(tmp_path) -> Path:
     labels = np.array([0, 0, 0, 1, 1])
     write_external_run(
-        tmp_path / "run", dataset="digits", normal_class="3", method="ext", seed=0,
-        labels=labels, scores={"s": np.array([0.1, 0.2, 0.3, 0.9, 0.25])}, n_train=10,
+        tmp_path / "run",
+        dataset="digits",
+        normal_class="3",
+        method="ext",
+        seed=0,
+        labels=labels,
+        scores={"s": np.array([0.1, 0.2, 0.3, 0.9, 0.25])},
+        n_train=10,
     )
     return tmp_path / "run" / "record.json"
 
@@ -70,15 +76,45 @@ def test_record_wrong_type_is_rejected_naming_field_and_file(record_file, field,
 def test_external_cli_refuses_scores_of_another_test_set(tmp_path, capsys):
     raw = tmp_path / "raw.csv"
     raw.write_text("label,score\n0,0.1\n1,0.9\n")
-    code = external_main([
-        "--scores", str(raw), "--run-dir", str(tmp_path / "run"), "--dataset", "digits", "--normal-class", "0",
-        "--method", "ext", "--seed", "0", "--data-dir", str(tmp_path),
-    ])
+    code = external_main(
+        [
+            "--scores",
+            str(raw),
+            "--run-dir",
+            str(tmp_path / "run"),
+            "--dataset",
+            "digits",
+            "--normal-class",
+            "0",
+            "--method",
+            "ext",
+            "--seed",
+            "0",
+            "--data-dir",
+            str(tmp_path),
+        ]
+    )
     assert code == 2 and "labels differ from the harness's digits split" in capsys.readouterr().err
     assert not (tmp_path / "run" / "record.json").exists()
     raw.write_text("label,score\n0,0.1\n1,oops\n")
-    code = external_main(["--scores", str(raw), "--run-dir", str(tmp_path / "run"), "--dataset", "d",
-                          "--normal-class", "0", "--method", "ext", "--seed", "0", "--n-train", "3"])
+    code = external_main(
+        [
+            "--scores",
+            str(raw),
+            "--run-dir",
+            str(tmp_path / "run"),
+            "--dataset",
+            "d",
+            "--normal-class",
+            "0",
+            "--method",
+            "ext",
+            "--seed",
+            "0",
+            "--n-train",
+            "3",
+        ]
+    )
     assert code == 2 and "['score'] are not numeric" in capsys.readouterr().err
 
 
@@ -90,11 +126,23 @@ def test_snakemake_rule_for_an_external_program(tmp_path):
         pytest.skip("snakemake is not installed (pip install -e '.[workflow]')")
     target = "results/runs/digits/0/pixel_nn/default/seed0/record.json"
     res = subprocess.run(
-        [snakemake, "-s", str(REPO / "baselines/examples/pixel_nn.smk"), "--cores", "1", "--directory", str(tmp_path),
-         "--config", f"data_dir={tmp_path / 'data'}", "--", target],
-        capture_output=True, text=True, timeout=300,
+        [
+            snakemake,
+            "-s",
+            str(REPO / "baselines/examples/pixel_nn.smk"),
+            "--cores",
+            "1",
+            "--directory",
+            str(tmp_path),
+            "--config",
+            f"data_dir={tmp_path / 'data'}",
+            "--",
+            target,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     record = read_record(tmp_path / target)
     assert record["method"] == "pixel_nn" and record["metrics"]["auroc"]["nnd"] > 90  # digits are easy
-

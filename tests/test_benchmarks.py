@@ -40,9 +40,20 @@ def load_script(name: str):
 def test_gpu_check_rehearsal_without_kornia_or_jsonschema(shared_data):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     res = subprocess.run(
-        [sys.executable, "-c", WITHOUT_KORNIA_JSONSCHEMA, str(ROOT / "benchmarks" / "gpu_check.py"),
-         "--data-dir", str(shared_data), "--tiny"],
-        capture_output=True, text=True, timeout=600, env=env, cwd=ROOT,
+        [
+            sys.executable,
+            "-c",
+            WITHOUT_KORNIA_JSONSCHEMA,
+            str(ROOT / "benchmarks" / "gpu_check.py"),
+            "--data-dir",
+            str(shared_data),
+            "--tiny",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+        cwd=ROOT,
     )
     assert res.returncode == 0, res.stderr[-3000:]
     lines = [json.loads(line) for line in res.stdout.splitlines() if line.startswith("{")]

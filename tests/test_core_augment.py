@@ -1,12 +1,19 @@
 """Context transforms, training views and fixed test-time views."""
 
-import numpy as np
 import pytest
 import torch
 
 from con2.augment import (
-    FixedView, ViewAugment, context_fn, contexts_for, draw_fixed_views, equalize, invert,
-    multi_context_names, to_float, vflip,
+    FixedView,
+    ViewAugment,
+    context_fn,
+    contexts_for,
+    draw_fixed_views,
+    equalize,
+    invert,
+    multi_context_names,
+    to_float,
+    vflip,
 )
 from con2.errors import ConfigError
 from con2.evaluation import tta_plan

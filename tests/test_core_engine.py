@@ -26,7 +26,7 @@ def test_same_seed_same_numbers_on_cpu(tiny, tmp_path):
     assert a["metrics"] == b["metrics"]
     sa, sb = pd.read_csv(tmp_path / "a" / SCORES), pd.read_csv(tmp_path / "b" / SCORES)
     pd.testing.assert_frame_equal(sa, sb)
-    c = run(make_config({**tiny, "seed": 1}), tmp_path / "c")
+    run(make_config({**tiny, "seed": 1}), tmp_path / "c")
     assert not np.allclose(pd.read_csv(tmp_path / "c" / SCORES)["nnd"], sa["nnd"])
 
 

@@ -13,7 +13,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -104,16 +103,29 @@ def test_nan_loss_stops_with_message_and_no_record(tiny, tmp_path, monkeypatch):
 
 def test_cli_reports_errors_with_exit_code_2(tmp_path):
     res = subprocess.run(
-        [sys.executable, "-m", "con2", "train", "--set", "dataset=breastmnist", f"data_dir={tmp_path}",
-         "--run-dir", str(tmp_path / "run")],
-        capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "con2",
+            "train",
+            "--set",
+            "dataset=breastmnist",
+            f"data_dir={tmp_path}",
+            "--run-dir",
+            str(tmp_path / "run"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert res.returncode == 2
     assert "con2: error: breastmnist: breastmnist.npz not found" in res.stderr
     assert "Traceback" not in res.stderr
     res = subprocess.run(
         [sys.executable, "-m", "con2", "train", "--set", "widht=3", "--run-dir", str(tmp_path / "run")],
-        capture_output=True, text=True, timeout=120,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert res.returncode == 2 and "'widht'" in res.stderr
 
@@ -162,15 +174,22 @@ def test_cli_one_class_test_split_stops_at_data_load(tmp_path, capsys):
 def test_cli_second_writer_stops_at_once_naming_the_holder(tmp_path, capsys):
     run_dir = tmp_path / "run"
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time; from con2.rundir import RunDir\n"
-         f"with RunDir({str(run_dir)!r}).lock():\n    print('held', flush=True); time.sleep(120)"],
-        stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from con2.rundir import RunDir\n"
+            f"with RunDir({str(run_dir)!r}).lock():\n    print('held', flush=True); time.sleep(120)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout.readline().strip() == "held"
         res = subprocess.run(
             [sys.executable, "-m", "con2", "train", "--set", *TINY_SET, "--run-dir", str(run_dir)],
-            capture_output=True, text=True, timeout=120,
+            capture_output=True,
+            text=True,
+            timeout=120,
         )
         assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr
         assert f"con2: error: run directory {run_dir} is in use by another writer: pid {holder.pid} " in res.stderr
@@ -305,10 +324,12 @@ def test_record_stores_the_effective_batch_and_the_split(finished_run):
         (["image_size=1"], "'image_size': 1 px is below the 8 px that encoder 'resnet18' takes"),
         (["image_size=7"], "Fix: --set image_size=8 or larger"),
         (["encoder=resnet18_imagenet", "image_size=16"], "below the 32 px that encoder 'resnet18_imagenet' takes"),
-        (["dataset=breastmnist", "image_size=12", "data_dir=."], "MedMNIST comes in sizes (28, 64, 128, 224), not 12. "
-         "Fix: use one of them: `con2 train --set data_size=28`"),
+        (
+            ["dataset=breastmnist", "image_size=12", "data_dir=."],
+            "MedMNIST comes in sizes (28, 64, 128, 224), not 12. Fix: use one of them: `con2 train --set data_size=28`",
+        ),
     ],
-)  # fmt: skip
+)
 def test_cli_image_size_below_what_the_encoder_takes(overrides, message, tmp_path, capsys):
     code = train(tmp_path / "run", *overrides)
     err = error_of(capsys)

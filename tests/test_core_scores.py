@@ -130,8 +130,11 @@ def test_scores_in_small_chunks_match_brute_force_with_bounded_intermediates():
     assert mode.largest <= 50  # never a [30, 50] similarity matrix, never a second [50, 4] copy (200)
     np.testing.assert_allclose(nnd.numpy(), ref_nnd, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(lh.numpy(), ref_lh, rtol=1e-4)
-    np.testing.assert_allclose(maha.numpy(), mahalanobis_scores(torch.tensor(test), torch.tensor(train)).numpy(), rtol=1e-6)
+    np.testing.assert_allclose(
+        maha.numpy(), mahalanobis_scores(torch.tensor(test), torch.tensor(train)).numpy(), rtol=1e-6
+    )
     np.testing.assert_allclose(
         mahalanobis_scores(torch.tensor(test), torch.tensor(train), n_clusters=3, chunk=7).numpy(),
-        mahalanobis_scores(torch.tensor(test), torch.tensor(train), n_clusters=3).numpy(), rtol=1e-6,
+        mahalanobis_scores(torch.tensor(test), torch.tensor(train), n_clusters=3).numpy(),
+        rtol=1e-6,
     )

@@ -16,7 +16,16 @@ from scipy import stats
 
 from con2.augment import to_float
 from con2.views import (
-    BRIGHTNESS, CONTRAST, HUE, SATURATION, ViewAugment, ViewBatch, ViewParams, apply_views, is_gray, resample,
+    BRIGHTNESS,
+    CONTRAST,
+    HUE,
+    SATURATION,
+    ViewAugment,
+    ViewBatch,
+    ViewParams,
+    apply_views,
+    is_gray,
+    resample,
     sample_views,
 )
 
@@ -31,8 +40,12 @@ def torchvision_view(img, v: ViewBatch, i: int, size: int):
         out = TF.horizontal_flip(out)
     if v.jitter_on[i]:
         b, c, s, hue = v.factors[i].tolist()
-        ops = {BRIGHTNESS: lambda x: TF.adjust_brightness(x, b), CONTRAST: lambda x: TF.adjust_contrast(x, c),
-               SATURATION: lambda x: TF.adjust_saturation(x, s), HUE: lambda x: TF.adjust_hue(x, hue)}
+        ops = {
+            BRIGHTNESS: lambda x: TF.adjust_brightness(x, b),
+            CONTRAST: lambda x: TF.adjust_contrast(x, c),
+            SATURATION: lambda x: TF.adjust_saturation(x, s),
+            HUE: lambda x: TF.adjust_hue(x, hue),
+        }
         for op in v.order[i].tolist():
             out = ops[op](out)
     if v.gray[i] and out.shape[0] == 3:
@@ -181,7 +194,10 @@ def output_stats(views):
     return {
         "mean": views.mean(dim=(1, 2, 3)).numpy(),
         "std": views.std(dim=(1, 2, 3)).numpy(),
-        "left_minus_right": (views[..., : views.shape[-1] // 2].mean(dim=(1, 2, 3)) - views[..., views.shape[-1] // 2 :].mean(dim=(1, 2, 3))).numpy(),
+        "left_minus_right": (
+            views[..., : views.shape[-1] // 2].mean(dim=(1, 2, 3))
+            - views[..., views.shape[-1] // 2 :].mean(dim=(1, 2, 3))
+        ).numpy(),
         "red_minus_blue": (views[:, 0] - views[:, 2]).mean(dim=(1, 2)).numpy(),
     }
 
@@ -194,10 +210,14 @@ def test_views_match_the_per_image_torchvision_pipeline_in_distribution(gray):
     img[:, :, :4] = img[:, :, :4] * 0.3  # an asymmetric image: flips and crops change the statistics
     if not gray:
         img[0] = img[0] * 0.5 + 0.5  # reddish: hue and saturation change it
-    tv = T.Compose([
-        T.RandomResizedCrop(size, scale=(0.2, 1.0), antialias=True), T.RandomHorizontalFlip(),
-        T.RandomApply([T.ColorJitter(0.4, 0.4, 0.4, 0.1)], p=0.8), T.RandomGrayscale(p=0.2),
-    ])
+    tv = T.Compose(
+        [
+            T.RandomResizedCrop(size, scale=(0.2, 1.0), antialias=True),
+            T.RandomHorizontalFlip(),
+            T.RandomApply([T.ColorJitter(0.4, 0.4, 0.4, 0.1)], p=0.8),
+            T.RandomGrayscale(p=0.2),
+        ]
+    )
     batch = to_float((img * 255).round().to(torch.uint8)[None].expand(n, -1, -1, -1))
     torch.manual_seed(8)
     ours = output_stats(ViewAugment(size)(batch))

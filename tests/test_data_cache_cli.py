@@ -22,9 +22,16 @@ from data_fixtures import (  # noqa: F401  (isolated_env is autouse)
 from PIL import Image
 
 from con2.data import (
-    DataError, DatasetInfo, DatasetMissing, Source, find_source, load_one_class, prepare_dataset, register_dataset,
+    DataError,
+    DatasetInfo,
+    DatasetMissing,
+    Source,
+    find_source,
+    load_one_class,
+    prepare_dataset,
+    register_dataset,
     register_source,
-)  # fmt: skip
+)
 from con2.data import cache as cache_mod
 from con2.data.cache import Found, SourceTable, cache_root, take
 from con2.data.cli import add_data_subcommands, main
@@ -252,8 +259,18 @@ class NpyPair(Source):
         images = np.load(found.location)
         labels = np.load(Path(found.location).with_name("labels.npy")).tolist()
         ids = [f"all/{i}" for i in range(len(images))]
-        return SourceTable(info.name, Path(found.location), found.fingerprint, info.classes, ids, ["all"] * len(ids),
-                           labels, lambda i: images[i], info.recipe, info.channels)  # fmt: skip
+        return SourceTable(
+            info.name,
+            Path(found.location),
+            found.fingerprint,
+            info.classes,
+            ids,
+            ["all"] * len(ids),
+            labels,
+            lambda i: images[i],
+            info.recipe,
+            info.channels,
+        )
 
     def download(self, info: DatasetInfo, data_dir: Path, size: int, progress: bool = True) -> None:
         raise DataError(f"{info.name}: no download. {self.how_to_get(info, data_dir)}")
@@ -269,8 +286,21 @@ def test_a_registered_source_is_listed_and_loaded(data_dir: Path, monkeypatch: p
     monkeypatch.setattr(registry, "SOURCES", dict(registry.SOURCES))
     monkeypatch.setattr(registry, "DATASETS", dict(registry.DATASETS))
     register_source(NpyPair())
-    register_dataset(DatasetInfo("toy", "Toy", "smoke", "npy-pair", ("a", "b"), ("a",), protocol="holdout",
-                                 recipe="resize", channels=1, paper_size=8, in_paper=False))  # fmt: skip
+    register_dataset(
+        DatasetInfo(
+            "toy",
+            "Toy",
+            "smoke",
+            "npy-pair",
+            ("a", "b"),
+            ("a",),
+            protocol="holdout",
+            recipe="resize",
+            channels=1,
+            paper_size=8,
+            in_paper=False,
+        )
+    )
     assert main(["data", "list", "--data-dir", str(data_dir)]) == 0
     out = capsys.readouterr().out
     assert "toy                    smoke    npy-pair     no" in out

@@ -219,8 +219,19 @@ def test_digits_seeded_split() -> None:
 
 
 def test_registry_covers_the_eleven() -> None:
-    eleven = {"breastmnist", "octmnist", "kvasir", "br35h", "pneumonia", "melanoma", "muffin-vs-chihuahua",
-              "dogs-vs-cats", "cifar10", "cifar100", "imagenet30"}  # fmt: skip
+    eleven = {
+        "breastmnist",
+        "octmnist",
+        "kvasir",
+        "br35h",
+        "pneumonia",
+        "melanoma",
+        "muffin-vs-chihuahua",
+        "dogs-vs-cats",
+        "cifar10",
+        "cifar100",
+        "imagenet30",
+    }
     assert eleven <= set(DATASETS) and {"pneumoniamnist", "digits"} <= set(DATASETS)
     assert all(DATASETS[n].in_paper for n in eleven)
     for name, info in DATASETS.items():

@@ -19,17 +19,17 @@ import pandas as pd
 import pytest
 import torch
 import torch.nn.functional as F
+from method_fixtures import with_stand_in_weights
 from torch import nn
 
 from con2.augment import IDENTITY_VIEW
 from con2.config import make_config
-from con2.evaluation import Reading, Scorer, ScoringSpec, crossed_plan, view_features
 from con2.data import load_one_class
 from con2.engine import load_weights
+from con2.evaluation import Reading, Scorer, ScoringSpec, crossed_plan, view_features
 from con2.methods import Method, all_methods, build_method, register, registry
 from con2.records import read_record
 from con2.runner import RECORD, SCORES, run, to_tensor
-from method_fixtures import with_stand_in_weights
 
 
 def check_method_run(name: str, tiny: dict[str, Any], run_dir: Path) -> dict[str, Any]:
@@ -120,7 +120,14 @@ def test_a_newly_registered_method_joins_the_registry_and_this_test(tiny, tmp_pa
     test = to_tensor(load_one_class(cfg.dataset, cfg.data_dir, cfg.normal_class, seed=cfg.split_seed, size=16).test)
     expected = torch.zeros(len(test))
     for k in range(4):
-        logits = view_features(method.encoder, torch.rot90(test, k, dims=(-2, -1)), IDENTITY_VIEW, lambda x: x, 16,
-                               torch.device("cpu"), head=method.rotation_head)  # fmt: skip
+        logits = view_features(
+            method.encoder,
+            torch.rot90(test, k, dims=(-2, -1)),
+            IDENTITY_VIEW,
+            lambda x: x,
+            16,
+            torch.device("cpu"),
+            head=method.rotation_head,
+        )
         expected -= logits.log_softmax(1)[:, k] / 4
     np.testing.assert_allclose(pd.read_csv(tmp_path / SCORES)["rotation"], expected.numpy(), rtol=1e-4, atol=1e-5)

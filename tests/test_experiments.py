@@ -42,11 +42,12 @@ def test_grid_expands_the_paper_profile() -> None:
 
 def test_resolved_config_is_complete_and_round_trips_through_con2_train(tmp_path: Path) -> None:
     cfg = {
-        "seeds": [1], "run": {"epochs": 2, "image_size": 16},
+        "seeds": [1],
+        "run": {"epochs": 2, "image_size": 16},
         "datasets": {"digits": {"normal_classes": ["3"], "run": {"width": 8}}},
         "variants": {"flip": {"params": {"contexts": ["flip"], "temperature": 0.2}}},
         "experiments": {"e": {"datasets": ["digits"], "methods": {"con2": ["flip"]}}},
-    }  # fmt: skip
+    }
     (run,) = E.expand_grid(cfg, lambda d: ["0"])
     assert run.key == "digits/3/con2/flip/seed1"
     assert run.config_file == "results/configs/digits/3/con2/flip/seed1.yaml"
@@ -64,8 +65,13 @@ def test_resolved_config_is_complete_and_round_trips_through_con2_train(tmp_path
 
 
 def test_grid_errors_name_the_key() -> None:
-    cfg = {"seeds": [0], "run": {}, "datasets": {"digits": {}}, "variants": {},
-           "experiments": {"e": {"datasets": ["digits"], "methods": {"con2": ["nope"]}}}}  # fmt: skip
+    cfg = {
+        "seeds": [0],
+        "run": {},
+        "datasets": {"digits": {}},
+        "variants": {},
+        "experiments": {"e": {"datasets": ["digits"], "methods": {"con2": ["nope"]}}},
+    }
     with pytest.raises(E.GridError, match="experiments.e.methods.con2: variant 'nope'"):
         E.expand_grid(cfg, lambda d: ["0"])
     cfg["experiments"]["e"] = {"datasets": ["cifar"], "methods": {"con2": ["default"]}}
@@ -73,27 +79,50 @@ def test_grid_errors_name_the_key() -> None:
         E.expand_grid(cfg, lambda d: ["0"])
     cfg["experiments"]["e"] = {"datasets": ["digits"], "methods": {"con2": ["default"]}}
     cfg["run"] = {"epoch": 3}
-    with pytest.raises(E.GridError, match=r"dataset 'digits', method 'con2', variant 'default': unknown config key.*'epoch'"):
+    with pytest.raises(
+        E.GridError, match=r"dataset 'digits', method 'con2', variant 'default': unknown config key.*'epoch'"
+    ):
         E.expand_grid(cfg, lambda d: ["0"])
 
 
 @pytest.mark.parametrize("where", ["run", "dataset", "variant"])
 def test_runtime_keys_belong_to_the_top_level(where: str) -> None:
-    cfg = {"seeds": [0], "run": {}, "datasets": {"digits": {}}, "variants": {"v": {}},
-           "experiments": {"e": {"datasets": ["digits"], "methods": {"con2": ["v"]}}}}  # fmt: skip
-    block = {"run": cfg["run"], "dataset": cfg["datasets"]["digits"].setdefault("run", {}), "variant": cfg["variants"]["v"]}
+    cfg = {
+        "seeds": [0],
+        "run": {},
+        "datasets": {"digits": {}},
+        "variants": {"v": {}},
+        "experiments": {"e": {"datasets": ["digits"], "methods": {"con2": ["v"]}}},
+    }
+    block = {
+        "run": cfg["run"],
+        "dataset": cfg["datasets"]["digits"].setdefault("run", {}),
+        "variant": cfg["variants"]["v"],
+    }
     block[where]["progress"] = False
     with pytest.raises(E.GridError, match=r"progress.*runtime key.*top level"):
         E.expand_grid(cfg, lambda d: ["0"])
 
 
 def test_grid_extra_methods_and_filters() -> None:
-    cfg = {"seeds": [0, 1], "run": {}, "datasets": {"a": {}, "b": {}}, "only_datasets": "a",
-           "experiments": {"e": {"datasets": ["a", "b"], "methods": {"con2": ["default"]}, "extra_methods": True},
-                           "f": {"datasets": ["a"], "methods": {"con2": ["default"]}}},
-           "extra_methods": ["toy"]}  # fmt: skip
+    cfg = {
+        "seeds": [0, 1],
+        "run": {},
+        "datasets": {"a": {}, "b": {}},
+        "only_datasets": "a",
+        "experiments": {
+            "e": {"datasets": ["a", "b"], "methods": {"con2": ["default"]}, "extra_methods": True},
+            "f": {"datasets": ["a"], "methods": {"con2": ["default"]}},
+        },
+        "extra_methods": ["toy"],
+    }
     runs = E.expand_grid(cfg, lambda d: ["x"])
-    assert sorted(r.key for r in runs) == ["a/x/con2/default/seed0", "a/x/con2/default/seed1", "a/x/toy/default/seed0", "a/x/toy/default/seed1"]
+    assert sorted(r.key for r in runs) == [
+        "a/x/con2/default/seed0",
+        "a/x/con2/default/seed1",
+        "a/x/toy/default/seed0",
+        "a/x/toy/default/seed1",
+    ]
     assert next(r for r in runs if r.method == "con2").experiments == ("e", "f")
 
 
@@ -121,7 +150,9 @@ def _train(args: list[str]) -> int:
     return main(["train", *args])
 
 
-def test_replace_stale_retrains_a_run_dir_of_another_config(tmp_path: Path, tiny: dict, capsys: pytest.CaptureFixture) -> None:
+def test_replace_stale_retrains_a_run_dir_of_another_config(
+    tmp_path: Path, tiny: dict, capsys: pytest.CaptureFixture
+) -> None:
     run_dir = tmp_path / "run"
     first = {**tiny, "epochs": 1}
     cfg_a, cfg_b = tmp_path / "a.yaml", tmp_path / "b.yaml"
@@ -136,8 +167,11 @@ def test_replace_stale_retrains_a_run_dir_of_another_config(tmp_path: Path, tiny
     # another config: one line names what is stale, then the run trains afresh under the new hash
     assert _train(["--config", str(cfg_b), "--run-dir", str(run_dir), "--replace-stale"]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert any("removing checkpoint.pt and record.json, written under another configuration" in line and "differing keys: lr" in line
-               for line in out), out  # fmt: skip
+    assert any(
+        "removing checkpoint.pt and record.json, written under another configuration" in line
+        and "differing keys: lr" in line
+        for line in out
+    ), out
     rec = json.loads((run_dir / "record.json").read_text())
     assert rec["config_hash"] != hash_a and rec["config_hash"] == load_config(cfg_b).config_hash()
     assert rec["resumed_from_epoch"] == 0  # not resumed from the old checkpoint

@@ -44,7 +44,8 @@ cache.preprocess = slow
 from con2.data import load_one_class
 d = load_one_class("breastmnist", sys.argv[1], size=28)
 m = d.manifest
-print(m["split_sha256"], m["images_sha256"], cache.load_prepared(cache.cache_dir(cache.Path(sys.argv[1]), "breastmnist", 28)).manifest["images_mtime_ns"])
+prepared = cache.load_prepared(cache.cache_dir(cache.Path(sys.argv[1]), "breastmnist", 28))
+print(m["split_sha256"], m["images_sha256"], prepared.manifest["images_mtime_ns"])
 """
 
 
@@ -84,7 +85,9 @@ def test_sigkill_during_data_preparation_then_the_same_command_completes_identic
     victim.send_signal(signal.SIGKILL)
     victim.wait()
     assert partials(folder) and not (folder / "manifest.json").exists()  # killed mid-write: no cache claimed
-    again = subprocess.run(prepare_cmd(medmnist_dir, 0), env=cache_env(cache), capture_output=True, text=True, timeout=120)
+    again = subprocess.run(
+        prepare_cmd(medmnist_dir, 0), env=cache_env(cache), capture_output=True, text=True, timeout=120
+    )
     assert again.returncode == 0, again.stderr
     assert again.stdout.split()[:2] == reference.stdout.split()[:2]  # same split, same image bytes
     ref_folder = tmp_path / "ref" / "breastmnist" / "28px"

@@ -13,26 +13,76 @@ from con2.report.fidelity import fidelity
 def _fidelity_runs() -> pd.DataFrame:
     rows = []
     for seed, (a, b, c) in enumerate([(55.0, 67.0, 64.0), (57.0, 66.0, 66.0), (56.6, 68.0, 65.0)]):
-        for variant, score, value in (("invert", "nnd", a), ("invert", "nnd@encoder/original", b), ("content_only", "nnd", c)):
-            rows.append({"dataset": "breastmnist", "normal_class": "1", "method": "con2", "variant": variant,
-                         "seed": seed, "score": score, "auroc": value})  # fmt: skip
-    rows.append({"dataset": "digits", "normal_class": "0", "method": "con2", "variant": "invert", "seed": 0,
-                 "score": "nnd", "auroc": 99.0})  # fmt: skip
+        for variant, score, value in (
+            ("invert", "nnd", a),
+            ("invert", "nnd@encoder/original", b),
+            ("content_only", "nnd", c),
+        ):
+            rows.append(
+                {
+                    "dataset": "breastmnist",
+                    "normal_class": "1",
+                    "method": "con2",
+                    "variant": variant,
+                    "seed": seed,
+                    "score": score,
+                    "auroc": value,
+                }
+            )
+    rows.append(
+        {
+            "dataset": "digits",
+            "normal_class": "0",
+            "method": "con2",
+            "variant": "invert",
+            "seed": 0,
+            "score": "nnd",
+            "auroc": 99.0,
+        }
+    )
     return pd.DataFrame(rows)
 
 
 def test_fidelity_table_reads_settings_and_readings_against_the_reference():
-    paper = pd.DataFrame([{"table": "table1_medical", "dataset": "BreastMNIST", "method": "CON2", "family": "ours",
-                           "context": "invert", "score": "NND", "auroc_mean": 81.7, "auroc_std": 1.4}])  # fmt: skip
-    config = {"report": {"subject": "con2",
-                         "fidelity": {"datasets": ["breastmnist", "digits"], "reference": "as printed", "rows": [
-        {"label": "as printed", "method": "con2", "variant": "invert", "score": "nnd", "change": "-"},
-        {"label": "original", "method": "con2", "variant": "invert", "score": "nnd@encoder/original"},
-        {"label": "content only", "method": "con2", "variant": "content_only", "score": "nnd"},
-        {"label": "never run", "method": "con2", "variant": "k9", "score": "nnd"},
-    ]}}}  # fmt: skip
+    paper = pd.DataFrame(
+        [
+            {
+                "table": "table1_medical",
+                "dataset": "BreastMNIST",
+                "method": "CON2",
+                "family": "ours",
+                "context": "invert",
+                "score": "NND",
+                "auroc_mean": 81.7,
+                "auroc_std": 1.4,
+            }
+        ]
+    )
+    config = {
+        "report": {
+            "subject": "con2",
+            "fidelity": {
+                "datasets": ["breastmnist", "digits"],
+                "reference": "as printed",
+                "rows": [
+                    {"label": "as printed", "method": "con2", "variant": "invert", "score": "nnd", "change": "-"},
+                    {"label": "original", "method": "con2", "variant": "invert", "score": "nnd@encoder/original"},
+                    {"label": "content only", "method": "con2", "variant": "content_only", "score": "nnd"},
+                    {"label": "never run", "method": "con2", "variant": "k9", "score": "nnd"},
+                ],
+            },
+        }
+    }
     table = fidelity(_fidelity_runs(), paper, config)
-    assert table.columns == ["Setting", "Change from the default", "BreastMNIST", "Δ", "Digits", "Δ", "Paper BreastMNIST"]
+    assert table.columns == [
+        "Setting",
+        "Change from the default",
+        "BreastMNIST",
+        "Δ",
+        "Digits",
+        "Δ",
+        "Paper BreastMNIST",
+    ]
     ref, orig, content, never = table.rows
     mean = np.mean([55.0, 57.0, 56.6])
     assert ref[2] == f"{mean:.1f} ± {np.std([55.0, 57.0, 56.6], ddof=1):.1f}" and ref[3] == "ref."
@@ -44,4 +94,6 @@ def test_fidelity_table_reads_settings_and_readings_against_the_reference():
     assert any("BreastMNIST: 3 seeds x 1 normal class per cell" in n for n in table.notes)
     csv = table.data
     assert set(csv["setting"]) == {"as printed", "original", "content only", "never run"}
-    assert float(csv[(csv.setting == "original") & (csv.dataset == "breastmnist")]["diff_to_reference"].iloc[0]) == pytest.approx(67.0 - round(mean, 1))
+    assert float(
+        csv[(csv.setting == "original") & (csv.dataset == "breastmnist")]["diff_to_reference"].iloc[0]
+    ) == pytest.approx(67.0 - round(mean, 1))

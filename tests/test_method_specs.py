@@ -81,5 +81,6 @@ def test_the_card_names_labels_paper_rows_and_tags():
     k4 = spec.card(validate_run(make_config({"method": "con2", "params": {"n_contexts": 4}})))
     assert k4["tags"]["contexts"] == "k4" and k4["tags"]["n_contexts"] == 4
     assert get_spec("simclr").card(validate_run(make_config({"method": "simclr"})))["paper_rows"] == {
-        "knn": ["SimCLR", ""], "ssd": ["SSD", ""],
-    }  # fmt: skip
+        "knn": ["SimCLR", ""],
+        "ssd": ["SSD", ""],
+    }

@@ -12,8 +12,8 @@ from baselines.panda import compactness_loss, ewc_penalty, knn_sq_scores
 from con2 import weights
 from con2.augment import normalize, to_float
 from con2.config import make_config
-from con2.errors import ConfigError
 from con2.engine import TrainSettings, fit
+from con2.errors import ConfigError
 from con2.methods import build_method, get_spec
 
 
@@ -60,7 +60,12 @@ def test_training_keeps_panda_frozen_layers_and_batchnorm_statistics(panda_cfg):
     method = build_method(cfg)
     before = {k: v.clone() for k, v in method.encoder.backbone.state_dict().items()}
     images = torch.randint(0, 256, (40, 3, 16, 16), dtype=torch.uint8)
-    fit(method, images, TrainSettings(epochs=1, batch_size=8, max_steps=3, channels_last=False, progress=False), torch.device("cpu"))
+    fit(
+        method,
+        images,
+        TrainSettings(epochs=1, batch_size=8, max_steps=3, channels_last=False, progress=False),
+        torch.device("cpu"),
+    )
     after = method.encoder.backbone.state_dict()
     for k, v in before.items():
         if k.startswith(("conv1", "bn1", "layer1", "layer2")) or "running_" in k or "num_batches" in k:
@@ -100,7 +105,10 @@ def test_the_ewc_variant_needs_a_fisher_file_and_adds_its_penalty(panda_cfg, tmp
     assert float(out["ewc"]) == 0.0 and float(out["loss"]) == pytest.approx(float(out["compactness"]))
     with torch.no_grad():
         method.encoder.backbone.layer4[0].conv1.weight.add_(0.01)
-    out = {k: v.detach() for k, v in method.training_loss(torch.randint(0, 256, (8, 1, 16, 16), dtype=torch.uint8), 0.0).items()}
+    out = {
+        k: v.detach()
+        for k, v in method.training_loss(torch.randint(0, 256, (8, 1, 16, 16), dtype=torch.uint8), 0.0).items()
+    }
     drift = method.fisher["layer4.0.conv1.weight"] * 0.01**2
     assert float(out["ewc"]) == pytest.approx(1e4 * float(drift.sum()) / 2, rel=1e-3)
     assert math.isclose(float(out["loss"]), float(out["compactness"] + out["ewc"]), rel_tol=1e-6)

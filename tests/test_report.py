@@ -17,23 +17,43 @@ import pytest
 from con2.records import RecordError, write_record
 from con2.report import tables as T
 from con2.report.collect import collect_runs, dataset_level, load_runs, summarize
-from con2.report.format import Table, cell, latex_cell, mean_std, shown_diff
+from con2.report.format import Table, latex_cell, mean_std, shown_diff
 from con2.report.paper import load_compute_hours, load_paper_numbers, paper_value
 
 ROOT = Path(__file__).resolve().parents[1]
 RESOURCES = ROOT / "workflow" / "resources"
 
 
-def fake_record(dataset: str, normal_class: str, method: str, variant: str, seed: int, aurocs: dict[str, float],
-                params: dict | None = None, silhouette: float | None = 0.5, epochs: int = 4) -> dict:  # fmt: skip
+def fake_record(
+    dataset: str,
+    normal_class: str,
+    method: str,
+    variant: str,
+    seed: int,
+    aurocs: dict[str, float],
+    params: dict | None = None,
+    silhouette: float | None = 0.5,
+    epochs: int = 4,
+) -> dict:
     return {
-        "schema_version": 1, "dataset": dataset, "normal_class": normal_class, "method": method, "variant": variant,
-        "seed": seed, "metrics": {"auroc": aurocs, "silhouette": silhouette},
+        "schema_version": 1,
+        "dataset": dataset,
+        "normal_class": normal_class,
+        "method": method,
+        "variant": variant,
+        "seed": seed,
+        "metrics": {"auroc": aurocs, "silhouette": silhouette},
         "timing": {"fit_seconds": 12.0, "score_seconds": 3.0, "wall_seconds": 16.0, "images_per_second": 100.0},
-        "peak_memory_mb": 900.0, "n_train": 100, "n_test": 50, "n_anomalous": 20, "epochs": epochs, "steps": 8,
-        "config": {"image_size": 28, "width": 16, "tta": 4, "params": params or {}}, "config_hash": "abc",
+        "peak_memory_mb": 900.0,
+        "n_train": 100,
+        "n_test": 50,
+        "n_anomalous": 20,
+        "epochs": epochs,
+        "steps": 8,
+        "config": {"image_size": 28, "width": 16, "tta": 4, "params": params or {}},
+        "config_hash": "abc",
         "device": "cpu",
-    }  # fmt: skip
+    }
 
 
 @pytest.fixture
@@ -46,14 +66,35 @@ def runs(tmp_path: Path) -> pd.DataFrame:
         for ds, cls in (("breastmnist", "1"), ("cifar10", "airplane"), ("cifar10", "cat")):
             base = 80 + rng.normal(0, 1)
             recs.append(fake_record(ds, cls, "con2", "invert", seed, {"nnd": base, "lh": base - 2}, inv))
-            recs.append(fake_record(ds, cls, "con2", "flip", seed, {"nnd": base - 1, "lh": base - 3}, {"contexts": ["flip"]}))
+            recs.append(
+                fake_record(ds, cls, "con2", "flip", seed, {"nnd": base - 1, "lh": base - 3}, {"contexts": ["flip"]})
+            )
             recs.append(fake_record(ds, cls, "simclr", "default", seed, {"knn": base - 5, "ssd": base - 6}, {}, None))
-        recs.append(fake_record("breastmnist", "1", "con2", "context_only", seed, {"nnd": 70.0, "lh": 71.0},
-                                {"contexts": ["invert"], "loss": "context_only"}))  # fmt: skip
+        recs.append(
+            fake_record(
+                "breastmnist",
+                "1",
+                "con2",
+                "context_only",
+                seed,
+                {"nnd": 70.0, "lh": 71.0},
+                {"contexts": ["invert"], "loss": "context_only"},
+            )
+        )
         recs.append(fake_record("breastmnist", "1", "con2", "k3", seed, {"nnd": 75.0, "lh": 74.0}, {"n_contexts": 3}))
     paths = []
     for r in recs:
-        p = tmp_path / "results" / "runs" / r["dataset"] / r["normal_class"] / r["method"] / r["variant"] / f"seed{r['seed']}" / "record.json"
+        p = (
+            tmp_path
+            / "results"
+            / "runs"
+            / r["dataset"]
+            / r["normal_class"]
+            / r["method"]
+            / r["variant"]
+            / f"seed{r['seed']}"
+            / "record.json"
+        )
         write_record(r, p)
         paths.append(p)
     df = collect_runs(paths)
@@ -66,14 +107,21 @@ def config() -> dict:
     return {
         "report": {
             "subject": "con2",
-            "medical": ["breastmnist", "pneumoniamnist"], "natural": ["cifar10"], "per_class": ["cifar10"],
-            "main_variants": {"con2": "invert"}, "contexts": ["invert", "flip", "equalize"],
-            "fidelity": {"datasets": ["breastmnist"], "reference": "as printed", "rows": [
-                {"label": "as printed", "method": "con2", "variant": "invert", "score": "nnd"},
-                {"label": "k3", "method": "con2", "variant": "k3", "score": "nnd"},
-            ]},
+            "medical": ["breastmnist", "pneumoniamnist"],
+            "natural": ["cifar10"],
+            "per_class": ["cifar10"],
+            "main_variants": {"con2": "invert"},
+            "contexts": ["invert", "flip", "equalize"],
+            "fidelity": {
+                "datasets": ["breastmnist"],
+                "reference": "as printed",
+                "rows": [
+                    {"label": "as printed", "method": "con2", "variant": "invert", "score": "nnd"},
+                    {"label": "k3", "method": "con2", "variant": "k3", "score": "nnd"},
+                ],
+            },
         }
-    }  # fmt: skip
+    }
 
 
 @pytest.fixture
@@ -180,21 +228,47 @@ def test_formatting() -> None:
 def test_figures_write_png_and_pdf(runs: pd.DataFrame, paper: pd.DataFrame, config: dict, tmp_path: Path) -> None:
     from con2.report import figures as F
 
-    F.per_class_figure(T.per_class(runs, paper, config, "cifar10").data, "cifar10", tmp_path / "a.png", tmp_path / "a.pdf")
+    F.per_class_figure(
+        T.per_class(runs, paper, config, "cifar10").data, "cifar10", tmp_path / "a.png", tmp_path / "a.pdf"
+    )
     F.silhouette_figure(T.silhouette(runs, paper, config).data, tmp_path / "b.png", tmp_path / "b.pdf")
-    timing = pd.DataFrame([
-        {"score": s, "sweep": sw, "n_train": n, "n_batches": b, "seconds": 0.01 * n, "memory_mb": 0.1 * n, "dim": 8,
-         "views": 2, "batch_size": 4, "batches_n_train": 10, "device": "cpu"}
-        for s in ("nnd", "lh") for sw, n, b in (("n_train", 1, 1), ("n_train", 10, 1), ("n_batches", 10, 1), ("n_batches", 10, 3))
-    ])  # fmt: skip
+    timing = pd.DataFrame(
+        [
+            {
+                "score": s,
+                "sweep": sw,
+                "n_train": n,
+                "n_batches": b,
+                "seconds": 0.01 * n,
+                "memory_mb": 0.1 * n,
+                "dim": 8,
+                "views": 2,
+                "batch_size": 4,
+                "batches_n_train": 10,
+                "device": "cpu",
+            }
+            for s in ("nnd", "lh")
+            for sw, n, b in (("n_train", 1, 1), ("n_train", 10, 1), ("n_batches", 10, 1), ("n_batches", 10, 3))
+        ]
+    )
     F.score_runtime_figure(timing, tmp_path / "c.png", tmp_path / "c.pdf")
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     rng = np.random.default_rng(0)
-    np.savez(run_dir / "features.npz", **{f"{s}_context{c}": rng.normal(size=(n, 8)).astype(np.float16)
-                                          for s, n in (("train", 30), ("test", 20)) for c in (0, 1)})  # fmt: skip
-    pd.DataFrame({"index": range(20), "label": [0] * 12 + [1] * 8, "nnd": rng.normal(size=20)}).to_csv(run_dir / "scores.csv", index=False)
-    F.pca_figure([("run", run_dir), ("missing", tmp_path / "nope")], tmp_path / "d.png", tmp_path / "d.pdf", max_points=10)
+    np.savez(
+        run_dir / "features.npz",
+        **{
+            f"{s}_context{c}": rng.normal(size=(n, 8)).astype(np.float16)
+            for s, n in (("train", 30), ("test", 20))
+            for c in (0, 1)
+        },
+    )
+    pd.DataFrame({"index": range(20), "label": [0] * 12 + [1] * 8, "nnd": rng.normal(size=20)}).to_csv(
+        run_dir / "scores.csv", index=False
+    )
+    F.pca_figure(
+        [("run", run_dir), ("missing", tmp_path / "nope")], tmp_path / "d.png", tmp_path / "d.pdf", max_points=10
+    )
     for stem in "abcd":
         assert (tmp_path / f"{stem}.png").stat().st_size > 1000 and (tmp_path / f"{stem}.pdf").stat().st_size > 1000
 
@@ -215,7 +289,17 @@ def collect(tmp_path: Path, recs: list[dict], benchmarks: dict[int, str] | None 
     """Write records (and, by index, benchmark TSV texts), collect them, round-trip through runs.csv."""
     paths, bench = [], {}
     for i, r in enumerate(recs):
-        p = tmp_path / "results" / "runs" / r["dataset"] / r["normal_class"] / r["method"] / r["variant"] / f"seed{r['seed']}" / "record.json"
+        p = (
+            tmp_path
+            / "results"
+            / "runs"
+            / r["dataset"]
+            / r["normal_class"]
+            / r["method"]
+            / r["variant"]
+            / f"seed{r['seed']}"
+            / "record.json"
+        )
         write_record(r, p)
         paths.append(p)
         if benchmarks and i in benchmarks:
@@ -229,12 +313,25 @@ def collect(tmp_path: Path, recs: list[dict], benchmarks: dict[int, str] | None 
 @pytest.fixture
 def uneven(tmp_path: Path) -> tuple[pd.DataFrame, dict]:
     """CIFAR-10 with CON2 invert on three normal classes and flip / k3 on one (as the default profile's digits)."""
-    auroc = {("invert", "airplane"): 91.0, ("invert", "cat"): 70.0, ("invert", "dog"): 85.0,
-             ("flip", "airplane"): 88.0, ("k3", "airplane"): 93.0}  # fmt: skip
-    sil = {("invert", "airplane"): 0.61, ("invert", "cat"): 0.20, ("invert", "dog"): 0.40,
-           ("flip", "airplane"): 0.55, ("k3", "airplane"): 0.70}  # fmt: skip
+    auroc = {
+        ("invert", "airplane"): 91.0,
+        ("invert", "cat"): 70.0,
+        ("invert", "dog"): 85.0,
+        ("flip", "airplane"): 88.0,
+        ("k3", "airplane"): 93.0,
+    }
+    sil = {
+        ("invert", "airplane"): 0.61,
+        ("invert", "cat"): 0.20,
+        ("invert", "dog"): 0.40,
+        ("flip", "airplane"): 0.55,
+        ("k3", "airplane"): 0.70,
+    }
     params = {"invert": {"contexts": ["invert"]}, "flip": {"contexts": ["flip"]}, "k3": {"n_contexts": 3}}
-    recs = [fake_record("cifar10", c, "con2", v, 0, {"nnd": a, "lh": a - 4}, params[v], sil[(v, c)]) for (v, c), a in auroc.items()]
+    recs = [
+        fake_record("cifar10", c, "con2", v, 0, {"nnd": a, "lh": a - 4}, params[v], sil[(v, c)])
+        for (v, c), a in auroc.items()
+    ]
     return collect(tmp_path, recs), auroc
 
 
@@ -263,7 +360,9 @@ def test_context_tables_never_set_a_class_mean_beside_one_class(uneven, paper: p
     assert nnd[2:] == [f"{auroc[('invert', 'airplane')]:.1f} [1×1]", f"{auroc[('k3', 'airplane')]:.1f} [1×1]"]
     sil = T.silhouette(runs, paper, config)
     srow = sil.rows[0]
-    assert srow[sil.columns.index("CON2 invert")] == "0.610 [1×1]" and srow[sil.columns.index("CON2 k3")] == "0.700 [1×1]"
+    assert (
+        srow[sil.columns.index("CON2 invert")] == "0.610 [1×1]" and srow[sil.columns.index("CON2 k3")] == "0.700 [1×1]"
+    )
     # the natural summary still averages every class CON2 ran, and says so
     natural = T.natural_summary(runs, paper, config)
     mean3 = np.mean([auroc[("invert", c)] for c in ("airplane", "cat", "dog")])
@@ -278,11 +377,18 @@ def test_differences_are_taken_from_the_shown_values(tmp_path: Path, paper: pd.D
     row = t.rows[0]
     assert row[1].startswith("56.2") and row[2].startswith("40.7")
     assert row[3] == "+15.5"  # 56.2 - 40.7, not 56.24 - 40.66 = 15.58 -> +15.6
-    assert shown_diff(56.24, 40.66) == pytest.approx(15.5) and shown_diff(float("nan"), 1.0) != shown_diff(float("nan"), 1.0)
+    assert shown_diff(56.24, 40.66) == pytest.approx(15.5) and shown_diff(float("nan"), 1.0) != shown_diff(
+        float("nan"), 1.0
+    )
 
 
-def test_per_class_with_one_seed_does_not_claim_a_spread_over_seeds(tmp_path: Path, paper: pd.DataFrame, config: dict) -> None:
-    recs = [fake_record("cifar10", c, "con2", "invert", 0, {"nnd": a}, {"contexts": ["invert"]}) for c, a in (("airplane", 90.0), ("cat", 80.0))]
+def test_per_class_with_one_seed_does_not_claim_a_spread_over_seeds(
+    tmp_path: Path, paper: pd.DataFrame, config: dict
+) -> None:
+    recs = [
+        fake_record("cifar10", c, "con2", "invert", 0, {"nnd": a}, {"contexts": ["invert"]})
+        for c, a in (("airplane", 90.0), ("cat", 80.0))
+    ]
     t = T.per_class(collect(tmp_path, recs), paper, config, "cifar10")
     assert [r[1] for r in t.rows] == ["90.0 [1×1]", "80.0 [1×1]", f"85.0 ± {np.std([90, 80], ddof=1):.1f} [2×1]"]
     assert "one seed per class" in t.notes[0] and "over seeds" not in t.notes[0]
@@ -290,7 +396,10 @@ def test_per_class_with_one_seed_does_not_claim_a_spread_over_seeds(tmp_path: Pa
 
 
 def load_runs_of(tmp_path: Path, seeds: int) -> pd.DataFrame:
-    recs = [fake_record("cifar10", "cat", "con2", "invert", s, {"nnd": 80.0 + s}, {"contexts": ["invert"]}) for s in range(seeds)]
+    recs = [
+        fake_record("cifar10", "cat", "con2", "invert", s, {"nnd": 80.0 + s}, {"contexts": ["invert"]})
+        for s in range(seeds)
+    ]
     return collect(tmp_path / f"seeds{seeds}", recs)
 
 
@@ -301,17 +410,24 @@ def test_reproduction_report_opens_with_a_summary_line(runs: pd.DataFrame, paper
     matched = t.data.dropna(subset=["ours_mean"])
     with_std = matched.dropna(subset=["paper_std"])
     # reference: within = |round(ours) - round(paper)| <= round(paper std), recomputed here
-    within = sum(abs(round(o, 1) - round(p, 1)) <= round(s, 1) + 1e-9
-                 for o, p, s in zip(with_std["ours_mean"], with_std["paper_mean"], with_std["paper_std"]))  # fmt: skip
+    within = sum(
+        abs(round(o, 1) - round(p, 1)) <= round(s, 1) + 1e-9
+        for o, p, s in zip(with_std["ours_mean"], with_std["paper_mean"], with_std["paper_std"])
+    )
     assert f"{len(matched)} of {len(paper)} published numbers have a counterpart" in md[2]
     assert f"{within} of the {len(with_std)} of those with a published std are within it" in md[2]
     assert len(matched) > 0 and len(with_std) > 0
 
 
-BENCH = "s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n{s}\t0:00:00\t900\t0\t0\t0\t0\t0\t50\t{cpu}\n"
+BENCH = (
+    "s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n"
+    "{s}\t0:00:00\t900\t0\t0\t0\t0\t0\t50\t{cpu}\n"
+)
 
 
-def test_compute_cost_carries_the_load_and_warns_when_extrapolating_from_it(tmp_path: Path, paper: pd.DataFrame, config: dict) -> None:
+def test_compute_cost_carries_the_load_and_warns_when_extrapolating_from_it(
+    tmp_path: Path, paper: pd.DataFrame, config: dict
+) -> None:
     def rec(ds: str, threads: int) -> dict:
         r = fake_record(ds, "1", "con2", "invert", 0, {"nnd": 80.0}, {"contexts": ["invert"]})
         r["config"]["threads"] = threads
@@ -331,7 +447,9 @@ def test_compute_cost_carries_the_load_and_warns_when_extrapolating_from_it(tmp_
     assert not any(n.startswith("WARNING") for n in T.compute_cost(idle, paper, config).notes)
 
 
-def test_tables_use_headline_scores_and_tolerate_extra_readings(tmp_path: Path, paper: pd.DataFrame, config: dict) -> None:
+def test_tables_use_headline_scores_and_tolerate_extra_readings(
+    tmp_path: Path, paper: pd.DataFrame, config: dict
+) -> None:
     aurocs = {"nnd": 80.0, "lh": 78.0, "nnd@content/original": 60.0, "lh@context/inverted": 55.0}
     recs = [fake_record("breastmnist", "1", "con2", "invert", 0, aurocs, {"contexts": ["invert"]})]
     runs = collect(tmp_path, recs)
@@ -347,7 +465,9 @@ def test_records_outside_the_grid_are_kept_and_noted(runs: pd.DataFrame, paper: 
     marked = runs.assign(in_grid=runs["dataset"] != "breastmnist")
     n = marked.loc[~marked["in_grid"], "record"].nunique()
     assert f"holds {n} run(s) outside this profile's grid" in T.outside_grid_note(marked)
-    assert T.table1_medical(marked, paper, config).rows == T.table1_medical(runs, paper, config).rows  # kept, not dropped
+    assert (
+        T.table1_medical(marked, paper, config).rows == T.table1_medical(runs, paper, config).rows
+    )  # kept, not dropped
 
 
 # ----------------------------------------------------------------------------- figure details
@@ -357,11 +477,17 @@ def test_pca_axes_say_how_much_variance_each_component_explains() -> None:
     from con2.report import figures as F
 
     rng = np.random.default_rng(1)
-    feats = {f"{s}_context{c}": rng.normal(size=(n, 6)) * np.array([5, 2, 1, 1, 1, 1]) for s, n in (("train", 40), ("test", 30)) for c in (0, 1)}
+    feats = {
+        f"{s}_context{c}": rng.normal(size=(n, 6)) * np.array([5, 2, 1, 1, 1, 1])
+        for s, n in (("train", 40), ("test", 30))
+        for c in (0, 1)
+    }
     labels = np.array([0] * 20 + [1] * 10)
     fig, ax = plt.subplots()
     F.pca_panel(ax, feats, labels, "t", 50, 0)
-    allx = np.concatenate([feats["train_context0"], feats["train_context1"], feats["test_context0"], feats["test_context1"]])
+    allx = np.concatenate(
+        [feats["train_context0"], feats["train_context1"], feats["test_context0"], feats["test_context1"]]
+    )
     eig = np.sort(np.linalg.eigvalsh(np.cov(allx.T)))[::-1]  # reference: eigenvalues of the covariance
     assert ax.get_xlabel() == f"PC1 ({100 * eig[0] / eig.sum():.0f}% var.)"
     assert ax.get_ylabel() == f"PC2 ({100 * eig[1] / eig.sum():.0f}% var.)"
@@ -401,8 +527,13 @@ def test_tables_read_the_tags_of_the_method_card_not_the_params(
     tmp_path: Path, paper: pd.DataFrame, config: dict
 ) -> None:
     """A record whose card says `flip` lands in the flip column although its params say nothing."""
-    card = {"label": "CON2", "score_labels": {"nnd": "NND", "lh": "LH"}, "paper_rows": {"nnd": ["CON2", "NND"]},
-            "compute_name": "CON2", "tags": {"contexts": "flip", "n_contexts": 2, "loss": "full"}}  # fmt: skip
+    card = {
+        "label": "CON2",
+        "score_labels": {"nnd": "NND", "lh": "LH"},
+        "paper_rows": {"nnd": ["CON2", "NND"]},
+        "compute_name": "CON2",
+        "tags": {"contexts": "flip", "n_contexts": 2, "loss": "full"},
+    }
     main = {**card, "tags": {"contexts": "invert", "n_contexts": 2, "loss": "full"}}
     recs = [
         carded(fake_record("cifar10", "cat", "con2", "v1", 0, {"nnd": 61.0, "lh": 60.0}, {}), card),
@@ -417,11 +548,18 @@ def test_a_method_the_report_never_heard_of_appears_in_every_method_table(
     tmp_path: Path, paper: pd.DataFrame, config: dict, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A toy method registered by its spec: its label, score label and paper row come from the spec."""
-    from con2.methods import MethodSpec
-    from con2.methods import registry
+    from con2.methods import MethodSpec, registry
 
-    spec = MethodSpec(name="toy", Params=dict, implementation="nowhere:Toy", score_names=("pix",), label="Toy",
-                      score_labels={"pix": "PIX"}, paper_rows={"pix": ("PANDA", "")}, compute_name="CSI")  # fmt: skip
+    spec = MethodSpec(
+        name="toy",
+        Params=dict,
+        implementation="nowhere:Toy",
+        score_names=("pix",),
+        label="Toy",
+        score_labels={"pix": "PIX"},
+        paper_rows={"pix": ("PANDA", "")},
+        compute_name="CSI",
+    )
     registry.all_methods()
     monkeypatch.setitem(registry.METHODS, "toy", spec)
     recs = [fake_record("breastmnist", "1", "toy", "default", s, {"pix": 60.0 + s}, {}) for s in range(3)]
@@ -444,10 +582,17 @@ def test_a_method_the_report_never_heard_of_appears_in_every_method_table(
 def test_a_method_without_spec_is_named_by_its_records_card_or_the_config(
     tmp_path: Path, paper: pd.DataFrame, config: dict
 ) -> None:
-    card = {"label": "Ext", "score_labels": {"s": "S"}, "paper_rows": {"s": ["CSI", ""]}, "compute_name": None,
-            "tags": {}}  # fmt: skip
-    recs = [carded(fake_record("breastmnist", "1", "ext", "default", 0, {"s": 55.0}, {}), card),
-            fake_record("breastmnist", "1", "pixel", "default", 0, {"pixel_nn": 52.0}, {})]  # fmt: skip
+    card = {
+        "label": "Ext",
+        "score_labels": {"s": "S"},
+        "paper_rows": {"s": ["CSI", ""]},
+        "compute_name": None,
+        "tags": {},
+    }
+    recs = [
+        carded(fake_record("breastmnist", "1", "ext", "default", 0, {"s": 55.0}, {}), card),
+        fake_record("breastmnist", "1", "pixel", "default", 0, {"pixel_nn": 52.0}, {}),
+    ]
     runs = collect(tmp_path, recs)
     cfg = {**config, "paper_names": {"methods": {"pixel/pixel_nn": "PANDA"}}}
     labels = [(r[0], r[1]) for r in T.table1_medical(runs, paper, cfg).rows]
@@ -493,7 +638,8 @@ def test_table1_says_which_method_needs_weights_it_does_not_have(
     assert len(notes) == 2, notes  # default and r18; `local` has its weights (found and checked), so no note
     default, r18 = notes
     assert default.startswith(
-        "PANDA (panda/default): not run, needs the pretrained weights 'torchvision/resnet152-imagenet1k-v1' (params.weights)"
+        "PANDA (panda/default): not run, needs the pretrained weights 'torchvision/resnet152-imagenet1k-v1' "
+        "(params.weights)"
     )
     assert f"was found in {tmp_path / 'weights'}" in default and "curl -L -o resnet152-394f9c45.pth" in default
     assert r18.startswith("PANDA (panda/r18): not run") and "resnet18-f37072fd.pth" in r18

@@ -17,13 +17,22 @@ from con2.config import make_config
 from con2.errors import ConfigError, RunDirError
 from con2.records import RecordError
 from con2.rundir import (
-    COMPLETE, REPLACE, TRAIN, RunDir, build_record, config_diff, load_checkpoint, save_checkpoint,
-)  # fmt: skip
+    COMPLETE,
+    REPLACE,
+    TRAIN,
+    RunDir,
+    build_record,
+    config_diff,
+    load_checkpoint,
+    save_checkpoint,
+)
 
 
 def test_temporary_names_are_unique_and_beside_the_target(tmp_path):
     names = {partial_name(tmp_path / "checkpoint.pt") for _ in range(50)}
-    assert len(names) == 50 and all(n.parent == tmp_path and n.name.startswith(".checkpoint.pt.partial-") for n in names)
+    assert len(names) == 50 and all(
+        n.parent == tmp_path and n.name.startswith(".checkpoint.pt.partial-") for n in names
+    )
 
 
 def test_atomic_write_replaces_whole_files_and_cleans_up_on_error(tmp_path):
@@ -33,7 +42,7 @@ def test_atomic_write_replaces_whole_files_and_cleans_up_on_error(tmp_path):
     assert target.read_text() == "two"
     with pytest.raises(ZeroDivisionError), atomic_path(target) as tmp:
         tmp.write_text("half")
-        1 / 0
+        raise ZeroDivisionError("a failure while the temporary is half written")
     assert target.read_text() == "two" and not partials(target.parent)
 
 
@@ -62,7 +71,9 @@ def test_lock_is_reentrant_in_one_process_and_exclusive_across_processes(tmp_pat
         assert (rd.path / ".lock").exists()
         probe = subprocess.run(
             [sys.executable, "-c", f"from con2.rundir import RunDir\nwith RunDir({str(rd.path)!r}).lock(): pass"],
-            capture_output=True, text=True, timeout=60,
+            capture_output=True,
+            text=True,
+            timeout=60,
         )
         assert probe.returncode != 0 and "RunDirError" in probe.stderr and "is in use by another writer" in probe.stderr
     assert not rd.path.exists()  # created by the lock, left empty: removed again
@@ -89,9 +100,17 @@ def test_plan_of_a_run_directory(tmp_path):
         rd.plan(other)
     assert rd.plan(other, replace_stale=True) == REPLACE and rd.plan(other, force=True) == TRAIN
     record = build_record(
-        dataset="digits", normal_class="0", method="con2", variant="default", seed=0, labels=np.array([0, 1]),
-        scores={"s": np.array([0.0, 1.0])}, n_train=3, config=cfg.to_dict(), config_hash=cfg.config_hash(),
-    )  # fmt: skip
+        dataset="digits",
+        normal_class="0",
+        method="con2",
+        variant="default",
+        seed=0,
+        labels=np.array([0, 1]),
+        scores={"s": np.array([0.0, 1.0])},
+        n_train=3,
+        config=cfg.to_dict(),
+        config_hash=cfg.config_hash(),
+    )
     rd.write_record(record)
     assert rd.plan(cfg) == COMPLETE and rd.plan(cfg, replace_stale=True) == COMPLETE
     with pytest.raises(ConfigError, match="holds a finished run of another configuration"):
@@ -106,8 +125,15 @@ def test_config_diff_lists_result_keys_only():
 
 def test_build_record_computes_aurocs_and_refuses_bad_input():
     kw = dict(dataset="d", normal_class="0", method="m", variant="v", seed=1, n_train=4, config={"a": 1})
-    record = build_record(labels=np.array([0, 0, 1, 1]), scores={"s": np.array([0.1, 0.4, 0.35, 0.8])},
-                          split_seed=0, split_sha256="ab", batch_size=2, scoring={"s": "mean"}, **kw)  # fmt: skip
+    record = build_record(
+        labels=np.array([0, 0, 1, 1]),
+        scores={"s": np.array([0.1, 0.4, 0.35, 0.8])},
+        split_seed=0,
+        split_sha256="ab",
+        batch_size=2,
+        scoring={"s": "mean"},
+        **kw,
+    )
     assert record["metrics"]["auroc"]["s"] == pytest.approx(75.0)
     assert (record["split_seed"], record["split_sha256"], record["batch_size"]) == (0, "ab", 2)
     assert record["scoring"] == {"s": "mean"} and len(record["config_hash"]) == 16

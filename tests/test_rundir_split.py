@@ -44,8 +44,17 @@ def test_every_method_sees_the_same_test_ids_across_training_seeds(method, expec
     cls = all_methods()[method]
     for seed in SEEDS:
         params = with_stand_in_weights(method, dict(cls.test_params), tmp_path / "stand_in_weights")
-        cfg = make_config({**TINY, "method": method, "params": params, "normal_class": NORMAL,
-                           "seed": seed, "split_seed": SPLIT_SEED, "max_steps": 1})  # fmt: skip
+        cfg = make_config(
+            {
+                **TINY,
+                "method": method,
+                "params": params,
+                "normal_class": NORMAL,
+                "seed": seed,
+                "split_seed": SPLIT_SEED,
+                "max_steps": 1,
+            }
+        )
         run(cfg, tmp_path / str(seed))
         check(read_record(tmp_path / str(seed) / RECORD), pd.read_csv(tmp_path / str(seed) / SCORES)["label"], expected)
 
@@ -54,24 +63,85 @@ def test_the_external_path_sees_the_same_test_ids_across_training_seeds(expected
     data_set = [f"image_size={TINY['image_size']}", f"split_seed={SPLIT_SEED}"]
     for seed in SEEDS:
         raw, run_dir = tmp_path / f"raw{seed}.csv", tmp_path / f"seed{seed}"
-        pixel_nn.main(["--data-dir", str(tmp_path), "--dataset", "digits", "--normal-class", NORMAL,
-                       "--set", *data_set, "--out", str(raw)])  # fmt: skip
+        pixel_nn.main(
+            [
+                "--data-dir",
+                str(tmp_path),
+                "--dataset",
+                "digits",
+                "--normal-class",
+                NORMAL,
+                "--set",
+                *data_set,
+                "--out",
+                str(raw),
+            ]
+        )
         assert pd.read_csv(raw)["id"].tolist() == expected["test_ids"]
-        code = external_main(["--scores", str(raw), "--run-dir", str(run_dir), "--dataset", "digits", "--normal-class",
-                              NORMAL, "--method", "pixel_nn", "--seed", str(seed), "--set", *data_set,
-                              "--data-dir", str(tmp_path)])  # fmt: skip
+        code = external_main(
+            [
+                "--scores",
+                str(raw),
+                "--run-dir",
+                str(run_dir),
+                "--dataset",
+                "digits",
+                "--normal-class",
+                NORMAL,
+                "--method",
+                "pixel_nn",
+                "--seed",
+                str(seed),
+                "--set",
+                *data_set,
+                "--data-dir",
+                str(tmp_path),
+            ]
+        )
         assert code == 0
         check(read_record(run_dir / RECORD), pd.read_csv(run_dir / SCORES)["label"], expected)
 
 
 def test_the_external_path_refuses_scores_of_another_split(expected, tmp_path, capsys):
     raw = tmp_path / "raw.csv"
-    pixel_nn.main(["--data-dir", str(tmp_path), "--dataset", "digits", "--normal-class", NORMAL,
-                   "--set", f"image_size={TINY['image_size']}", "split_seed=1", "--out", str(raw)])  # fmt: skip
-    code = external_main(["--scores", str(raw), "--run-dir", str(tmp_path / "run"), "--dataset", "digits",
-                          "--normal-class", NORMAL, "--method", "pixel_nn", "--seed", "1",
-                          "--set", f"image_size={TINY['image_size']}", "--data-dir", str(tmp_path)])  # fmt: skip
-    assert code == 2 and "differ from the harness's digits split (normal class 3, split seed 0" in capsys.readouterr().err
+    pixel_nn.main(
+        [
+            "--data-dir",
+            str(tmp_path),
+            "--dataset",
+            "digits",
+            "--normal-class",
+            NORMAL,
+            "--set",
+            f"image_size={TINY['image_size']}",
+            "split_seed=1",
+            "--out",
+            str(raw),
+        ]
+    )
+    code = external_main(
+        [
+            "--scores",
+            str(raw),
+            "--run-dir",
+            str(tmp_path / "run"),
+            "--dataset",
+            "digits",
+            "--normal-class",
+            NORMAL,
+            "--method",
+            "pixel_nn",
+            "--seed",
+            "1",
+            "--set",
+            f"image_size={TINY['image_size']}",
+            "--data-dir",
+            str(tmp_path),
+        ]
+    )
+    assert (
+        code == 2 and "differ from the harness's digits split (normal class 3, split seed 0" in capsys.readouterr().err
+    )
     assert not (tmp_path / "run").exists()
 
 
@@ -86,13 +156,21 @@ def readme_example() -> str:
 def test_the_readme_example_sees_the_same_test_ids_across_training_seeds(expected, tmp_path):
     for seed in SEEDS:
         settings = {k: v for k, v in TINY.items() if k not in RUNTIME_KEYS}
-        settings.update(dataset="digits", normal_class=NORMAL, method="toy", variant="default", seed=seed,
-                        split_seed=SPLIT_SEED, params={})  # fmt: skip
+        settings.update(
+            dataset="digits",
+            normal_class=NORMAL,
+            method="toy",
+            variant="default",
+            seed=seed,
+            split_seed=SPLIT_SEED,
+            params={},
+        )
         record = tmp_path / f"seed{seed}" / RECORD
         snakemake = SimpleNamespace(
-            params=SimpleNamespace(settings=settings), config={"data_dir": str(tmp_path)},
+            params=SimpleNamespace(settings=settings),
+            config={"data_dir": str(tmp_path)},
             output=SimpleNamespace(record=str(record)),
-        )  # fmt: skip
+        )
         exec(compile(readme_example(), "workflow/rules/methods/README.md:toy.py", "exec"), {"snakemake": snakemake})
         rec = read_record(record)
         assert rec["method"] == "toy" and rec["seed"] == seed

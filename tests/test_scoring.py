@@ -19,7 +19,7 @@ from scipy.stats import multivariate_normal
 
 from con2.augment import normalize, to_float
 from con2.config import make_config
-from con2.evaluation import REFERENCES, Reading, ScoringSpec, Scorer, split_plan, crossed_plan
+from con2.evaluation import REFERENCES, Reading, Scorer, ScoringSpec, crossed_plan, split_plan
 from con2.methods import build_method
 from con2.methods.con2_method import FEATURES, Con2Params, alpha_at
 from con2.preprocess import PAPER_CENTER_CROP, center_crop
@@ -80,8 +80,11 @@ def test_every_con2_reading_matches_a_loop_over_views(tiny, feature, reference):
     np.testing.assert_allclose(out.scores[f"nnd{suffix}"], nnd, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(out.scores[f"lh{suffix}"], lh, rtol=1e-4, atol=1e-3)
     assert out.scoring["columns"][f"nnd{suffix}"] == {
-        "score": "nnd", "feature": feature, "reference": reference, "test_time_views": True,
-    }  # fmt: skip
+        "score": "nnd",
+        "feature": feature,
+        "reference": reference,
+        "test_time_views": True,
+    }
 
 
 def test_original_and_matched_differ_only_in_the_x_c_views(tiny):
@@ -159,8 +162,9 @@ def test_alpha_schedules(schedule, start, end, expected):
 def test_each_term_uses_its_own_temperature_and_the_context_weight(tiny):
     from con2.losses import batch_labels, content_loss, context_loss
 
-    method = tiny_con2(tiny, context_temperature=0.2, content_temperature=0.7, context_weight=0.3,
-                       alpha_schedule="constant")  # fmt: skip
+    method = tiny_con2(
+        tiny, context_temperature=0.2, content_temperature=0.7, context_weight=0.3, alpha_schedule="constant"
+    )
     imgs = images(8, 3)
     h_seen = {}
     encoder_forward = method.encoder.forward

@@ -15,7 +15,6 @@ from con2.config import make_config
 from con2.errors import ConfigError
 from con2.methods import build_method, get_spec
 
-
 # --- a slow reference, one anchor and one set at a time, as the paper writes it --------------
 
 
@@ -120,7 +119,9 @@ def test_detached_weights_carry_no_gradient(batch):
         a = z1.clone().requires_grad_(True)
         uniclr_loss(a, z2, inlier, 0.5, True, 0.3, "pair", detach).backward()
         grads.append(a.grad)
-    assert not torch.allclose(grads[0], grads[1]), "the soft weights' own gradient must differ from treating them as constants"
+    assert not torch.allclose(grads[0], grads[1]), (
+        "the soft weights' own gradient must differ from treating them as constants"
+    )
 
 
 def test_the_augmentation_hierarchy_grows_to_the_run_views():
@@ -155,6 +156,11 @@ def test_training_loss_is_eq_9_over_the_aggregated_stages(tiny):
 
 def test_params_are_checked(tiny):
     spec = get_spec("unicon_ha")
-    for bad in ({"stage_weights": [0, 0, 0, 0]}, {"soft_form": "x"}, {"strengths": [0, 0.5, 0.75, 1]}, {"temperature": 0}):
+    for bad in (
+        {"stage_weights": [0, 0, 0, 0]},
+        {"soft_form": "x"},
+        {"strengths": [0, 0.5, 0.75, 1]},
+        {"temperature": 0},
+    ):
         with pytest.raises(ConfigError):
             spec.params_for(make_config({**tiny, "method": "unicon_ha", "params": bad}))

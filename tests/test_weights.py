@@ -30,8 +30,13 @@ def caches(tmp_path, monkeypatch):
 
 def tiny_set(**kw) -> WeightSet:
     """A weight set for a small Linear model (fast tests of the loading checks)."""
-    base = dict(name="test/linear", family="test", architecture="torch.nn:Identity", files={"linear.pth": ""},
-                url="https://example.org/linear.pth")  # fmt: skip
+    base = dict(
+        name="test/linear",
+        family="test",
+        architecture="torch.nn:Identity",
+        files={"linear.pth": ""},
+        url="https://example.org/linear.pth",
+    )
     return WeightSet(**{**base, **kw})
 
 
@@ -51,7 +56,11 @@ def test_the_hub_cache_is_torchs(caches, monkeypatch):
     assert weights.hub_checkpoint_dir() == Path(torch.hub.get_dir()) / "checkpoints"
     monkeypatch.delenv("TORCH_HOME")
     monkeypatch.setenv("XDG_CACHE_HOME", str(caches / "xdg"))
-    assert weights.hub_checkpoint_dir() == Path(torch.hub.get_dir()) / "checkpoints" == caches / "xdg/torch/hub/checkpoints"
+    assert (
+        weights.hub_checkpoint_dir()
+        == Path(torch.hub.get_dir()) / "checkpoints"
+        == caches / "xdg/torch/hub/checkpoints"
+    )
 
 
 def test_a_missing_file_names_the_file_and_how_to_get_it(caches):
@@ -115,7 +124,11 @@ def test_keys_and_shapes_must_fit_the_model(caches):
     with pytest.raises(ConfigError) as err:
         weights.load_checked(resolve(str(wrong), tiny_set()), expected)
     msg = str(err.value)
-    assert "wrong.pth does not fit" in msg and "missing keys (1.weight" in msg and "0.weight: file (2, 4) vs model (2, 3)" in msg
+    assert (
+        "wrong.pth does not fit" in msg
+        and "missing keys (1.weight" in msg
+        and "0.weight: file (2, 4) vs model (2, 3)" in msg
+    )
     garbage = caches / "garbage.pth"
     garbage.write_text("not a pickle")
     with pytest.raises(ConfigError, match="garbage.pth cannot be read as state_dict weights"):
@@ -151,14 +164,27 @@ def test_the_cli_refuses_a_missing_or_wrong_weights_file(tiny, caches):
     env.pop(weights.ENV_DIR, None)
     base = [sys.executable, "-m", "con2", "train", "--run-dir", str(caches / "run"), "--set"]
     base += [f"{k}={v}" for k, v in tiny.items()] + ["method=panda"]
-    missing = subprocess.run(base + ["params.weights=/nonexistent"], capture_output=True, text=True, env=env, cwd=caches)
+    missing = subprocess.run(
+        base + ["params.weights=/nonexistent"], capture_output=True, text=True, env=env, cwd=caches
+    )
     assert missing.returncode == 2 and missing.stderr.startswith("con2: error: params.weights: no file at /nonexistent")
-    assert "https://download.pytorch.org/models/resnet152-394f9c45.pth" in missing.stderr and "Traceback" not in missing.stderr
+    assert (
+        "https://download.pytorch.org/models/resnet152-394f9c45.pth" in missing.stderr
+        and "Traceback" not in missing.stderr
+    )
     none = subprocess.run(base, capture_output=True, text=True, env=env, cwd=caches)
     assert none.returncode == 2 and "no file resnet152-394f9c45.pth or resnet152-b121ed2d.pth was found" in none.stderr
     other = caches / "linear.pth"  # weights of another architecture
     torch.save(nn.Linear(3, 2).state_dict(), other)
-    wrong = subprocess.run(base + ["params.backbone=resnet18", f"params.weights={other}"], capture_output=True, text=True,
-                           env=env, cwd=caches)  # fmt: skip
-    assert wrong.returncode == 2 and "linear.pth does not fit torchvision.models:resnet18: 122 missing keys" in wrong.stderr
+    wrong = subprocess.run(
+        base + ["params.backbone=resnet18", f"params.weights={other}"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=caches,
+    )
+    assert (
+        wrong.returncode == 2
+        and "linear.pth does not fit torchvision.models:resnet18: 122 missing keys" in wrong.stderr
+    )
     assert "Traceback" not in wrong.stderr

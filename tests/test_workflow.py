@@ -166,10 +166,17 @@ def test_paper_dry_run_builds_the_whole_grid(tmp_path: Path) -> None:
     assert stats["prepare_data"] == len(data_targets(runs)) == 11
     per_class = len(cfg["report"]["per_class"])
     expected = {
-        "evaluate": 1, "score_runtime": 1, "score_runtime_table": 1, "score_runtime_figure": 1,
-        "per_class_table": per_class, "per_class_figure": per_class, "silhouette_figure": 1, "pca_figure": 1, "all": 1,
+        "evaluate": 1,
+        "score_runtime": 1,
+        "score_runtime_table": 1,
+        "score_runtime_figure": 1,
+        "per_class_table": per_class,
+        "per_class_figure": per_class,
+        "silhouette_figure": 1,
+        "pca_figure": 1,
+        "all": 1,
         **{f"table_{t}": 1 for t in TABLES if t not in ("score_runtime", *cfg["report"]["scopes"])},
-    }  # fmt: skip
+    }
     for rule, count in expected.items():
         assert stats[rule] == count, (rule, stats)
     assert sum(stats.values()) == n_all + 11 + sum(expected.values())
@@ -214,7 +221,10 @@ def test_tiny_run_writes_every_table_and_figure(tiny: Path) -> None:
     # one resolved config per run, which is what `con2 train` read
     for p in records(tiny):
         key = p.removeprefix("results/runs/").removesuffix("/record.json")
-        assert read_record(tiny / p)["config"]["epochs"] == yaml.safe_load((tiny / f"results/configs/{key}.yaml").read_text())["epochs"]
+        assert (
+            read_record(tiny / p)["config"]["epochs"]
+            == yaml.safe_load((tiny / f"results/configs/{key}.yaml").read_text())["epochs"]
+        )
 
 
 def test_console_has_one_line_per_finished_run_and_logs_one_per_epoch(tiny: Path) -> None:
@@ -238,8 +248,17 @@ def test_deleting_one_table_rebuilds_only_that_table(tiny: Path, tmp_path: Path)
     again = snakemake(wd, "-n", "--configfile", TEST_CONFIG)
     assert job_stats(again.stdout + again.stderr) == Counter() and "Nothing to be done" in again.stdout + again.stderr
     # runtime keys (where the data are, the device, threads, progress) never rerun anything
-    moved = snakemake(wd, "-n", "--configfile", TEST_CONFIG, "--config", "data_dir=elsewhere", "device=auto", "threads=2",
-                      "progress=false")  # fmt: skip
+    moved = snakemake(
+        wd,
+        "-n",
+        "--configfile",
+        TEST_CONFIG,
+        "--config",
+        "data_dir=elsewhere",
+        "device=auto",
+        "threads=2",
+        "progress=false",
+    )
     assert "Nothing to be done" in moved.stdout + moved.stderr, moved.stdout[-2000:]
 
 
@@ -282,7 +301,11 @@ def test_a_toy_baseline_joins_with_one_rule_and_one_config_line(tiny: Path, tmp_
 
 
 def test_lint_is_clean(tiny: Path) -> None:
-    for args in (["--configfile", TEST_CONFIG], ["--configfile", "workflow/config/paper.yaml"], ["--config", "data_dir=x"]):
+    for args in (
+        ["--configfile", TEST_CONFIG],
+        ["--configfile", "workflow/config/paper.yaml"],
+        ["--config", "data_dir=x"],
+    ):
         res = snakemake(tiny, "--lint", *args)
         assert res.returncode == 0 and "Congratulations" in res.stdout + res.stderr, res.stdout + res.stderr
 
@@ -292,7 +315,13 @@ def test_html_report_has_tables_and_figures(tiny: Path, tmp_path: Path) -> None:
     res = snakemake(wd, "--report", "results/report.html", "--configfile", TEST_CONFIG)
     assert res.returncode == 0, res.stderr[-3000:]
     html = (wd / "results/report.html").read_text(errors="replace")
-    for name in ("table1_medical.csv", "reproduction.csv", "per_class_digits.png", "pca_representations.png", "score_runtime.png"):
+    for name in (
+        "table1_medical.csv",
+        "reproduction.csv",
+        "per_class_digits.png",
+        "pca_representations.png",
+        "score_runtime.png",
+    ):
         assert name in html, name
 
 
@@ -339,7 +368,12 @@ def test_killed_run_resumes_with_the_same_command(tmp_path: Path) -> None:
     cmd = [*SNAKEMAKE, "--cores", "1", "runs", "--configfile", "resume.yaml"]
     run_dir = wd / "results/runs/digits/0/con2/invert/seed0"
     proc = subprocess.Popen(
-        cmd, cwd=wd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True, env=workflow_env(wd),
+        cmd,
+        cwd=wd,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+        env=workflow_env(wd),
         # Ctrl-C must reach the workflow even if something in this pytest process set SIGINT to
         # "ignore", a disposition that children inherit across exec.
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
@@ -388,7 +422,9 @@ def test_no_record_ever_leaves_the_tables_and_a_grid_change_trains_at_once(tmp_p
 
     wd = copy_workflow(tmp_path / "wd")
     data = tmp_path / "data"
-    write_medmnist_npz(data / "medmnist" / "breastmnist.npz", {"train": [30, 70], "val": [2, 2], "test": [20, 25]})  # 70 normals >= batch 64
+    write_medmnist_npz(
+        data / "medmnist" / "breastmnist.npz", {"train": [30, 70], "val": [2, 2], "test": [20, 25]}
+    )  # 70 normals >= batch 64
     datasets = {"digits": {"normal_classes": ["0"]}, "breastmnist": {"run": {"image_size": 28}}}
     main = {"datasets": ["digits", "breastmnist"], "methods": {"con2": ["invert"]}}
     prof = small_profile(wd, datasets, {"main": main})
@@ -403,7 +439,9 @@ def test_no_record_ever_leaves_the_tables_and_a_grid_change_trains_at_once(tmp_p
     assert one.returncode == 0, one.stderr[-3000:]
     assert job_stats(one.stdout + one.stderr) == Counter({"table_table1_medical": 1})
     assert runs_csv_records(wd) == everything
-    assert re.search(r"\| CON2 \(NND\) \| ours \| \d+\.\d \[1×1\]", (wd / "results/tables/table1_medical.md").read_text())
+    assert re.search(
+        r"\| CON2 \(NND\) \| ours \| \d+\.\d \[1×1\]", (wd / "results/tables/table1_medical.md").read_text()
+    )
 
     # the data are gone for this profile (markers deleted, nothing under ./data, offline): the runs stay
     shutil.rmtree(wd / "results/data")
@@ -417,23 +455,48 @@ def test_no_record_ever_leaves_the_tables_and_a_grid_change_trains_at_once(tmp_p
     # case 2: a grid change (digits: another epoch count and a second seed), then ONE call trains it
     before = records(wd)
     datasets["digits"]["run"] = {"epochs": 2}
-    changed = snakemake(wd, "--cores", "2", "all", "--configfile",
-                        small_profile(wd, datasets, {"main": main, "more": {"datasets": ["digits"], "seeds": [1],
-                                                                             "methods": {"con2": ["invert"]}}}),
-                        "--config", f"data_dir={data}")  # fmt: skip
+    changed = snakemake(
+        wd,
+        "--cores",
+        "2",
+        "all",
+        "--configfile",
+        small_profile(
+            wd,
+            datasets,
+            {"main": main, "more": {"datasets": ["digits"], "seeds": [1], "methods": {"con2": ["invert"]}}},
+        ),
+        "--config",
+        f"data_dir={data}",
+    )
     assert changed.returncode == 0, changed.stderr[-3000:]
     assert finished(changed.stdout + changed.stderr)["train"] == 2
     after = records(wd)
     digits0 = "results/runs/digits/0/con2/invert/seed0/record.json"
     assert after[digits0] > before[digits0] and json.loads((wd / digits0).read_text())["epochs"] == 2
-    assert {k: v for k, v in after.items() if "breastmnist" in k} == {k: v for k, v in before.items() if "breastmnist" in k}
+    assert {k: v for k, v in after.items() if "breastmnist" in k} == {
+        k: v for k, v in before.items() if "breastmnist" in k
+    }
     assert set(runs_csv_records(wd)) == set(after) and len(after) == 3
 
     # breastmnist leaves the grid: its record is still aggregated, flagged, and reported
-    gone = snakemake(wd, "--cores", "1", "all", "--configfile",
-                     small_profile(wd, datasets, {"main": {**main, "datasets": ["digits"]},
-                                                  "more": {"datasets": ["digits"], "seeds": [1], "methods": {"con2": ["invert"]}}}),
-                     "--config", f"data_dir={data}")  # fmt: skip
+    gone = snakemake(
+        wd,
+        "--cores",
+        "1",
+        "all",
+        "--configfile",
+        small_profile(
+            wd,
+            datasets,
+            {
+                "main": {**main, "datasets": ["digits"]},
+                "more": {"datasets": ["digits"], "seeds": [1], "methods": {"con2": ["invert"]}},
+            },
+        ),
+        "--config",
+        f"data_dir={data}",
+    )
     assert gone.returncode == 0, gone.stderr[-3000:]
     flags = runs_csv_records(wd)
     breast = "results/runs/breastmnist/1/con2/invert/seed0/record.json"
@@ -454,8 +517,14 @@ def test_offline_without_data_ends_with_the_skipped_data_summary(tmp_path: Path)
     wd = copy_workflow(tmp_path / "wd")
     empty = tmp_path / "data"
     empty.mkdir()
-    datasets = {"digits": {"normal_classes": ["0"]}, "breastmnist": {"run": {"image_size": 28}}, "pneumonia": {"run": {"image_size": 28}}}
-    prof = small_profile(wd, datasets, {"main": {"datasets": list(datasets), "methods": {"con2": ["invert"]}}}, download=True)
+    datasets = {
+        "digits": {"normal_classes": ["0"]},
+        "breastmnist": {"run": {"image_size": 28}},
+        "pneumonia": {"run": {"image_size": 28}},
+    }
+    prof = small_profile(
+        wd, datasets, {"main": {"datasets": list(datasets), "methods": {"con2": ["invert"]}}}, download=True
+    )
     res = snakemake(wd, "--cores", "2", "all", "--configfile", prof, "--config", f"data_dir={empty}")
     assert res.returncode == 0, res.stderr[-3000:]
     tail = [ln for ln in res.stderr.splitlines() if ln.strip()][-9:]
@@ -470,7 +539,9 @@ def test_offline_without_data_ends_with_the_skipped_data_summary(tmp_path: Path)
 
     strict = snakemake(wd, "--cores", "2", "all", "--configfile", prof, "--config", f"data_dir={empty}", "strict=true")
     assert strict.returncode != 0
-    assert re.search(r"dataset (breastmnist|pneumonia) is unavailable and strict=true", strict.stderr), strict.stderr[-3000:]
+    assert re.search(r"dataset (breastmnist|pneumonia) is unavailable and strict=true", strict.stderr), strict.stderr[
+        -3000:
+    ]
     assert "UNAVAILABLE with strict=true" in strict.stderr
 
 
@@ -481,13 +552,17 @@ def test_sigkill_during_table_aggregation_then_the_same_command_completes(tiny: 
     import base64
 
     wd = clone(tiny, tmp_path / "wd")
-    outputs = sorted(p.relative_to(tiny) for d in ("results/tables", "results/figures", "results/evaluation")
-                     for p in (tiny / d).iterdir())  # fmt: skip
+    outputs = sorted(
+        p.relative_to(tiny)
+        for d in ("results/tables", "results/figures", "results/evaluation")
+        for p in (tiny / d).iterdir()
+    )
     shutil.rmtree(wd / "results/tables")
     (wd / "results/evaluation/runs.csv").unlink()
     cmd = [*SNAKEMAKE, "--cores", "1", "all", "--configfile", TEST_CONFIG]
-    proc = subprocess.Popen(cmd, cwd=wd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-                            env=workflow_env(wd))  # fmt: skip
+    proc = subprocess.Popen(
+        cmd, cwd=wd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True, env=workflow_env(wd)
+    )
 
     def building_a_table() -> bool:
         inc = wd / ".snakemake" / "incomplete"

@@ -37,7 +37,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--dataset", required=True)
     parser.add_argument("--normal-class", required=True)
     parser.add_argument(
-        "--set", nargs="*", default=[], metavar="KEY=VALUE",
+        "--set",
+        nargs="*",
+        default=[],
+        metavar="KEY=VALUE",
         help="data settings of the run (RunConfig keys), e.g. split_seed=0 image_size=28",
     )
     parser.add_argument("--out", required=True, help="CSV to write: index, id, label, nnd")

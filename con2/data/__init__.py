@@ -21,12 +21,19 @@ from typing import TYPE_CHECKING, Any
 
 from con2.errors import DataError, DatasetMissing
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the names _LAZY resolves on first use, for type checkers
     from con2.data.base import OneClassData
     from con2.data.registry import (
-        DATASETS, SOURCES, find_source, get_info, load_one_class, normal_classes, prepare_dataset, register_dataset,
+        DATASETS,
+        SOURCES,
+        find_source,
+        get_info,
+        load_one_class,
+        normal_classes,
+        prepare_dataset,
+        register_dataset,
         register_source,
-    )  # fmt: skip
+    )
     from con2.data.source import DatasetInfo, Source
 
 _LAZY = {

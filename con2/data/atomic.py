@@ -20,9 +20,17 @@ from con2.atomic import PARTIAL, atomic_path, clean_partials, install, partial_n
 from con2.errors import DataError, write_failure
 
 __all__ = [
-    "PARTIAL", "atomic_path", "clean_partials", "extract_archive", "extract_into", "file_digest", "file_lock",
-    "partial_name", "remove", "text_digest",
-]  # fmt: skip
+    "PARTIAL",
+    "atomic_path",
+    "clean_partials",
+    "extract_archive",
+    "extract_into",
+    "file_digest",
+    "file_lock",
+    "partial_name",
+    "remove",
+    "text_digest",
+]
 
 
 @contextmanager

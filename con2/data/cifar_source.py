@@ -28,15 +28,39 @@ from con2.data.cache import Found, SourceTable
 from con2.data.source import DatasetInfo, Source
 
 CIFAR10_CLASSES = (
-    "airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck",
-)  # fmt: skip
+    "airplane",
+    "automobile",
+    "bird",
+    "cat",
+    "deer",
+    "dog",
+    "frog",
+    "horse",
+    "ship",
+    "truck",
+)
 CIFAR100_SUPERCLASSES = (
-    "aquatic_mammals", "fish", "flowers", "food_containers", "fruit_and_vegetables",
-    "household_electrical_devices", "household_furniture", "insects", "large_carnivores",
-    "large_man-made_outdoor_things", "large_natural_outdoor_scenes", "large_omnivores_and_herbivores",
-    "medium_mammals", "non-insect_invertebrates", "people", "reptiles", "small_mammals", "trees",
-    "vehicles_1", "vehicles_2",
-)  # fmt: skip
+    "aquatic_mammals",
+    "fish",
+    "flowers",
+    "food_containers",
+    "fruit_and_vegetables",
+    "household_electrical_devices",
+    "household_furniture",
+    "insects",
+    "large_carnivores",
+    "large_man-made_outdoor_things",
+    "large_natural_outdoor_scenes",
+    "large_omnivores_and_herbivores",
+    "medium_mammals",
+    "non-insect_invertebrates",
+    "people",
+    "reptiles",
+    "small_mammals",
+    "trees",
+    "vehicles_1",
+    "vehicles_2",
+)
 
 
 @dataclass(frozen=True)
@@ -57,15 +81,30 @@ class CifarSpec:
 
 SPECS = {
     "cifar10": CifarSpec(
-        "cifar10", "cifar-10-batches-py", "cifar-10-python.tar.gz", "CIFAR10",
-        tuple(f"data_batch_{i}" for i in range(1, 6)), ("test_batch",), "batches.meta",
-        "labels", "label_names", CIFAR10_CLASSES,
+        "cifar10",
+        "cifar-10-batches-py",
+        "cifar-10-python.tar.gz",
+        "CIFAR10",
+        tuple(f"data_batch_{i}" for i in range(1, 6)),
+        ("test_batch",),
+        "batches.meta",
+        "labels",
+        "label_names",
+        CIFAR10_CLASSES,
     ),
     "cifar100": CifarSpec(
-        "cifar100", "cifar-100-python", "cifar-100-python.tar.gz", "CIFAR100",
-        ("train",), ("test",), "meta", "coarse_labels", "coarse_label_names", CIFAR100_SUPERCLASSES,
+        "cifar100",
+        "cifar-100-python",
+        "cifar-100-python.tar.gz",
+        "CIFAR100",
+        ("train",),
+        ("test",),
+        "meta",
+        "coarse_labels",
+        "coarse_label_names",
+        CIFAR100_SUPERCLASSES,
     ),
-}  # fmt: skip
+}
 
 
 def get_fix(name: str, data_dir: Path) -> str:
@@ -106,7 +145,8 @@ def read_folder(folder: Path, name: str, fix: str) -> tuple[dict[str, np.ndarray
     names = tuple(meta.get(spec.names_key, ()))
     if names != spec.classes:
         raise DataError(
-            f"{name}: {folder / spec.meta_file} has {spec.names_key}={list(names)[:3]}..., not the {len(spec.classes)} expected names. {fix}"
+            f"{name}: {folder / spec.meta_file} has {spec.names_key}={list(names)[:3]}..., not the "
+            f"{len(spec.classes)} expected names. {fix}"
         )
     out: dict[str, np.ndarray] = {}
     for split, files in (("train", spec.train_files), ("test", spec.test_files)):

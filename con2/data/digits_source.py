@@ -43,9 +43,17 @@ class EmbeddedDigits(Source):
         """The 8x8 images as they come (the cache's recipe would resize them to ``size``)."""
         images, ids, labels = arrays(8)
         return SourceTable(
-            info.name, Path(LOCATION), found.fingerprint, info.classes, ids, ["all"] * len(ids), labels.tolist(),
-            lambda i: images[i], info.recipe, info.channels,
-        )  # fmt: skip
+            info.name,
+            Path(LOCATION),
+            found.fingerprint,
+            info.classes,
+            ids,
+            ["all"] * len(ids),
+            labels.tolist(),
+            lambda i: images[i],
+            info.recipe,
+            info.channels,
+        )
 
     def download(self, info: DatasetInfo, data_dir: Path, size: int, progress: bool = True) -> None:
         """Nothing to download."""
@@ -67,9 +75,14 @@ class EmbeddedDigits(Source):
         images, ids, labels = arrays(size)
         sha = hashlib.sha256(np.ascontiguousarray(images).tobytes()).hexdigest()
         return Prepared(
-            directory=None, images=images, ids=np.array(ids), splits=np.array(["all"] * len(ids)),
-            labels=np.array(labels), classes=info.classes, manifest={"images_sha256": sha, "source": {}},
-        )  # fmt: skip
+            directory=None,
+            images=images,
+            ids=np.array(ids),
+            splits=np.array(["all"] * len(ids)),
+            labels=np.array(labels),
+            classes=info.classes,
+            manifest={"images_sha256": sha, "source": {}},
+        )
 
 
 SOURCE = EmbeddedDigits()

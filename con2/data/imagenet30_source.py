@@ -19,11 +19,37 @@ from con2.data.folders import folder_table, require_dirs
 from con2.data.source import DatasetInfo, Source
 
 CLASSES = (
-    "acorn", "airliner", "ambulance", "american_alligator", "banjo", "barn", "bikini", "digital_clock",
-    "dragonfly", "dumbbell", "forklift", "goblet", "grand_piano", "hotdog", "hourglass", "manhole_cover",
-    "mosque", "nail", "parking_meter", "pillow", "revolver", "rotary_dial_telephone", "schooner",
-    "snowmobile", "soccer_ball", "stingray", "strawberry", "tank", "toaster", "volcano",
-)  # fmt: skip
+    "acorn",
+    "airliner",
+    "ambulance",
+    "american_alligator",
+    "banjo",
+    "barn",
+    "bikini",
+    "digital_clock",
+    "dragonfly",
+    "dumbbell",
+    "forklift",
+    "goblet",
+    "grand_piano",
+    "hotdog",
+    "hourglass",
+    "manhole_cover",
+    "mosque",
+    "nail",
+    "parking_meter",
+    "pillow",
+    "revolver",
+    "rotary_dial_telephone",
+    "schooner",
+    "snowmobile",
+    "soccer_ball",
+    "stingray",
+    "strawberry",
+    "tank",
+    "toaster",
+    "volcano",
+)
 DRIVE_IDS = {
     "one_class_train": "1B5c39Fc3haOPzlehzmpTLz6xLtGyKEy4",
     "one_class_test": "13xzVuQMEhSnBRZr-YaaO08coLU2dxAUq",
@@ -40,7 +66,8 @@ def instructions(data_dir: Path) -> str:
         f"cd {dest} && gdown {DRIVE_IDS['one_class_train']} && gdown {DRIVE_IDS['one_class_test']} && "
         f"tar -xf one_class_train.tar && tar -xf one_class_test.tar` (or open "
         f"https://drive.google.com/file/d/{DRIVE_IDS['one_class_train']} and "
-        f"https://drive.google.com/file/d/{DRIVE_IDS['one_class_test']} in a browser), so that {dest}/one_class_train/acorn/ "
+        f"https://drive.google.com/file/d/{DRIVE_IDS['one_class_test']} in a browser), so that "
+        f"{dest}/one_class_train/acorn/ "
         f"and {dest}/one_class_test/acorn/ exist; then run `con2 data get imagenet30 --data-dir {data_dir}`."
     )
 

@@ -26,10 +26,10 @@ from typing import Any
 
 from con2.data.atomic import PARTIAL, atomic_path, extract_into, partial_name, remove, text_digest
 from con2.data.base import DataError, DatasetMissing
-from con2.errors import write_failure
 from con2.data.cache import Found, SourceTable
 from con2.data.folders import folder_table, require_dirs
 from con2.data.source import DatasetInfo, Source
+from con2.errors import write_failure
 
 DOGS_CATS_RE = re.compile(r"^(?:.*/)?(cat|dog)\.(\d+)\.jpg$")
 DOGS_CATS_TRAIN_MAX = 10000  # N < 10000 trains, N >= 10000 tests (Golan and El-Yaniv 2018)
@@ -73,9 +73,15 @@ def _split_layout(splits: Sequence[str], classes: Sequence[str]) -> tuple[tuple[
 
 
 KVASIR_CLASSES = (
-    "dyed-lifted-polyps", "dyed-resection-margins", "esophagitis", "normal-cecum",
-    "normal-pylorus", "normal-z-line", "polyps", "ulcerative-colitis",
-)  # fmt: skip
+    "dyed-lifted-polyps",
+    "dyed-resection-margins",
+    "esophagitis",
+    "normal-cecum",
+    "normal-pylorus",
+    "normal-z-line",
+    "polyps",
+    "ulcerative-colitis",
+)
 
 SPECS: dict[str, KaggleSpec] = {
     "kvasir": KaggleSpec(
@@ -87,19 +93,19 @@ SPECS: dict[str, KaggleSpec] = {
         False,
         "chest_xray",
         _split_layout(("train", "val", "test"), ("NORMAL", "PNEUMONIA")),
-    ),  # fmt: skip
+    ),
     "melanoma": KaggleSpec(
         "hasnainjaved/melanoma-skin-cancer-dataset-of-10000-images",
         False,
         "melanoma_cancer_dataset",
         _split_layout(("train", "test"), ("benign", "malignant")),
-    ),  # fmt: skip
+    ),
     "muffin-vs-chihuahua": KaggleSpec(
         "samuelcortinhas/muffin-vs-chihuahua-image-classification",
         False,
         "",
         _split_layout(("train", "test"), ("chihuahua", "muffin")),
-    ),  # fmt: skip
+    ),
     "dogs-vs-cats": KaggleSpec("dogs-vs-cats", True, "", ()),
 }
 
@@ -327,7 +333,8 @@ def _fetch_error(name: str, spec: KaggleSpec, data_dir: Path, exc: BaseException
         )
     if status is None and isinstance(exc, (ConnectionError, TimeoutError, OSError)):
         return DataError(
-            f"{name}: cannot reach Kaggle to download {spec.ref} ({text}); no network? {_manual_fix(name, spec, data_dir)}"
+            f"{name}: cannot reach Kaggle to download {spec.ref} ({text}); no network? "
+            f"{_manual_fix(name, spec, data_dir)}"
         )
     return DataError(f"{name}: the Kaggle download of {spec.ref} failed ({text}). {_manual_fix(name, spec, data_dir)}")
 

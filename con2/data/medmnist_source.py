@@ -31,13 +31,25 @@ ZENODO = "https://zenodo.org/records/10519652/files"
 
 #: Official md5 per (flag, size), as in ``medmnist.INFO[flag]["MD5"|"MD5_64"|...]`` (medmnist 3.0.2).
 MEDMNIST: dict[str, dict[int, str]] = {
-    "breastmnist": {28: "750601b1f35ba3300ea97c75c52ff8f6", 64: "742edef2a1fd1524b2efff4bd7ba9364",
-                    128: "363e4b3f8d712e9b5de15470a2aaadf1", 224: "b56378a6eefa9fed602bb16d192d4c8b"},
-    "octmnist": {28: "c68d92d5b585d8d81f7112f81e2d0842", 64: "e229e9440236b774d9f0dfef9d07bdaf",
-                 128: "0a97e76651ace45c5d943ee3f65b63ae", 224: "abc493b6d529d5de7569faaef2773ba3"},
-    "pneumoniamnist": {28: "28209eda62fecd6e6a2d98b1501bb15f", 64: "8f4eceb4ccffa70c672198ea285246c6",
-                       128: "05b46931834c231683c68f40c47b2971", 224: "d6a3c71de1b945ea11211b03746c1fe1"},
-}  # fmt: skip
+    "breastmnist": {
+        28: "750601b1f35ba3300ea97c75c52ff8f6",
+        64: "742edef2a1fd1524b2efff4bd7ba9364",
+        128: "363e4b3f8d712e9b5de15470a2aaadf1",
+        224: "b56378a6eefa9fed602bb16d192d4c8b",
+    },
+    "octmnist": {
+        28: "c68d92d5b585d8d81f7112f81e2d0842",
+        64: "e229e9440236b774d9f0dfef9d07bdaf",
+        128: "0a97e76651ace45c5d943ee3f65b63ae",
+        224: "abc493b6d529d5de7569faaef2773ba3",
+    },
+    "pneumoniamnist": {
+        28: "28209eda62fecd6e6a2d98b1501bb15f",
+        64: "8f4eceb4ccffa70c672198ea285246c6",
+        128: "05b46931834c231683c68f40c47b2971",
+        224: "d6a3c71de1b945ea11211b03746c1fe1",
+    },
+}
 
 
 def npz_filename(flag: str, size: int) -> str:
@@ -126,7 +138,8 @@ def npz_table(path: Path, flag: str, size: int, classes: Sequence[str], fingerpr
     )
     if bad:
         raise DataError(
-            f"{flag}: {path} has labels {sorted(bad)} outside 0..{len(classes) - 1}. Fix: delete it and run `con2 data get {flag}`."
+            f"{flag}: {path} has labels {sorted(bad)} outside 0..{len(classes) - 1}. Fix: delete it and run "
+            f"`con2 data get {flag}`."
         )
     ids, splits, labels, images = [], [], [], []
     for split in ("train", "val", "test"):

@@ -31,10 +31,22 @@ from con2.data.source import DatasetInfo, Source, resolve_data_dir
 from con2.data.splits import one_class_split
 
 __all__ = [
-    "DATASETS", "SOURCES", "DatasetInfo", "Source", "check_both_classes", "dataset_status", "find_source", "get_info",
-    "load_one_class", "normal_classes", "prepare_dataset", "register_dataset", "register_source", "resolve_normal",
+    "DATASETS",
+    "SOURCES",
+    "DatasetInfo",
+    "Source",
+    "check_both_classes",
+    "dataset_status",
+    "find_source",
+    "get_info",
+    "load_one_class",
+    "normal_classes",
+    "prepare_dataset",
+    "register_dataset",
+    "register_source",
+    "resolve_normal",
     "source_of",
-]  # fmt: skip
+]
 
 SOURCES: dict[str, Source] = {}
 
@@ -54,17 +66,29 @@ def register_source(source: Source) -> Source:
     return source
 
 
-for _source in (medmnist_source.SOURCE, kaggle_source.SOURCE, cifar_source.SOURCE, imagenet30_source.SOURCE,
-                digits_source.SOURCE):  # fmt: skip
+for _source in (
+    medmnist_source.SOURCE,
+    kaggle_source.SOURCE,
+    cifar_source.SOURCE,
+    imagenet30_source.SOURCE,
+    digits_source.SOURCE,
+):
     register_source(_source)
 
 
 def _medmnist(name: str, title: str, n_classes: int, normal: int, in_paper: bool = True) -> DatasetInfo:
     return DatasetInfo(
-        name, title, "medical", "medmnist", tuple(str(i) for i in range(n_classes)), (str(normal),),
-        recipe="native", channels=1, in_paper=in_paper,
+        name,
+        title,
+        "medical",
+        "medmnist",
+        tuple(str(i) for i in range(n_classes)),
+        (str(normal),),
+        recipe="native",
+        channels=1,
+        in_paper=in_paper,
         split=f"official: train on train-split label {normal}; test on the whole test split",
-    )  # fmt: skip
+    )
 
 
 _INFOS = [
@@ -192,10 +216,16 @@ _INFOS = [
 DATASETS: dict[str, DatasetInfo] = {i.name: i for i in _INFOS}
 
 _ALIASES = {
-    "cifar-10": "cifar10", "cifar-100": "cifar100", "cifar100-20": "cifar100", "imagenet-30": "imagenet30",
-    "muffin": "muffin-vs-chihuahua", "dogscats": "dogs-vs-cats", "chest-xray": "pneumonia",
-    "brain-tumor": "br35h", "kvasir-v1": "kvasir",
-}  # fmt: skip
+    "cifar-10": "cifar10",
+    "cifar-100": "cifar100",
+    "cifar100-20": "cifar100",
+    "imagenet-30": "imagenet30",
+    "muffin": "muffin-vs-chihuahua",
+    "dogscats": "dogs-vs-cats",
+    "chest-xray": "pneumonia",
+    "brain-tumor": "br35h",
+    "kvasir-v1": "kvasir",
+}
 
 
 def register_dataset(info: DatasetInfo) -> DatasetInfo:
@@ -233,7 +263,8 @@ def get_info(name: str) -> DatasetInfo:
     key = _ALIASES.get(key, key)
     if key not in DATASETS:
         raise DataError(
-            f"unknown dataset {name!r}; registered: {', '.join(sorted(DATASETS))}. Fix: use one of them (`con2 data list`)."
+            f"unknown dataset {name!r}; registered: {', '.join(sorted(DATASETS))}. Fix: use one of them "
+            "(`con2 data list`)."
         )
     return DATASETS[key]
 
@@ -360,9 +391,17 @@ def load_one_class(
         )
     check_both_classes(info, normal_name, test_labels, source.get("location", "the data"))
     manifest = split_manifest(
-        info.name, normal_name, seed, size, info.protocol, ids[train_idx].tolist(), ids[test_idx].tolist(),
-        test_labels, sha, source,
-    )  # fmt: skip
+        info.name,
+        normal_name,
+        seed,
+        size,
+        info.protocol,
+        ids[train_idx].tolist(),
+        ids[test_idx].tolist(),
+        test_labels,
+        sha,
+        source,
+    )
     if directory is not None:
         try:
             write_manifest(manifest, directory / "splits" / manifest_filename(normal_name, seed))
@@ -392,8 +431,10 @@ def dataset_status(name: str, data_dir: str | Path | None) -> dict[str, Any]:
     except DataError as exc:
         status.update(present=False, location="", problem=str(exc))
     root = cache_root(d) / info.name
-    status["prepared"] = sorted(
-        int(p.parent.name[:-2]) for p in root.glob("*px/manifest.json") if p.parent.name[:-2].isdigit()
-    ) if root.is_dir() else []  # fmt: skip
+    status["prepared"] = (
+        sorted(int(p.parent.name[:-2]) for p in root.glob("*px/manifest.json") if p.parent.name[:-2].isdigit())
+        if root.is_dir()
+        else []
+    )
     status["how_to_get"] = source.how_to_get(info, d)
     return status

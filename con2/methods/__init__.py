@@ -12,9 +12,17 @@ from con2.methods.registry import all_methods, build_method, get_method, get_spe
 from con2.methods.spec import MethodSpec
 
 __all__ = [
-    "Method", "MethodScores", "MethodSpec", "all_methods", "build_method", "get_method", "get_spec", "register",
-    "register_spec", "validate_run",
-]  # fmt: skip
+    "Method",
+    "MethodScores",
+    "MethodSpec",
+    "all_methods",
+    "build_method",
+    "get_method",
+    "get_spec",
+    "register",
+    "register_spec",
+    "validate_run",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -46,8 +46,12 @@ def n_contexts(params: Con2Params) -> int:
 
 def check(params: Con2Params, cfg: RunConfig) -> None:
     """Constraints of CON2's params and of the run's ``tta`` against the number of contexts."""
-    choices = (("loss", LOSSES), ("alpha_schedule", ALPHA_SCHEDULES), ("score_features", FEATURES),
-               ("score_reference", REFERENCES))  # fmt: skip
+    choices = (
+        ("loss", LOSSES),
+        ("alpha_schedule", ALPHA_SCHEDULES),
+        ("score_features", FEATURES),
+        ("score_reference", REFERENCES),
+    )
     for key, allowed in choices:
         if getattr(params, key) not in allowed:
             raise ConfigError(f"params.{key} must be one of {allowed}, got {getattr(params, key)!r}")
@@ -64,7 +68,8 @@ def check(params: Con2Params, cfg: RunConfig) -> None:
     for name in params.contexts:
         if not name or any(part not in CONTEXT_NAMES for part in name.split("+")):
             raise ConfigError(
-                f"unknown context {name!r}: use one of {sorted(CONTEXT_NAMES)} or a '+'-joined composition like 'invert+flip'"
+                f"unknown context {name!r}: use one of {sorted(CONTEXT_NAMES)} or a '+'-joined composition "
+                "like 'invert+flip'"
             )
     k = n_contexts(params)
     if cfg.tta % k:

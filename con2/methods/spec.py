@@ -46,7 +46,8 @@ class MethodSpec:
         tags: ``tags(params) -> {key: value}``: what the report groups this method's runs by
             (contexts, loss, ...), written into every record.
         weights: ``weights(params) -> {params key: weight-set name}``: the pretrained files a run
-            needs (names of :data:`con2.weights.KNOWN`, or a ``WeightSet`` for unpublished files). Validation finds and checks each one
+            needs (names of :data:`con2.weights.KNOWN`, or a ``WeightSet`` for unpublished files).
+            Validation finds and checks each one
             (:func:`con2.weights.resolve`: present, checksum when known) before anything runs,
             and the record's card names the file used. ``None``: no pretrained weights.
     """

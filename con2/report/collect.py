@@ -36,11 +36,38 @@ RUN_KEYS = ["dataset", "normal_class", "method", "variant", "seed"]
 GROUP_KEYS = ["dataset", "normal_class", "method", "variant", "score"]
 
 RUN_COLUMNS = [
-    *RUN_KEYS, "score", "headline", "auroc", "silhouette", "fit_seconds", "score_seconds", "wall_seconds",
-    "peak_memory_mb", "bench_seconds", "bench_max_rss_mb", "bench_cpu_seconds", "cpu_share", "load_average",
-    "epochs", "steps", "n_train", "n_test", "n_anomalous", "device", "threads", "image_size", "width", "tta",
-    "contexts", "n_contexts", "loss", *CARD_COLUMNS, "config_hash", "record", "in_grid",
-]  # fmt: skip
+    *RUN_KEYS,
+    "score",
+    "headline",
+    "auroc",
+    "silhouette",
+    "fit_seconds",
+    "score_seconds",
+    "wall_seconds",
+    "peak_memory_mb",
+    "bench_seconds",
+    "bench_max_rss_mb",
+    "bench_cpu_seconds",
+    "cpu_share",
+    "load_average",
+    "epochs",
+    "steps",
+    "n_train",
+    "n_test",
+    "n_anomalous",
+    "device",
+    "threads",
+    "image_size",
+    "width",
+    "tta",
+    "contexts",
+    "n_contexts",
+    "loss",
+    *CARD_COLUMNS,
+    "config_hash",
+    "record",
+    "in_grid",
+]
 
 
 def read_benchmark(path: str | Path | None) -> tuple[float, float, float]:
@@ -69,7 +96,9 @@ def cpu_share(cpu_seconds: float, wall_seconds: float, threads: float | None) ->
     return float(cpu_seconds) / (float(wall_seconds) * t)
 
 
-def record_rows(record: Mapping[str, Any], source: str = "", benchmark: str | Path | None = None) -> list[dict[str, Any]]:
+def record_rows(
+    record: Mapping[str, Any], source: str = "", benchmark: str | Path | None = None
+) -> list[dict[str, Any]]:
     """One row per score of one validated record."""
     cfg = record.get("config") or {}
     card = record_card(record)
@@ -77,19 +106,35 @@ def record_rows(record: Mapping[str, Any], source: str = "", benchmark: str | Pa
     timing = record["timing"]
     load = record.get("load_average_1min")  # optional: the system load the run was measured under
     base = {
-        "dataset": record["dataset"], "normal_class": str(record["normal_class"]), "method": record["method"],
-        "variant": record["variant"], "seed": int(record["seed"]),
+        "dataset": record["dataset"],
+        "normal_class": str(record["normal_class"]),
+        "method": record["method"],
+        "variant": record["variant"],
+        "seed": int(record["seed"]),
         "silhouette": record["metrics"].get("silhouette"),
-        "fit_seconds": timing["fit_seconds"], "score_seconds": timing["score_seconds"],
-        "wall_seconds": timing["wall_seconds"], "peak_memory_mb": record.get("peak_memory_mb"),
-        "bench_seconds": bench_s, "bench_max_rss_mb": bench_rss, "bench_cpu_seconds": bench_cpu,
+        "fit_seconds": timing["fit_seconds"],
+        "score_seconds": timing["score_seconds"],
+        "wall_seconds": timing["wall_seconds"],
+        "peak_memory_mb": record.get("peak_memory_mb"),
+        "bench_seconds": bench_s,
+        "bench_max_rss_mb": bench_rss,
+        "bench_cpu_seconds": bench_cpu,
         "cpu_share": cpu_share(bench_cpu, bench_s, cfg.get("threads")),
         "load_average": float(load) if isinstance(load, (int, float)) else np.nan,
-        "epochs": record.get("epochs"), "steps": record.get("steps"), "n_train": record["n_train"],
-        "n_test": record["n_test"], "n_anomalous": record["n_anomalous"], "device": record.get("device"),
-        "threads": cfg.get("threads"), "image_size": cfg.get("image_size"), "width": cfg.get("width"), "tta": cfg.get("tta"),
-        "config_hash": record["config_hash"], "record": source, "in_grid": True,
-    }  # fmt: skip
+        "epochs": record.get("epochs"),
+        "steps": record.get("steps"),
+        "n_train": record["n_train"],
+        "n_test": record["n_test"],
+        "n_anomalous": record["n_anomalous"],
+        "device": record.get("device"),
+        "threads": cfg.get("threads"),
+        "image_size": cfg.get("image_size"),
+        "width": cfg.get("width"),
+        "tta": cfg.get("tta"),
+        "config_hash": record["config_hash"],
+        "record": source,
+        "in_grid": True,
+    }
     aurocs = sorted(record["metrics"]["auroc"].items())
     return [
         {**base, **card_fields(card, name), "score": name, "headline": is_headline(name), "auroc": float(value)}
@@ -148,8 +193,19 @@ def dataset_level(summary: pd.DataFrame, keys: list[str] | None = None) -> pd.Da
 
 def load_runs(path: str | Path) -> pd.DataFrame:
     """Read ``runs.csv`` back with names as strings (normal class ``"0"`` stays ``"0"``)."""
-    text_cols = ["dataset", "normal_class", "method", "variant", "score", "contexts", "loss", *CARD_COLUMNS, "device",
-                 "config_hash", "record"]  # fmt: skip
+    text_cols = [
+        "dataset",
+        "normal_class",
+        "method",
+        "variant",
+        "score",
+        "contexts",
+        "loss",
+        *CARD_COLUMNS,
+        "device",
+        "config_hash",
+        "record",
+    ]
     df = pd.read_csv(path, dtype={c: str for c in text_cols})
     for c in RUN_COLUMNS:
         if c not in df.columns:

@@ -34,15 +34,24 @@ def _cell(runs: pd.DataFrame, dataset: str, row: Mapping[str, Any]) -> tuple[flo
 
     The std is over seeds for one normal class, over the per-class means for several.
     """
-    sel = runs[(runs["dataset"] == dataset) & (runs["method"] == row["method"]) & (runs["variant"] == row["variant"])
-               & (runs["score"] == row["score"])]  # fmt: skip
+    sel = runs[
+        (runs["dataset"] == dataset)
+        & (runs["method"] == row["method"])
+        & (runs["variant"] == row["variant"])
+        & (runs["score"] == row["score"])
+    ]
     if sel.empty:
         return np.nan, np.nan, 0, 0
     per_class = sel.groupby("normal_class")["auroc"].agg(["mean", "std", "count"])
     if len(per_class) == 1:
         c = per_class.iloc[0]
         return float(c["mean"]), float(c["std"]), int(c["count"]), 1
-    return float(per_class["mean"].mean()), float(per_class["mean"].std()), int(per_class["count"].min()), len(per_class)
+    return (
+        float(per_class["mean"].mean()),
+        float(per_class["mean"].std()),
+        int(per_class["count"].min()),
+        len(per_class),
+    )
 
 
 def paper_row_value(
@@ -88,19 +97,34 @@ def fidelity(runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str, Any])
             counts.add((d, n, classes))
             shown = round(mean, 1) if not np.isnan(mean) else np.nan
             diff = shown - round(ref_shown[d], 1) if row is not ref_row and not np.isnan(ref_shown[d]) else np.nan
-            cells += [mean_std(mean, std) + (f" (n={n})" if 0 < n < _expected(runs, d) else ""),
-                      signed(diff) if row is not ref_row else "ref."]  # fmt: skip
+            cells += [
+                mean_std(mean, std) + (f" (n={n})" if 0 < n < _expected(runs, d) else ""),
+                signed(diff) if row is not ref_row else "ref.",
+            ]
             pv = _paper(d, row)
-            data.append({
-                "setting": row["label"], "method": row["method"], "variant": row["variant"], "score": row["score"],
-                "dataset": d, "ours_mean": mean, "ours_std": std, "seeds": n, "classes": classes,
-                "diff_to_reference": diff, "paper_mean": pv[0] if pv else np.nan, "paper_std": pv[1] if pv else np.nan,
-            })  # fmt: skip
+            data.append(
+                {
+                    "setting": row["label"],
+                    "method": row["method"],
+                    "variant": row["variant"],
+                    "score": row["score"],
+                    "dataset": d,
+                    "ours_mean": mean,
+                    "ours_std": std,
+                    "seeds": n,
+                    "classes": classes,
+                    "diff_to_reference": diff,
+                    "paper_mean": pv[0] if pv else np.nan,
+                    "paper_std": pv[1] if pv else np.nan,
+                }
+            )
         for d in paper_ds:
             cells.append(mean_std(*(_paper(d, row) or (np.nan, np.nan))))
         body.append(cells)
 
-    notes = ["AUROC (%), mean ± std over training seeds; Δ: difference to the reference row from the rounded values shown."]
+    notes = [
+        "AUROC (%), mean ± std over training seeds; Δ: difference to the reference row from the rounded values shown."
+    ]
     per_dataset = {}
     for d, n, classes in sorted(counts):
         if n:
@@ -113,8 +137,23 @@ def fidelity(runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str, Any])
     missing = [r["label"] for r in rows_cfg if all(_cell(runs, d, r)[2] == 0 for d in datasets)]
     if missing:
         notes.append(f"Not run yet: {', '.join(missing)}.")
-    frame = pd.DataFrame(data, columns=["setting", "method", "variant", "score", "dataset", "ours_mean", "ours_std", "seeds",
-                                        "classes", "diff_to_reference", "paper_mean", "paper_std"])  # fmt: skip
+    frame = pd.DataFrame(
+        data,
+        columns=[
+            "setting",
+            "method",
+            "variant",
+            "score",
+            "dataset",
+            "ours_mean",
+            "ours_std",
+            "seeds",
+            "classes",
+            "diff_to_reference",
+            "paper_mean",
+            "paper_std",
+        ],
+    )
     title = "Fidelity: each reading of the paper against the current default, AUROC (%)"
     return Table("fidelity", title, columns, body if datasets else [], frame, notes)
 
@@ -125,4 +164,3 @@ def _expected(runs: pd.DataFrame, dataset: str) -> int:
     if sel.empty:
         return 0
     return int(sel.groupby(["normal_class", "method", "variant", "score"])["seed"].nunique().max())
-

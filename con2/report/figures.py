@@ -69,8 +69,16 @@ def grouped_bars(
     for j, name in enumerate(series):
         several = (np.nan_to_num(counts[:, j], nan=0.0) > 1) & np.isfinite(stds[:, j])
         err = np.where(several, stds[:, j], np.nan) if several.any() else None  # NaN: no bar, no cap
-        ax.bar(x + (j - (n_s - 1) / 2) * width, means[:, j], width, yerr=err, label=name,
-               color=PALETTE[j % len(PALETTE)], capsize=2, error_kw={"elinewidth": 0.8})  # fmt: skip
+        ax.bar(
+            x + (j - (n_s - 1) / 2) * width,
+            means[:, j],
+            width,
+            yerr=err,
+            label=name,
+            color=PALETTE[j % len(PALETTE)],
+            capsize=2,
+            error_kw={"elinewidth": 0.8},
+        )
     ax.set_xticks(x)
     ax.set_xticklabels(groups, rotation=45 if max((len(g) for g in groups), default=0) > 6 else 0, ha="right")
     ax.set_ylabel(ylabel)
@@ -118,7 +126,9 @@ def silhouette_figure(level: pd.DataFrame, png: str | Path, pdf: str | Path) -> 
         for r in level.to_dict("records"):
             i, j = datasets.index(r["dataset"]), labels.index(r["variant"])
             means[i, j], stds[i, j], counts[i, j] = r["mean"], r["std"], r["n"]
-        grouped_bars(ax, [dataset_label(d) for d in datasets], labels, means, stds, "silhouette (context labels)", counts)
+        grouped_bars(
+            ax, [dataset_label(d) for d in datasets], labels, means, stds, "silhouette (context labels)", counts
+        )
         ax.axhline(0, color="0.3", lw=0.8)
         ax.set_ylim(min(-0.1, np.nanmin(means) - 0.05), 1.0)
     ax.set_title("Context clusters: silhouette of the test representations")
@@ -152,7 +162,8 @@ def score_runtime_figure(df: pd.DataFrame, png: str | Path, pdf: str | Path) -> 
     meta = df.iloc[0] if not df.empty else None
     if meta is not None:
         fig.suptitle(
-            f"Score runtime: d = {int(meta['dim'])}, {int(meta['views'])} test-time views, batches of {int(meta['batch_size'])}"
+            f"Score runtime: d = {int(meta['dim'])}, {int(meta['views'])} test-time views, batches of "
+            f"{int(meta['batch_size'])}"
             f" (n = {int(meta['batches_n_train'])} for the batch sweep), {meta['device']}",
             fontsize=10,
         )
@@ -179,7 +190,9 @@ def pca_2d(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return centred @ comps.T, explained
 
 
-def pca_panel(ax: plt.Axes, features: dict[str, np.ndarray], labels: np.ndarray, title: str, max_points: int, seed: int) -> None:
+def pca_panel(
+    ax: plt.Axes, features: dict[str, np.ndarray], labels: np.ndarray, title: str, max_points: int, seed: int
+) -> None:
     """One PCA panel: train (grey), normal test (blue), anomalous test (red); circles context 0,
     triangles context 1; a line from each shown test image to its context twin."""
     rng = np.random.default_rng(seed)
@@ -196,7 +209,7 @@ def pca_panel(ax: plt.Axes, features: dict[str, np.ndarray], labels: np.ndarray,
         shown.append(rng.choice(idx, size=min(len(idx), max_points // 2), replace=False) if len(idx) else idx)
     ax.scatter(*p_tr0[tr_idx].T, s=5, c="0.7", marker="o", label="train, context 0", linewidths=0)
     ax.scatter(*p_tr1[tr_idx].T, s=6, c="0.7", marker="^", label="train, context 1", linewidths=0)
-    for lab, idx, colour, name in ((0, shown[0], "#1f77b4", "normal test"), (1, shown[1], "#d62728", "anomalous test")):
+    for idx, colour, name in ((shown[0], "#1f77b4", "normal test"), (shown[1], "#d62728", "anomalous test")):
         if len(idx) == 0:
             continue
         for i in idx:

@@ -43,9 +43,9 @@ def dataset_label(dataset: str) -> str:
 def dataset_names(config: Mapping[str, Any] | None = None) -> dict[str, str]:
     """Registry name -> the paper's dataset name, extended by the config's ``paper_names`` block::
 
-        paper_names:
-          datasets: {mydata: MyData}
-          methods: {"panda/knn": "PANDA"}        # read by con2.report.methods (or "PANDA/NND")
+    paper_names:
+      datasets: {mydata: MyData}
+      methods: {"panda/knn": "PANDA"}        # read by con2.report.methods (or "PANDA/NND")
     """
     datasets = dict(PAPER_DATASETS)
     extra = (config or {}).get("paper_names") or {}

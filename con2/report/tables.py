@@ -116,13 +116,16 @@ def like_with_like(sel: pd.DataFrame, by: str, column: str) -> tuple[pd.DataFram
         common = set.intersection(*per_column)
         if not common:
             kept.append(g)
-            notes.append(f"{dataset_label(d)}: each {column} ran other normal classes; each cell averages its own ([c×s]).")
+            notes.append(
+                f"{dataset_label(d)}: each {column} ran other normal classes; each cell averages its own ([c×s])."
+            )
             continue
         if any(cols != common for cols in per_column):
             every = set.union(*per_column)
             notes.append(
                 f"{dataset_label(d)}: each cell averages normal class(es) {_classes_text(list(common))} only, the ones "
-                f"every {column} ran ({len(every)} classes ran in some; per_class_{d}, where it exists, shows each class)."
+                f"every {column} ran ({len(every)} classes ran in some; per_class_{d}, where it exists, "
+                "shows each class)."
             )
         kept.append(g[g["normal_class"].isin(common)])
     return pd.concat(kept), notes
@@ -130,7 +133,9 @@ def like_with_like(sel: pd.DataFrame, by: str, column: str) -> tuple[pd.DataFram
 
 def _level(runs: pd.DataFrame, keys: list[str], value: str = "auroc") -> pd.DataFrame:
     """Dataset-level mean/std (classes collapsed) keyed by ``keys`` (which must include dataset)."""
-    return dataset_level(summarize(runs, value, keys=[*keys, "normal_class"] if "normal_class" not in keys else keys), keys)
+    return dataset_level(
+        summarize(runs, value, keys=[*keys, "normal_class"] if "normal_class" not in keys else keys), keys
+    )
 
 
 @dataclass(frozen=True)
@@ -167,7 +172,9 @@ def _lookup(level: pd.DataFrame, **match: Any) -> Stat:
     if hit.empty:
         return Stat()
     r = hit.iloc[0]
-    return Stat(float(r["mean"]), float(r["std"]), int(r["n"]), int(r["n_classes"]), int(r["seeds_min"]), int(r["seeds_max"]))
+    return Stat(
+        float(r["mean"]), float(r["std"]), int(r["n"]), int(r["n_classes"]), int(r["seeds_min"]), int(r["seeds_max"])
+    )
 
 
 def _paper_label(pm: str, ps: str) -> str:
@@ -217,16 +224,31 @@ def method_table(
             st = _lookup(level, dataset=d, method=m, score=s)
             pv = paper_cell(*target, d) if target else None
             cells.append(st.text())
-            data.append({
-                "dataset": d, "method": m, "score": s, "variant": main_variant(rep, m), "ours_mean": st.mean,
-                "ours_std": st.std, "ours_n": st.n, "ours_over": st.over,
-                "paper_method": _paper_label(*target) if target else "",
-                "paper_mean": pv[0] if pv else np.nan, "paper_std": pv[1] if pv else np.nan,
-                "diff": shown_diff(st.mean, pv[0]) if pv else np.nan,
-            })  # fmt: skip
+            data.append(
+                {
+                    "dataset": d,
+                    "method": m,
+                    "score": s,
+                    "variant": main_variant(rep, m),
+                    "ours_mean": st.mean,
+                    "ours_std": st.std,
+                    "ours_n": st.n,
+                    "ours_over": st.over,
+                    "paper_method": _paper_label(*target) if target else "",
+                    "paper_mean": pv[0] if pv else np.nan,
+                    "paper_std": pv[1] if pv else np.nan,
+                    "diff": shown_diff(st.mean, pv[0]) if pv else np.nan,
+                }
+            )
         rows.append([names.pair_label(m, s), "ours", *cells])
         if target and any(paper_cell(*target, d) for d in cols):
-            rows.append([_paper_label(*target), "paper", *[cell(*(paper_cell(*target, d) or (np.nan, np.nan)), 0, 0) for d in cols]])
+            rows.append(
+                [
+                    _paper_label(*target),
+                    "paper",
+                    *[cell(*(paper_cell(*target, d) or (np.nan, np.nan)), 0, 0) for d in cols],
+                ]
+            )
             used_paper.add(target[0])
     if len(psel):
         midrules.append(len(rows))
@@ -239,16 +261,32 @@ def method_table(
             pv = paper_value(psel, None, dmap.get(d, d), pm)
             cells.append(cell(*(pv or (np.nan, np.nan)), 0, 0))
             if pv:
-                data.append({"dataset": d, "method": "", "score": "", "variant": "", "ours_mean": np.nan, "ours_std": np.nan,
-                             "ours_n": 0, "ours_over": "", "paper_method": pm, "paper_mean": pv[0], "paper_std": pv[1],
-                             "diff": np.nan})  # fmt: skip
+                data.append(
+                    {
+                        "dataset": d,
+                        "method": "",
+                        "score": "",
+                        "variant": "",
+                        "ours_mean": np.nan,
+                        "ours_std": np.nan,
+                        "ours_n": 0,
+                        "ours_over": "",
+                        "paper_method": pm,
+                        "paper_mean": pv[0],
+                        "paper_std": pv[1],
+                        "diff": np.nan,
+                    }
+                )
         rows.append([pm, f"paper ({fam})" if fam else "paper", *cells])
     notes = [
         f"AUROC (%), mean ± std; {CELL_NOTE} Paper: as published (3 seeds; over every normal class).",
-        f"Ours use each method's main variant ({', '.join(f'{m}: {main_variant(rep, m)}' for m in dict.fromkeys(m for m, _ in pairs)) or 'none run'}).",
-    ]  # fmt: skip
+        "Ours use each method's main variant "
+        f"({', '.join(f'{m}: {main_variant(rep, m)}' for m in dict.fromkeys(m for m, _ in pairs)) or 'none run'}).",
+    ]
     for d in cols:
-        classes = {m: frozenset(ours.loc[(ours["dataset"] == d) & (ours["method"] == m), "normal_class"]) for m, _ in pairs}
+        classes = {
+            m: frozenset(ours.loc[(ours["dataset"] == d) & (ours["method"] == m), "normal_class"]) for m, _ in pairs
+        }
         classes = {m: c for m, c in classes.items() if c}
         if len(set(classes.values())) > 1:
             spread = "; ".join(f"{names.label(m)} {_classes_text(list(c))}" for m, c in classes.items())
@@ -260,8 +298,23 @@ def method_table(
     if missing:
         notes.append(f"Not run in this profile: {', '.join(missing)}.")
     notes += missing_weights_notes(config, runs, cols)
-    frame = pd.DataFrame(data, columns=["dataset", "method", "score", "variant", "ours_mean", "ours_std", "ours_n", "ours_over",
-                                        "paper_method", "paper_mean", "paper_std", "diff"])  # fmt: skip
+    frame = pd.DataFrame(
+        data,
+        columns=[
+            "dataset",
+            "method",
+            "score",
+            "variant",
+            "ours_mean",
+            "ours_std",
+            "ours_n",
+            "ours_over",
+            "paper_method",
+            "paper_mean",
+            "paper_std",
+            "diff",
+        ],
+    )
     return Table(name, title, ["Method", "Source", *[dataset_label(d) for d in cols]], rows, frame, notes, midrules)
 
 
@@ -269,18 +322,28 @@ def table1_medical(runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str,
     """Table 1: AUROC on the medical datasets, every method, the paper's numbers beside ours."""
     rep = report_block(config)
     return method_table(
-        "table1_medical", "Medical anomaly detection: AUROC (%), ours beside the paper's Table 1",
-        runs, paper, config, list(rep["medical"]), "table1_medical",
-    )  # fmt: skip
+        "table1_medical",
+        "Medical anomaly detection: AUROC (%), ours beside the paper's Table 1",
+        runs,
+        paper,
+        config,
+        list(rep["medical"]),
+        "table1_medical",
+    )
 
 
 def natural_summary(runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str, Any]) -> Table:
     """Natural-image summary: AUROC per dataset (mean over normal classes), the paper's beside ours."""
     rep = report_block(config)
     return method_table(
-        "natural_summary", "Natural images: AUROC (%) averaged over normal classes, ours beside the paper's",
-        runs, paper, config, list(rep["natural"]), "table_all_contexts_natural",
-    )  # fmt: skip
+        "natural_summary",
+        "Natural images: AUROC (%) averaged over normal classes, ours beside the paper's",
+        runs,
+        paper,
+        config,
+        list(rep["natural"]),
+        "table_all_contexts_natural",
+    )
 
 
 # ----------------------------------------------------------------------------- the subject's ablations
@@ -314,21 +377,36 @@ def nnd_vs_lh(runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str, Any]
             pv = paper_value(paper, None, dmap.get(d, d), *target, context) if target else None
             cells.append(st.text())
             pcells.append(cell(*(pv or (np.nan, np.nan)), 0, 0))
-            data.append({"dataset": d, "score": s, "ours_mean": st.mean, "ours_std": st.std, "ours_n": st.n,
-                         "ours_over": st.over, "paper_mean": pv[0] if pv else np.nan,
-                         "paper_std": pv[1] if pv else np.nan})  # fmt: skip
+            data.append(
+                {
+                    "dataset": d,
+                    "score": s,
+                    "ours_mean": st.mean,
+                    "ours_std": st.std,
+                    "ours_n": st.n,
+                    "ours_over": st.over,
+                    "paper_mean": pv[0] if pv else np.nan,
+                    "paper_std": pv[1] if pv else np.nan,
+                }
+            )
         diff = [signed(shown_diff(means[0], means[1]))] if len(scores) == 2 else []
         rows.append([dataset_label(d), *cells, *diff, *pcells])
-    frame = pd.DataFrame(data, columns=["dataset", "score", "ours_mean", "ours_std", "ours_n", "ours_over", "paper_mean", "paper_std"])
+    frame = pd.DataFrame(
+        data, columns=["dataset", "score", "ours_mean", "ours_std", "ours_n", "ours_over", "paper_mean", "paper_std"]
+    )
     diff_col = [f"{labels[0]} − {labels[1]}"] if len(scores) == 2 else []
     diff_note = f" {diff_col[0]} is the difference of the shown values." if diff_col else ""
     return Table(
-        "nnd_vs_lh", f"{subject.label}: {' vs '.join(labels)} score, AUROC (%)",
+        "nnd_vs_lh",
+        f"{subject.label}: {' vs '.join(labels)} score, AUROC (%)",
         ["Dataset", *[f"{lab} (ours)" for lab in labels], *diff_col, *[f"{lab} (paper)" for lab in labels]],
-        rows, frame,
-        [f"{subject.label} {subject.main_variant} runs (every score from the same runs); {CELL_NOTE}{diff_note} "
-         f"Paper values: the paper's rows of these scores ({context or 'any'} context), from any of its tables."],
-    )  # fmt: skip
+        rows,
+        frame,
+        [
+            f"{subject.label} {subject.main_variant} runs (every score from the same runs); {CELL_NOTE}{diff_note} "
+            f"Paper values: the paper's rows of these scores ({context or 'any'} context), from any of its tables."
+        ],
+    )
 
 
 def loss_ablation(runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str, Any]) -> Table:
@@ -361,16 +439,24 @@ def loss_ablation(runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str, 
             for loss in losses:
                 st = _lookup(level, dataset=d, loss=loss, score=s)
                 cells.append(st.text())
-                data.append({"dataset": d, "score": s, "loss": loss, "mean": st.mean, "std": st.std, "n": st.n, "over": st.over})
+                data.append(
+                    {"dataset": d, "score": s, "loss": loss, "mean": st.mean, "std": st.std, "n": st.n, "over": st.over}
+                )
             rows.append([dataset_label(d), names.score_label(subject.method, s), *cells])
     frame = pd.DataFrame(data, columns=["dataset", "score", "loss", "mean", "std", "n", "over"])
     return Table(
-        "loss_ablation", title, ["Dataset", "Score", *[f"loss: {str(x).replace('_', ' ')}" for x in losses]],
-        rows, frame,
-        [f"{subject.label} runs with context {context or 'any'}, one column per value of their loss tag "
-         f"({reference} is the main variant's). Only datasets with at least one run of another loss are listed. "
-         f"{CELL_NOTE}", *like_notes],
-    )  # fmt: skip
+        "loss_ablation",
+        title,
+        ["Dataset", "Score", *[f"loss: {str(x).replace('_', ' ')}" for x in losses]],
+        rows,
+        frame,
+        [
+            f"{subject.label} runs with context {context or 'any'}, one column per value of their loss tag "
+            f"({reference} is the main variant's). Only datasets with at least one run of another loss are listed. "
+            f"{CELL_NOTE}",
+            *like_notes,
+        ],
+    )
 
 
 def context_table(
@@ -404,7 +490,11 @@ def context_table(
     psel = paper[paper["table"] == paper_table]
     inv_d = {v: k for k, v in dmap.items()}
     shown_ds = ordered_datasets(
-        list(dict.fromkeys([*level["dataset"], *[inv_d.get(d, d) for d in psel["dataset"] if inv_d.get(d, d) in datasets]])),
+        list(
+            dict.fromkeys(
+                [*level["dataset"], *[inv_d.get(d, d) for d in psel["dataset"] if inv_d.get(d, d) in datasets]]
+            )
+        ),
         datasets,
     )
     rows, data, midrules = [], [], []
@@ -419,23 +509,52 @@ def context_table(
                 have_paper |= pv is not None
                 ours.append(st.text())
                 theirs.append(cell(*(pv or (np.nan, np.nan)), 0, 0))
-                data.append({"dataset": d, "score": s, "context": c, "ours_mean": st.mean, "ours_std": st.std, "ours_n": st.n,
-                             "ours_over": st.over, "paper_mean": pv[0] if pv else np.nan,
-                             "paper_std": pv[1] if pv else np.nan,
-                             "diff": shown_diff(st.mean, pv[0]) if pv else np.nan})  # fmt: skip
+                data.append(
+                    {
+                        "dataset": d,
+                        "score": s,
+                        "context": c,
+                        "ours_mean": st.mean,
+                        "ours_std": st.std,
+                        "ours_n": st.n,
+                        "ours_over": st.over,
+                        "paper_mean": pv[0] if pv else np.nan,
+                        "paper_std": pv[1] if pv else np.nan,
+                        "diff": shown_diff(st.mean, pv[0]) if pv else np.nan,
+                    }
+                )
             rows.append([dataset_label(d), label, "ours", *ours])
             if have_paper:
                 rows.append([dataset_label(d), label, "paper", *theirs])
-    frame = pd.DataFrame(data, columns=["dataset", "score", "context", "ours_mean", "ours_std", "ours_n", "ours_over",
-                                        "paper_mean", "paper_std", "diff"])  # fmt: skip
+    frame = pd.DataFrame(
+        data,
+        columns=[
+            "dataset",
+            "score",
+            "context",
+            "ours_mean",
+            "ours_std",
+            "ours_n",
+            "ours_over",
+            "paper_mean",
+            "paper_std",
+            "diff",
+        ],
+    )
     loss = subject.reference.get("loss")
     return Table(
-        name, title.format(scores=" and ".join(labels)), ["Dataset", "Score", "Source", *contexts], rows, frame,
-        [f"{subject.label} with one context each (the runs' contexts tag{f', loss {loss}' if loss else ''}); "
-         f"AUROC (%), mean ± std; {CELL_NOTE} Per dataset, every context column averages the same normal classes.",
-         *like_notes],
+        name,
+        title.format(scores=" and ".join(labels)),
+        ["Dataset", "Score", "Source", *contexts],
+        rows,
+        frame,
+        [
+            f"{subject.label} with one context each (the runs' contexts tag{f', loss {loss}' if loss else ''}); "
+            f"AUROC (%), mean ± std; {CELL_NOTE} Per dataset, every context column averages the same normal classes.",
+            *like_notes,
+        ],
         midrules,
-    )  # fmt: skip
+    )
 
 
 def alt_contexts(runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str, Any]) -> Table:
@@ -445,18 +564,28 @@ def alt_contexts(runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str, A
     present = [d for d in dict.fromkeys(runs["dataset"]) if d not in natural] if not runs.empty else []
     datasets = list(dict.fromkeys([*rep["medical"], *present]))
     return context_table(
-        "alt_contexts", "Alternative context augmentations on the medical datasets: AUROC (%)",
-        runs, paper, config, datasets, "table_alt_contexts",
-    )  # fmt: skip
+        "alt_contexts",
+        "Alternative context augmentations on the medical datasets: AUROC (%)",
+        runs,
+        paper,
+        config,
+        datasets,
+        "table_alt_contexts",
+    )
 
 
 def all_contexts(runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str, Any]) -> Table:
     """All context augmentations and every score on the natural-image datasets."""
     rep = report_block(config)
     return context_table(
-        "all_contexts", "All context augmentations on the natural-image datasets: AUROC (%), {scores}",
-        runs, paper, config, list(rep["natural"]), "table_all_contexts_natural",
-    )  # fmt: skip
+        "all_contexts",
+        "All context augmentations on the natural-image datasets: AUROC (%), {scores}",
+        runs,
+        paper,
+        config,
+        list(rep["natural"]),
+        "table_all_contexts_natural",
+    )
 
 
 def multi_context(runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str, Any]) -> Table:
@@ -486,15 +615,24 @@ def multi_context(runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str, 
             for k in ks:
                 st = _lookup(level, dataset=d, n_contexts=float(k), score=s)
                 cells.append(st.text())
-                data.append({"dataset": d, "score": s, "k": k, "mean": st.mean, "std": st.std, "n": st.n, "over": st.over})
+                data.append(
+                    {"dataset": d, "score": s, "k": k, "mean": st.mean, "std": st.std, "n": st.n, "over": st.over}
+                )
             rows.append([dataset_label(d), names.score_label(subject.method, s), *cells])
     frame = pd.DataFrame(data, columns=["dataset", "score", "k", "mean", "std", "n", "over"])
     base = f"k = {int(ref_k)} is the main variant ({context})" if ref_k == ref_k else "k: the runs' n_contexts tag"
     return Table(
-        "multi_context", title, ["Dataset", "Score", *[f"k = {k}" for k in ks]], rows, frame,
-        [f"k: the number of contexts of the {subject.label} runs (their n_contexts tag, the identity included); "
-         f"{base}. Only datasets with a run of larger k are listed. {CELL_NOTE}", *like_notes],
-    )  # fmt: skip
+        "multi_context",
+        title,
+        ["Dataset", "Score", *[f"k = {k}" for k in ks]],
+        rows,
+        frame,
+        [
+            f"k: the number of contexts of the {subject.label} runs (their n_contexts tag, the identity included); "
+            f"{base}. Only datasets with a run of larger k are listed. {CELL_NOTE}",
+            *like_notes,
+        ],
+    )
 
 
 # ----------------------------------------------------------------------------- per class, silhouette, compute
@@ -512,7 +650,9 @@ def per_class(runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str, Any]
         cells = []
         for m, s in pairs:
             hit = summ[(summ["normal_class"] == c) & (summ["method"] == m) & (summ["score"] == s)]
-            cells.append(cell(hit["mean"].iloc[0], hit["std"].iloc[0], 1, int(hit["n"].iloc[0])) if len(hit) else MISSING)
+            cells.append(
+                cell(hit["mean"].iloc[0], hit["std"].iloc[0], 1, int(hit["n"].iloc[0])) if len(hit) else MISSING
+            )
         rows.append([c, *cells])
     if classes:
         last = []
@@ -528,18 +668,25 @@ def per_class(runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str, Any]
         over = "one seed per class, so a class's cell is that run's AUROC ([1×1]) and has no ±"
     else:
         span = f"{seeds[0]}" if len(seeds) == 1 else f"{seeds[0]}-{seeds[-1]}"
-        over = f"a class's cell is the mean ± std of its {span} seeds ([1×s]; the mean alone where a class has one seed)"
+        over = (
+            f"a class's cell is the mean ± std of its {span} seeds ([1×s]; the mean alone where a class has one seed)"
+        )
     frame = summ.rename(columns={"mean": "auroc_mean", "std": "auroc_std"})
     frame.insert(0, "dataset", dataset)
     # the figure of this table reads its series' labels and order from here
     frame["label"] = [names.pair_label(m, s) for m, s in zip(frame["method"], frame["score"])]
     frame["series"] = [pairs.index((m, s)) for m, s in zip(frame["method"], frame["score"])]
     return Table(
-        f"per_class_{dataset}", f"{dataset_label(dataset)}: AUROC (%) per normal class",
-        ["Normal class", *[names.pair_label(m, s) for m, s in pairs]], rows, frame,
-        [f"One-vs-rest: the class is normal, every other test image anomalous; {over}. Last row: the mean over the "
-         "c classes a method ran, ± the std of the class means ([c×s])."],
-    )  # fmt: skip
+        f"per_class_{dataset}",
+        f"{dataset_label(dataset)}: AUROC (%) per normal class",
+        ["Normal class", *[names.pair_label(m, s) for m, s in pairs]],
+        rows,
+        frame,
+        [
+            f"One-vs-rest: the class is normal, every other test image anomalous; {over}. Last row: the mean over the "
+            "c classes a method ran, ± the std of the class means ([c×s])."
+        ],
+    )
 
 
 def _class_sort_key(c: str) -> tuple[int, Any]:
@@ -578,12 +725,18 @@ def silhouette(runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str, Any
     for d in datasets:
         rows.append([dataset_label(d), *[_lookup(level, dataset=d, label=lab).text(digits=3) for lab in labels]])
     return Table(
-        "silhouette", "Silhouette score of the representations labelled by context (both contexts of every test image)",
-        ["Dataset", *labels], rows, level.rename(columns={"label": "variant"}),
-        ["Cosine silhouette in [-1, 1] of the identity-view encoder outputs; mean ± std; "
-         f"{CELL_NOTE} Per dataset, every variant averages the same normal classes. High = the context clusters "
-         "exist.", *like_notes],
-    )  # fmt: skip
+        "silhouette",
+        "Silhouette score of the representations labelled by context (both contexts of every test image)",
+        ["Dataset", *labels],
+        rows,
+        level.rename(columns={"label": "variant"}),
+        [
+            "Cosine silhouette in [-1, 1] of the identity-view encoder outputs; mean ± std; "
+            f"{CELL_NOTE} Per dataset, every variant averages the same normal classes. High = the context clusters "
+            "exist.",
+            *like_notes,
+        ],
+    )
 
 
 def compute_cost(
@@ -594,9 +747,24 @@ def compute_cost(
     rep = report_block(config)
     dmap = dataset_names(config)
     names = method_names(config, runs)
-    cols = ["dataset", "method", "variant", "device", "runs", "epochs", "fit_min", "score_s", "wall_min",
-            "peak_mb", "bench_max_rss_mb", "cpu_share", "load_average", "s_per_epoch", "h_at_paper_epochs",
-            "paper_gpu_h"]  # fmt: skip
+    cols = [
+        "dataset",
+        "method",
+        "variant",
+        "device",
+        "runs",
+        "epochs",
+        "fit_min",
+        "score_s",
+        "wall_min",
+        "peak_mb",
+        "bench_max_rss_mb",
+        "cpu_share",
+        "load_average",
+        "s_per_epoch",
+        "h_at_paper_epochs",
+        "paper_gpu_h",
+    ]
     if runs.empty:
         return Table("compute_cost", "Compute cost per run", cols, [], pd.DataFrame(columns=cols))
     per_run = runs.drop_duplicates(subset=["dataset", "normal_class", "method", "variant", "seed"])
@@ -608,18 +776,36 @@ def compute_cost(
         if hours is not None and names.compute_name(m):
             hit = hours[(hours["method"] == names.compute_name(m)) & (hours["dataset"] == dmap.get(d, d))]
             ph = float(hit["gpu_hours_per_run"].iloc[0]) if len(hit) else np.nan
-        data.append({
-            "dataset": d, "method": m, "variant": v, "device": dev, "runs": len(g), "epochs": epochs.mean(),
-            "fit_min": g["fit_seconds"].mean() / 60, "score_s": g["score_seconds"].mean(),
-            "wall_min": g["wall_seconds"].mean() / 60, "peak_mb": g["peak_memory_mb"].mean(),
-            "bench_max_rss_mb": g["bench_max_rss_mb"].mean(), "cpu_share": g["cpu_share"].mean(),
-            "load_average": g["load_average"].mean(), "s_per_epoch": s_per_epoch,
-            "h_at_paper_epochs": s_per_epoch * float(rep["paper_epochs"]) / 3600 if pd.notna(s_per_epoch) else np.nan,
-            "paper_gpu_h": ph,
-        })  # fmt: skip
+        data.append(
+            {
+                "dataset": d,
+                "method": m,
+                "variant": v,
+                "device": dev,
+                "runs": len(g),
+                "epochs": epochs.mean(),
+                "fit_min": g["fit_seconds"].mean() / 60,
+                "score_s": g["score_seconds"].mean(),
+                "wall_min": g["wall_seconds"].mean() / 60,
+                "peak_mb": g["peak_memory_mb"].mean(),
+                "bench_max_rss_mb": g["bench_max_rss_mb"].mean(),
+                "cpu_share": g["cpu_share"].mean(),
+                "load_average": g["load_average"].mean(),
+                "s_per_epoch": s_per_epoch,
+                "h_at_paper_epochs": s_per_epoch * float(rep["paper_epochs"]) / 3600
+                if pd.notna(s_per_epoch)
+                else np.nan,
+                "paper_gpu_h": ph,
+            }
+        )
     frame = pd.DataFrame(data, columns=cols)
-    order = {d: i for i, d in enumerate(ordered_datasets(list(dict.fromkeys(frame["dataset"])), rep["medical"], rep["natural"]))}
-    frame = frame.sort_values(by=["dataset", "method", "variant"], key=lambda s: s.map(order) if s.name == "dataset" else s)
+    order = {
+        d: i
+        for i, d in enumerate(ordered_datasets(list(dict.fromkeys(frame["dataset"])), rep["medical"], rep["natural"]))
+    }
+    frame = frame.sort_values(
+        by=["dataset", "method", "variant"], key=lambda s: s.map(order) if s.name == "dataset" else s
+    )
     rows, flagged = [], []
 
     def num(x: float, digits: int = 1) -> str:
@@ -631,15 +817,44 @@ def compute_cost(
         mark = "*" if loaded else ("?" if unknown else "")
         if mark and pd.notna(r["h_at_paper_epochs"]):
             flagged.append(f"{dataset_label(r['dataset'])} {r['method']} {r['variant']}")
-        rows.append([
-            dataset_label(r["dataset"]), r["method"], r["variant"], str(r["device"]), str(r["runs"]), num(r["epochs"], 0),
-            num(r["fit_min"], 2), num(r["score_s"]), num(r["wall_min"], 2), num(r["peak_mb"], 0),
-            num(r["bench_max_rss_mb"], 0), num(r["cpu_share"], 2) + mark, num(r["load_average"], 1),
-            num(r["s_per_epoch"], 2) + mark, num(r["h_at_paper_epochs"]) + mark, num(r["paper_gpu_h"]),
-        ])  # fmt: skip
-    header = ["Dataset", "Method", "Variant", "Device", "Runs", "Epochs", "Fit (min)", "Score (s)", "Wall (min)",
-              "Peak MB", "RSS MB (benchmark)", "CPU share", "Load (1 min)", "s / epoch", f"h at {rep['paper_epochs']} ep",
-              "Paper GPU h"]  # fmt: skip
+        rows.append(
+            [
+                dataset_label(r["dataset"]),
+                r["method"],
+                r["variant"],
+                str(r["device"]),
+                str(r["runs"]),
+                num(r["epochs"], 0),
+                num(r["fit_min"], 2),
+                num(r["score_s"]),
+                num(r["wall_min"], 2),
+                num(r["peak_mb"], 0),
+                num(r["bench_max_rss_mb"], 0),
+                num(r["cpu_share"], 2) + mark,
+                num(r["load_average"], 1),
+                num(r["s_per_epoch"], 2) + mark,
+                num(r["h_at_paper_epochs"]) + mark,
+                num(r["paper_gpu_h"]),
+            ]
+        )
+    header = [
+        "Dataset",
+        "Method",
+        "Variant",
+        "Device",
+        "Runs",
+        "Epochs",
+        "Fit (min)",
+        "Score (s)",
+        "Wall (min)",
+        "Peak MB",
+        "RSS MB (benchmark)",
+        "CPU share",
+        "Load (1 min)",
+        "s / epoch",
+        f"h at {rep['paper_epochs']} ep",
+        "Paper GPU h",
+    ]
     notes = [
         "Fit, score and peak memory from the run records; RSS and CPU time from Snakemake's benchmark files. "
         "CPU share = CPU seconds / (wall seconds x threads) of the training job (approximate: sampled every 30 s): "
@@ -652,9 +867,12 @@ def compute_cost(
         notes.append(
             f"WARNING: 'h at {rep['paper_epochs']} ep' of {len(flagged)} row(s) ({', '.join(flagged[:6])}"
             f"{', ...' if len(flagged) > 6 else ''}) is extrapolated from fit times measured under load or under an "
-            "unknown load: an upper bound, not the cost on an idle machine (measure it idle, e.g. benchmarks/throughput.py)."
+            "unknown load: an upper bound, not the cost on an idle machine (measure it idle, e.g. "
+            "benchmarks/throughput.py)."
         )
-    return Table("compute_cost", "Compute cost per run (means over seeds and normal classes)", header, rows, frame, notes)
+    return Table(
+        "compute_cost", "Compute cost per run (means over seeds and normal classes)", header, rows, frame, notes
+    )
 
 
 # ----------------------------------------------------------------------------- reproduction report
@@ -699,13 +917,34 @@ def reproduction(runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str, A
         pstd = r["auroc_std"] if pd.notna(r["auroc_std"]) else np.nan
         diff = shown_diff(st.mean, r["auroc_mean"])
         within = bool(abs(diff) <= shown(pstd)) if pd.notna(diff) and pd.notna(pstd) else None
-        data.append({**{k: r[k] for k in ("table", "dataset", "method", "family", "context", "score")},
-                     "paper_mean": r["auroc_mean"], "paper_std": pstd, "ours": what, "ours_mean": st.mean,
-                     "ours_std": st.std, "ours_n": st.n, "ours_over": st.over, "diff": diff,
-                     "within_paper_std": within})  # fmt: skip
+        data.append(
+            {
+                **{k: r[k] for k in ("table", "dataset", "method", "family", "context", "score")},
+                "paper_mean": r["auroc_mean"],
+                "paper_std": pstd,
+                "ours": what,
+                "ours_mean": st.mean,
+                "ours_std": st.std,
+                "ours_n": st.n,
+                "ours_over": st.over,
+                "diff": diff,
+                "within_paper_std": within,
+            }
+        )
         note = "not run" if pd.isna(st.mean) else ("n/a" if not what else ("within std" if within else ""))
-        rows.append([r["table"], r["dataset"], r["method"], r["context"] or MISSING, r["score"] or MISSING,
-                     cell(r["auroc_mean"], pstd, 0, 0), st.text(), signed(diff), note])  # fmt: skip
+        rows.append(
+            [
+                r["table"],
+                r["dataset"],
+                r["method"],
+                r["context"] or MISSING,
+                r["score"] or MISSING,
+                cell(r["auroc_mean"], pstd, 0, 0),
+                st.text(),
+                signed(diff),
+                note,
+            ]
+        )
     frame = pd.DataFrame(data)
     matched = frame.dropna(subset=["ours_mean"]) if not frame.empty else frame
     with_std = matched.dropna(subset=["paper_std"]) if not matched.empty else matched
@@ -718,14 +957,19 @@ def reproduction(runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str, A
     notes = [f"{CELL_NOTE} Differences and 'within std' use the shown (rounded) values."]
     if len(matched):
         notes.append(
-            f"Mean difference {matched['diff'].mean():+.1f}, mean absolute difference {matched['diff'].abs().mean():.1f} "
+            f"Mean difference {matched['diff'].mean():+.1f}, mean absolute difference "
+            f"{matched['diff'].abs().mean():.1f} "
             "AUROC points (ours − paper). Budgets differ unless the paper profile ran: see the compute table."
         )
     return Table(
-        "reproduction", "Reproduction report: every published AUROC (%) next to ours",
-        ["Table", "Dataset", "Method", "Context", "Score", "Paper", "Ours", "Ours − paper", "Note"], rows, frame, notes,
+        "reproduction",
+        "Reproduction report: every published AUROC (%) next to ours",
+        ["Table", "Dataset", "Method", "Context", "Score", "Paper", "Ours", "Ours − paper", "Note"],
+        rows,
+        frame,
+        notes,
         lead=lead,
-    )  # fmt: skip
+    )
 
 
 TABLES: dict[str, Callable[..., Table]] = {
@@ -761,10 +1005,16 @@ def score_runtime(measured: pd.DataFrame) -> Table:
     names = method_names()
     rows = []
     for r in measured.to_dict("records"):
-        rows.append([
-            names.any_score_label(r["score"]), r["sweep"], str(int(r["n_train"])), str(int(r["n_batches"])),
-            f"{r['seconds']:.3g}", f"{r['memory_mb']:.3g}",
-        ])  # fmt: skip
+        rows.append(
+            [
+                names.any_score_label(r["score"]),
+                r["sweep"],
+                str(int(r["n_train"])),
+                str(int(r["n_batches"])),
+                f"{r['seconds']:.3g}",
+                f"{r['memory_mb']:.3g}",
+            ]
+        )
     meta = measured.iloc[0] if len(measured) else None
     notes = []
     if meta is not None:
@@ -775,6 +1025,10 @@ def score_runtime(measured: pd.DataFrame) -> Table:
             "(NND: views x n x d floats, LH: views x d x d)."
         )
     return Table(
-        "score_runtime", "Runtime and memory of the S_NND and S_LH scores",
-        ["Score", "Sweep", "n (train)", "Batches", "Seconds", "Memory (MB)"], rows, measured, notes,
-    )  # fmt: skip
+        "score_runtime",
+        "Runtime and memory of the S_NND and S_LH scores",
+        ["Score", "Sweep", "n (train)", "Batches", "Seconds", "Memory (MB)"],
+        rows,
+        measured,
+        notes,
+    )

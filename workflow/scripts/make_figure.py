@@ -15,7 +15,9 @@ def main() -> None:
     kind = snakemake.params.figure
     png, pdf = snakemake.output.png, snakemake.output.pdf
     if kind == "per_class":
-        F.per_class_figure(pd.read_csv(snakemake.input.table, dtype={"normal_class": str}), snakemake.wildcards.dataset, png, pdf)
+        F.per_class_figure(
+            pd.read_csv(snakemake.input.table, dtype={"normal_class": str}), snakemake.wildcards.dataset, png, pdf
+        )
     elif kind == "silhouette":
         F.silhouette_figure(pd.read_csv(snakemake.input.table), png, pdf)
     elif kind == "score_runtime":

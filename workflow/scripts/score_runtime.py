@@ -28,9 +28,15 @@ def main() -> None:
     dim, views, batch = int(s.get("dim", 512)), int(s.get("views", 40)), int(s.get("batch_size", 128))
     n_grid = [int(n) for n in s.get("n_train", [1, 10, 100, 1000, 10000, 100000])]
     b_grid = [int(b) for b in s.get("n_batches", [1, 10, 100, 1000])]
-    n_fixed, repeats, ridge = int(s.get("batches_n_train", 10000)), int(s.get("repeats", 3)), float(s.get("lh_ridge", 1e-2))
+    n_fixed, repeats, ridge = (
+        int(s.get("batches_n_train", 10000)),
+        int(s.get("repeats", 3)),
+        float(s.get("lh_ridge", 1e-2)),
+    )
     name = str(snakemake.config.get("device", "auto"))
-    device = torch.device("cuda" if name == "auto" and torch.cuda.is_available() else ("cpu" if name == "auto" else name))
+    device = torch.device(
+        "cuda" if name == "auto" and torch.cuda.is_available() else ("cpu" if name == "auto" else name)
+    )
     torch.set_num_threads(max(1, int(snakemake.threads)))
     gen = torch.Generator(device="cpu").manual_seed(0)
 
@@ -66,12 +72,28 @@ def main() -> None:
     rows = []
     for score in ("nnd", "lh"):
         for n in n_grid:
-            rows.append({"score": score, "sweep": "n_train", "n_train": n, "n_batches": 1, "seconds": measure(score, n, 1),
-                         "memory_mb": memory_mb(score, n)})  # fmt: skip
+            rows.append(
+                {
+                    "score": score,
+                    "sweep": "n_train",
+                    "n_train": n,
+                    "n_batches": 1,
+                    "seconds": measure(score, n, 1),
+                    "memory_mb": memory_mb(score, n),
+                }
+            )
             print(rows[-1], flush=True)
         for b in b_grid:
-            rows.append({"score": score, "sweep": "n_batches", "n_train": n_fixed, "n_batches": b,
-                         "seconds": measure(score, n_fixed, b), "memory_mb": memory_mb(score, n_fixed)})  # fmt: skip
+            rows.append(
+                {
+                    "score": score,
+                    "sweep": "n_batches",
+                    "n_train": n_fixed,
+                    "n_batches": b,
+                    "seconds": measure(score, n_fixed, b),
+                    "memory_mb": memory_mb(score, n_fixed),
+                }
+            )
             print(rows[-1], flush=True)
     df = pd.DataFrame(rows)
     df["dim"], df["views"], df["batch_size"], df["batches_n_train"] = dim, views, batch, n_fixed
