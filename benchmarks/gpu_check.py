@@ -56,6 +56,7 @@ PAPER_BREASTMNIST = {
     "width": 64,
     "batch_size": 64,
     "tta": 40,
+    "center_crop": 0.875,  # the appendix's resize 256 / centre-crop 224 (the paper profile's BreastMNIST)
     "checkpoint_every": 16,
     "progress": False,
     "seed": 0,
