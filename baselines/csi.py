@@ -41,11 +41,11 @@ from torch import Tensor, nn
 
 from baselines.csi_spec import SPEC, CSIParams
 from con2.augment import ViewAugment
-from con2.config import RunConfig
 from con2.errors import ConfigError
 from con2.evaluation import ContextFn, Reading, Scorer, ScoringSpec, TestView, tta_plan
 from con2.losses import nt_xent
 from con2.methods.base import Method
+from con2.methods.spec import MethodSettings
 from con2.models import projection_head
 
 N_ROTATIONS = 4
@@ -167,7 +167,7 @@ class CSI(Method):
     Params = CSIParams
     score_names = SPEC.score_names
 
-    def __init__(self, cfg: RunConfig, params: CSIParams) -> None:
+    def __init__(self, cfg: MethodSettings, params: CSIParams) -> None:
         super().__init__(cfg, params)
         d = self.encoder.out_dim
         self.head = projection_head(d, d, params.head_dim)

@@ -7,9 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from con2.config import RunConfig
 from con2.errors import ConfigError
-from con2.methods.spec import MethodSpec
+from con2.methods.spec import MethodSettings, MethodSpec
 
 
 @dataclass
@@ -23,7 +22,7 @@ class CSIParams:
     test_norm: bool = True  # score term max cos * ||z(x)|| as CSI (False: plain max cosine)
 
 
-def check(params: CSIParams, cfg: RunConfig) -> None:
+def check(params: CSIParams, cfg: MethodSettings) -> None:
     if params.temperature <= 0:
         raise ConfigError(f"params.temperature must be > 0, got {params.temperature}")
     if params.samples < -1:

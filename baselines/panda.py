@@ -39,9 +39,9 @@ from torch import Tensor, nn
 from baselines.panda_spec import SPEC, PandaParams
 from con2 import weights
 from con2.augment import IDENTITY_VIEW, normalize, to_float
-from con2.config import RunConfig
 from con2.evaluation import Scorer, ScoringSpec, TestView, features, identity
 from con2.methods.base import Method
+from con2.methods.spec import MethodSettings
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
@@ -107,14 +107,6 @@ class PretrainedEncoder(nn.Module):
         return self.backbone(((x * 0.5 + 0.5) - self.mean) / self.std)
 
 
-def training_images(cfg: RunConfig) -> Tensor:
-    """The run's normal training images, uint8 ``[n, C, H, W]``, from the loader every method uses."""
-    from con2.rundir import load_run_data
-    from con2.runner import to_tensor
-
-    return to_tensor(load_run_data(cfg).train)
-
-
 class Panda(Method):
     """PANDA: compactness fine-tuning of ImageNet features (early stopping or EWC), kNN score."""
 
@@ -122,7 +114,7 @@ class Panda(Method):
     Params = PandaParams
     score_names = SPEC.score_names
 
-    def __init__(self, cfg: RunConfig, params: PandaParams) -> None:
+    def __init__(self, cfg: MethodSettings, params: PandaParams) -> None:
         super().__init__(cfg, params)
         files = SPEC.resolve_weights(params)
         backbone = getattr(torchvision.models, params.backbone)(weights=None)
@@ -135,6 +127,7 @@ class Panda(Method):
         self.encoder = PretrainedEncoder(backbone, d, params.batchnorm == "frozen")
         self.register_buffer("centre", torch.zeros(d))
         self.register_buffer("centre_ready", torch.zeros((), dtype=torch.bool))
+        self.train_images: Tensor | None = None  # the whole normal training set, from prepare()
         self.anchors: dict[str, Tensor] = {}
         self.fisher: dict[str, Tensor] = {}
         if params.variant == "ewc":
@@ -144,6 +137,10 @@ class Panda(Method):
                 k: v.detach().clone() for k, v in backbone.named_parameters()
             }  # theta*: the ImageNet weights
             self.fisher = {k: fisher[k].float() for k in self.anchors}  # PANDA skips the classifier ('fc')
+
+    def prepare(self, train: Tensor) -> None:
+        """Keep the normal training set: the centre is their mean pretrained feature."""
+        self.train_images = train
 
     def input_views(self, images: Tensor) -> Tensor:
         """uint8 ``[N, C, H, W]`` -> normalised training inputs: un-augmented (PANDA) or the run's random views."""
@@ -155,9 +152,11 @@ class Panda(Method):
     @torch.no_grad()
     def pretrained_centre(self, device: torch.device) -> Tensor:
         """The mean pretrained feature of every training image (identity view): PANDA's centre ``[d]``."""
+        if self.train_images is None:
+            raise RuntimeError("PANDA's centre needs the training set: call prepare(train_images) before training")
         feats = features(
             self.encoder,
-            training_images(self.cfg),
+            self.train_images,
             IDENTITY_VIEW,
             identity,
             self.cfg.image_size,

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from con2.config import RunConfig
 from con2.errors import ConfigError
-from con2.methods.spec import MethodSpec
+from con2.methods.spec import MethodSettings, MethodSpec
 from con2.weights import WeightSet
 
 BACKBONES = ("resnet18", "resnet50", "resnet152", "wide_resnet50_2")
@@ -36,7 +35,7 @@ class PandaParams:
     batchnorm: str = "frozen"  # frozen: BatchNorm keeps ImageNet statistics while fine-tuning (PANDA's code) | train
 
 
-def check(params: PandaParams, cfg: RunConfig) -> None:
+def check(params: PandaParams, cfg: MethodSettings) -> None:
     choices = (("backbone", BACKBONES), ("variant", VARIANTS), ("batchnorm", BATCHNORM))
     for key, allowed in choices:
         if getattr(params, key) not in allowed:

@@ -23,10 +23,10 @@ import torch
 from torch import Tensor
 
 from baselines.simclr_spec import SPEC, SimCLRParams
-from con2.config import RunConfig
 from con2.evaluation import Scorer, ScoringSpec
 from con2.losses import nt_xent
 from con2.methods.base import Method
+from con2.methods.spec import MethodSettings
 from con2.models import projection_head
 from con2.scores import knn_scores, mahalanobis_scores
 
@@ -38,7 +38,7 @@ class SimCLR(Method):
     Params = SimCLRParams
     score_names = SPEC.score_names
 
-    def __init__(self, cfg: RunConfig, params: SimCLRParams) -> None:
+    def __init__(self, cfg: MethodSettings, params: SimCLRParams) -> None:
         super().__init__(cfg, params)
         d = self.encoder.out_dim
         self.head = projection_head(d, d, params.head_dim)

@@ -7,9 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from con2.config import RunConfig
 from con2.errors import ConfigError
-from con2.methods.spec import MethodSpec
+from con2.methods.spec import MethodSettings, MethodSpec
 
 
 @dataclass
@@ -22,7 +21,7 @@ class SimCLRParams:
     ssd_clusters: int = 1  # SSD: k-means clusters of the training features (score = min over them)
 
 
-def check(params: SimCLRParams, cfg: RunConfig) -> None:
+def check(params: SimCLRParams, cfg: MethodSettings) -> None:
     if params.temperature <= 0:
         raise ConfigError(f"params.temperature must be > 0, got {params.temperature}")
     if params.k < 1:

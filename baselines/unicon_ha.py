@@ -63,10 +63,10 @@ from torch import Tensor, nn
 from baselines.csi import rotate_all
 from baselines.unicon_ha_spec import SPEC, UniConHAParams
 from con2.augment import ViewAugment, ViewParams, normalize, to_float
-from con2.config import RunConfig
 from con2.errors import ConfigError
 from con2.evaluation import Scorer, ScoringSpec
 from con2.methods.base import Method
+from con2.methods.spec import MethodSettings
 from con2.models import projection_head
 from con2.scores import nnd_scores
 
@@ -214,7 +214,7 @@ class UniConHA(Method):
     Params = UniConHAParams
     score_names = SPEC.score_names
 
-    def __init__(self, cfg: RunConfig, params: UniConHAParams) -> None:
+    def __init__(self, cfg: MethodSettings, params: UniConHAParams) -> None:
         super().__init__(cfg, params)
         d = self.encoder.out_dim
         self.active = [i for i, lam in enumerate(params.stage_weights, 1) if lam > 0]

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from con2.config import RunConfig
 from con2.errors import ConfigError
-from con2.methods.spec import MethodSpec
+from con2.methods.spec import MethodSettings, MethodSpec
 
 SOFT_FORMS = ("pair", "anchor", "printed")
 SOFT_STAGES = ("last", "all", "none")
@@ -44,7 +43,7 @@ class UniConHAParams:
     head_dim: int = 128  # projection size of every g_i
 
 
-def check(params: UniConHAParams, cfg: RunConfig) -> None:
+def check(params: UniConHAParams, cfg: MethodSettings) -> None:
     for key in ("temperature", "weight_temperature"):
         if getattr(params, key) <= 0:
             raise ConfigError(f"params.{key} must be > 0, got {getattr(params, key)}")

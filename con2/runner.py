@@ -100,6 +100,7 @@ def run(
         rd.write_config(cfg)
 
         train_images, test_images = to_tensor(data.train), to_tensor(data.test)
+        method.prepare(train_images)
         if train:
             result = fit(method, train_images, train_settings(cfg), device, rd.checkpoint, on_epoch_end)
             fit_seconds, ips = result.fit_seconds, result.images_per_second

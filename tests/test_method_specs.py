@@ -84,3 +84,29 @@ def test_the_card_names_labels_paper_rows_and_tags():
         "knn": ["SimCLR", ""],
         "ssd": ["SSD", ""],
     }
+
+
+def test_a_method_sees_its_settings_not_the_run_config(tiny):
+    from dataclasses import fields
+
+    from con2.config import RUNTIME_KEYS
+    from con2.methods import build_method
+    from con2.methods.spec import MethodSettings
+
+    cfg = make_config({**tiny, "method": "con2", "data_dir": "/somewhere", "lr": 0.1, "split_seed": 7})
+    method = build_method(cfg)
+    assert isinstance(method.cfg, MethodSettings) and method.cfg == MethodSettings.from_config(cfg)
+    names = {f.name for f in fields(MethodSettings)}
+    harness_only = {
+        "data_dir",
+        "device",
+        "threads",
+        "dataset",
+        "normal_class",
+        "split_seed",
+        "lr",
+        "batch_size",
+        "params",
+    }
+    assert not names & (harness_only | set(RUNTIME_KEYS) - {"eval_batch_size", "nn_chunk"})
+    assert method.cfg.image_size == tiny["image_size"] and method.cfg.tta == tiny["tta"]

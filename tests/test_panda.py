@@ -60,6 +60,7 @@ def test_training_keeps_panda_frozen_layers_and_batchnorm_statistics(panda_cfg):
     method = build_method(cfg)
     before = {k: v.clone() for k, v in method.encoder.backbone.state_dict().items()}
     images = torch.randint(0, 256, (40, 3, 16, 16), dtype=torch.uint8)
+    method.prepare(images)  # the runner hands every method the whole training set before training
     fit(
         method,
         images,
@@ -75,13 +76,16 @@ def test_training_keeps_panda_frozen_layers_and_batchnorm_statistics(panda_cfg):
 
 
 def test_the_centre_is_the_mean_pretrained_feature_of_the_training_images(panda_cfg):
-    from baselines.panda import training_images
+    from con2.rundir import load_run_data
+    from con2.runner import to_tensor
 
     cfg = make_config(panda_cfg)
     method = build_method(cfg)
+    train = to_tensor(load_run_data(cfg).train)
+    method.prepare(train)
     method.eval()
     with torch.no_grad():  # the digits are prepared at the run's 16 px: the identity view is the image itself
-        expected = method.encoder(normalize(to_float(training_images(cfg)))).mean(0)
+        expected = method.encoder(normalize(to_float(train))).mean(0)
     method.train()
     method.training_loss(torch.randint(0, 256, (8, 1, 16, 16), dtype=torch.uint8), 0.0)
     assert torch.allclose(method.centre, expected, atol=1e-4)
@@ -100,6 +104,7 @@ def test_the_ewc_variant_needs_a_fisher_file_and_adds_its_penalty(panda_cfg, tmp
     fisher = weights.save_random_weights(fisher_set, tmp_path / "fisher.pth")
     ewc["params"]["fisher"] = str(fisher)
     method = build_method(make_config(ewc))
+    method.prepare(torch.randint(0, 256, (16, 1, 16, 16), dtype=torch.uint8))
     out = method.training_loss(torch.randint(0, 256, (8, 1, 16, 16), dtype=torch.uint8), 0.0)
     out = {k: v.detach() for k, v in out.items()}
     assert float(out["ewc"]) == 0.0 and float(out["loss"]) == pytest.approx(float(out["compactness"]))

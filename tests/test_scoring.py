@@ -9,6 +9,7 @@ training images, and compared with the columns ``score_method`` writes in one pa
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -92,7 +93,7 @@ def test_original_and_matched_differ_only_in_the_x_c_views(tiny):
     out = method.score(images(20, 1), images(7, 2), CPU)
     assert not np.allclose(out.scores["nnd"], out.scores["nnd@encoder/original"])
     # Only x views: the two readings coincide (the reference set differs only for x^C views).
-    method.cfg.tta = 0  # the identity view on x alone
+    method.cfg = dataclasses.replace(method.cfg, tta=0)  # the identity view on x alone
     out0 = method.score(images(20, 1), images(7, 2), CPU)
     np.testing.assert_allclose(out0.scores["nnd"], out0.scores["nnd@encoder/original"])
 

@@ -21,6 +21,7 @@ from torch import Tensor, nn
 from con2.augment import ViewAugment, ViewParams, normalize, to_float
 from con2.config import RunConfig
 from con2.evaluation import ContextFn, ScoringSpec, TestView, identity, score_method, split_plan
+from con2.methods.spec import MethodSettings
 from con2.models import build_encoder
 
 
@@ -39,7 +40,11 @@ class MethodScores:
 
 
 class Method(nn.Module):
-    """Base class: builds the encoder and the batched view augmentation from the run config."""
+    """Base class: builds the encoder and the batched view augmentation from the method's settings.
+
+    ``self.cfg`` is a :class:`~con2.methods.spec.MethodSettings` (input size, encoder, views,
+    budget, test-time settings), never the whole run config; ``self.params`` the method's Params.
+    """
 
     name: ClassVar[str]
     Params: ClassVar[type]
@@ -47,9 +52,10 @@ class Method(nn.Module):
     score_names: ClassVar[tuple[str, ...]] = ()
     description: ClassVar[str] = ""
 
-    def __init__(self, cfg: RunConfig, params: Any) -> None:
+    def __init__(self, cfg: MethodSettings | RunConfig, params: Any) -> None:
         super().__init__()
-        self.cfg = cfg
+        self.cfg = cfg if isinstance(cfg, MethodSettings) else MethodSettings.from_config(cfg)
+        cfg = self.cfg
         self.params = params
         self.encoder = build_encoder(cfg.encoder, cfg.image_size, cfg.width, cfg.cifar_stem_max_size)
         self.view_params = ViewParams(
@@ -63,6 +69,10 @@ class Method(nn.Module):
         if self.cfg.channels_last:
             x = x.contiguous(memory_format=torch.channels_last)
         return x
+
+    def prepare(self, train: Tensor) -> None:
+        """Called once with the whole normal training set (uint8 ``[n, C, H, W]``, CPU) before
+        training starts or resumes; e.g. PANDA's centre of the pretrained features. Default: nothing."""
 
     def training_loss(self, images: Tensor, progress: float) -> dict[str, Tensor]:
         """uint8 ``[N, C, H, W]`` on the device -> ``{"loss": scalar, ...terms}``."""

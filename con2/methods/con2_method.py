@@ -32,6 +32,7 @@ from con2.evaluation import REFERENCES, ContextFn, Reading, Scorer, ScoringSpec
 from con2.losses import alpha_schedule, batch_labels, content_loss, context_loss
 from con2.methods.base import Method
 from con2.methods.con2_spec import FEATURES, SPEC, Con2Params
+from con2.methods.spec import MethodSettings
 from con2.metrics import context_silhouette
 from con2.models import projection_head
 from con2.scores import fit_gaussian, lh_scores, nnd_scores
@@ -54,7 +55,7 @@ class Con2(Method):
     Params = Con2Params
     score_names = SPEC.score_names
 
-    def __init__(self, cfg, params: Con2Params) -> None:
+    def __init__(self, cfg: MethodSettings, params: Con2Params) -> None:
         super().__init__(cfg, params)
         names = multi_context_names(params.n_contexts) if params.n_contexts else list(params.contexts)
         self.context_names = names

@@ -8,9 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from con2.config import RunConfig
 from con2.errors import ConfigError
-from con2.methods.spec import MethodSpec
+from con2.methods.spec import MethodSettings, MethodSpec
 
 LOSSES = ("full", "context_only", "content_only")
 ALPHA_SCHEDULES = ("step", "epoch", "constant")
@@ -44,7 +43,7 @@ def n_contexts(params: Con2Params) -> int:
     return params.n_contexts or len(params.contexts) + 1
 
 
-def check(params: Con2Params, cfg: RunConfig) -> None:
+def check(params: Con2Params, cfg: MethodSettings) -> None:
     """Constraints of CON2's params and of the run's ``tta`` against the number of contexts."""
     choices = (
         ("loss", LOSSES),

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from con2.config import RunConfig
 from con2.errors import ConfigError
-from con2.methods.spec import MethodSpec, spec_from_class
+from con2.methods.spec import MethodSettings, MethodSpec, spec_from_class
 
 if TYPE_CHECKING:
     from con2.methods.base import Method
@@ -114,4 +114,4 @@ def validate_run(cfg: RunConfig) -> Any:
 def build_method(cfg: RunConfig) -> Method:
     """Instantiate the configured method with its validated params."""
     params = validate_run(cfg)
-    return get_method(cfg.method)(cfg, params)
+    return get_method(cfg.method)(MethodSettings.from_config(cfg), params)

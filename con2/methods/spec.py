@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 from con2.config import RunConfig, dataclass_from_params
@@ -23,6 +23,38 @@ from con2.weights import Resolved, WeightSet, resolve_all
 
 if TYPE_CHECKING:
     from con2.methods.base import Method
+
+
+@dataclass(frozen=True)
+class MethodSettings:
+    """What a method knows of its run: input size, encoder, views, budget and test-time settings.
+
+    Not the whole :class:`~con2.config.RunConfig`: where the data live, the device, threads, the
+    optimiser, checkpointing and the dataset are the harness's business, never a method's. Built
+    from a run config by :meth:`from_config`; a method reads it as ``self.cfg``.
+    """
+
+    image_size: int
+    encoder: str = "resnet18"
+    width: int = 64
+    cifar_stem_max_size: int = 64
+    channels_last: bool = True
+    crop_scale: tuple[float, float] = (0.2, 1.0)
+    jitter: tuple[float, float, float, float] = (0.4, 0.4, 0.4, 0.1)
+    jitter_p: float = 0.8
+    grayscale_p: float = 0.2
+    epochs: int = 2048
+    seed: int = 0
+    tta: int = 40
+    tta_seed: int = 0
+    lh_ridge: float = 1e-2
+    eval_batch_size: int = 256
+    nn_chunk: int = 4096
+
+    @classmethod
+    def from_config(cls, cfg: RunConfig) -> MethodSettings:
+        """The method's slice of a run config."""
+        return cls(**{f.name: getattr(cfg, f.name) for f in fields(cls)})
 
 
 @dataclass(frozen=True)
@@ -41,7 +73,7 @@ class MethodSpec:
             (``{"knn": ("SimCLR", "")}``); scores without a paper row are absent.
         compute_name: the method's name in the paper's compute-hours table.
         test_params: the tiny override the every-method test trains with.
-        check: ``check(params, cfg)`` raises ``ConfigError`` for constraints a type check cannot
+        check: ``check(params, settings)`` raises ``ConfigError`` for constraints a type check cannot
             catch (ranges, choices, ``tta`` against the number of contexts).
         tags: ``tags(params) -> {key: value}``: what the report groups this method's runs by
             (contexts, loss, ...), written into every record.
@@ -62,7 +94,7 @@ class MethodSpec:
     paper_rows: Mapping[str, tuple[str, str]] = field(default_factory=dict)
     compute_name: str | None = None
     test_params: Mapping[str, Any] = field(default_factory=dict)
-    check: Callable[[Any, RunConfig], None] | None = None
+    check: Callable[[Any, MethodSettings], None] | None = None
     tags: Callable[[Any], dict[str, Any]] | None = None
     weights: Callable[[Any], Mapping[str, str | WeightSet]] | None = None
 
@@ -70,7 +102,7 @@ class MethodSpec:
         """``cfg.params`` as this method's validated ``Params`` (unknown keys and bad values named)."""
         params = dataclass_from_params(self.Params, cfg.params, self.name)
         if self.check is not None:
-            self.check(params, cfg)
+            self.check(params, MethodSettings.from_config(cfg))
         self.resolve_weights(params)
         return params
 
