@@ -15,7 +15,7 @@ from snakemake.exceptions import WorkflowError
 
 from con2 import experiments as E
 from con2.config import RUNTIME_KEYS
-from con2.report.artefacts import TABLES, figure_targets, table_targets
+from con2.report.artefacts import FIGURES, TABLES, figure_targets, table_targets
 
 WORKFLOW_DIR = Path(workflow.basedir)
 STARTED = time.time()
@@ -79,15 +79,15 @@ DATA_TARGETS = E.data_targets(RUNS)
 RECORDS_ON_DISK = sorted(glob.glob(f"{E.RUNS_ROOT}/*/*/*/*/seed*/record.json"))
 
 REPORT = config.get("report") or {}
-PER_CLASS = list(REPORT.get("per_class", []))
 SCOPED_TABLES = list(REPORT.get("scopes") or {})  # studies: built when named (or by `snakemake studies`)
-TABLE_FILES = [f for f in table_targets(PER_CLASS) if Path(f).stem not in SCOPED_TABLES]
-STUDY_FILES = [f for f in table_targets(PER_CLASS) if Path(f).stem in SCOPED_TABLES]
-FIGURE_FILES = figure_targets(PER_CLASS)
+TABLE_FILES = [f for f in table_targets(REPORT) if Path(f).stem not in SCOPED_TABLES]
+STUDY_FILES = [f for f in table_targets(REPORT) if Path(f).stem in SCOPED_TABLES]
+FIGURE_FILES = figure_targets(REPORT)
 # inputs relative to the working directory, so a moved checkout does not change the input sets
 PAPER_NUMBERS = os.path.relpath(WORKFLOW_DIR / "workflow" / "resources" / "paper_numbers.csv")
 PAPER_HOURS = os.path.relpath(WORKFLOW_DIR / "workflow" / "resources" / "paper_compute_hours.csv")
 RUNS_CSV = "results/evaluation/runs.csv"
+SCORE_RUNTIME_CSV = "results/score_runtime/score_runtime.csv"
 SUMMARY_CSV = "results/evaluation/summary.csv"
 DATA_STATUS = f"{E.DATA_ROOT}/status.json"
 
@@ -265,6 +265,33 @@ def pca_records(wildcards):
 
 def pca_panels(wildcards):
     return pca_runs()
+
+
+def artefact_inputs(artefact):
+    """The inputs of a table's or figure's rule: the files its builder reads (`reads` in
+    con2.report.artefacts); for `panels`, the records of the PCA runs and the data status."""
+    files = {
+        "runs": table_runs(artefact.name),
+        "paper": PAPER_NUMBERS,
+        "hours": PAPER_HOURS,
+        "measured": SCORE_RUNTIME_CSV,
+        "table": f"results/tables/{TABLES[artefact.table].stem}.csv" if artefact.table else None,
+        "panels": None,
+    }
+    inputs = {name: files[name] for name in artefact.reads if files[name]}
+    if "panels" in artefact.reads:
+        inputs.update(records=pca_records, status=status_input)
+    return inputs
+
+
+def artefact_params(artefact):
+    """The params of a figure's rule beyond its name: the PCA panels where it reads them."""
+    return {"panels": pca_panels} if "panels" in artefact.reads else {}
+
+
+def artefact_label(artefact):
+    """The artefact's file stem in a rule's message ({wildcards.dataset} for one made per dataset)."""
+    return artefact.stem.replace("{dataset}", "{wildcards.dataset}")
 
 
 def caption(name):
