@@ -8,9 +8,11 @@ variants and the seeds; a cell that several experiments share is one run.
 
 Each run's config is resolved here, once, with :func:`con2.config.make_config` (every key checked,
 defaults filled in) and without the runtime-only keys (:data:`con2.config.RUNTIME_KEYS`, set per
-machine at the profile's top level). The workflow writes it to ``results/configs/<key>.yaml``
-(:func:`write_run_config`) and ``con2 train --config`` reads that file: the config is parsed in
-one place per process and never travels as strings.
+machine at the profile's top level); the :class:`Run` keeps that :class:`~con2.config.RunConfig`,
+and every later step of :func:`workflow_grid` (the method and weights checks, writing
+``results/configs/<key>.yaml``, the config hashes) reuses it: one parse per run in the Snakefile's
+process. ``con2 train --config`` reads that file (one parse in the job's process); the config
+never travels as strings.
 
 This module also owns the workflow's path conventions (where a run's record, config, log and
 benchmark live). Nothing here reads data: the caller passes the registry's ``normal_classes``.
@@ -33,18 +35,18 @@ Example:
 from __future__ import annotations
 
 import copy
-import functools
 import json
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from con2.config import RUNTIME_KEYS, make_config
-from con2.errors import ConfigError
+from con2 import config as run_configs  # make_config through the module: one place parses (a test counts)
+from con2.config import RUNTIME_KEYS, RunConfig
+from con2.errors import ConfigError, WeightsMissing
 
 RUNS_ROOT = "results/runs"
 CONFIGS_ROOT = "results/configs"
@@ -69,6 +71,7 @@ class Run:
             as written in the profile.
         config: the resolved config: every :class:`~con2.config.RunConfig` key but the runtime
             ones, defaults filled in (what ``results/configs/<key>.yaml`` holds).
+        run_config: the same, parsed once (:func:`resolve_config`): what every later check reuses.
         experiments: the experiments that asked for this cell.
     """
 
@@ -79,6 +82,7 @@ class Run:
     seed: int
     settings: dict[str, Any] = field(compare=False, hash=False)
     config: dict[str, Any] = field(compare=False, hash=False)
+    run_config: RunConfig = field(compare=False, hash=False, repr=False)
     experiments: tuple[str, ...] = field(default=(), compare=False, hash=False)
 
     @property
@@ -109,7 +113,8 @@ class Run:
 
     @property
     def config_hash(self) -> str:
-        return config_hash(self.config)
+        """:meth:`RunConfig.config_hash` of the run (what its record will hold)."""
+        return self.run_config.config_hash()
 
 
 def run_key(dataset: str, normal_class: str, method: str, variant: str, seed: int | str) -> str:
@@ -184,20 +189,21 @@ def _no_runtime_keys(block: Mapping[str, Any] | None, where: str) -> None:
             )
 
 
-@functools.lru_cache(maxsize=4096)
-def _resolve(settings_json: str) -> str:
-    cfg = make_config(json.loads(settings_json))
-    return json.dumps({k: v for k, v in cfg.to_dict().items() if k not in RUNTIME_KEYS})
+def resolve_config(settings: Mapping[str, Any]) -> RunConfig:
+    """A run's settings parsed and checked (:func:`con2.config.make_config`; raises ``ConfigError``
+    naming a key). Mappings are read in sorted key order (``params`` as the YAML files list them)
+    and copied, so a run's config shares nothing with the profile."""
+    return run_configs.make_config(json.loads(json.dumps(dict(settings), sort_keys=True)))
 
 
-def resolve_config(settings: Mapping[str, Any]) -> dict[str, Any]:
-    """The full config of a run's settings, runtime keys excluded (raises ``ConfigError`` naming a key)."""
-    return json.loads(_resolve(json.dumps(dict(settings), sort_keys=True)))
+def config_values(cfg: RunConfig) -> dict[str, Any]:
+    """The mapping of a parsed config without the runtime keys (what a run's YAML file holds)."""
+    return {k: v for k, v in cfg.to_dict().items() if k not in RUNTIME_KEYS}
 
 
-def config_hash(config: Mapping[str, Any]) -> str:
-    """:meth:`RunConfig.config_hash` of a resolved config."""
-    return make_config(dict(config)).config_hash()
+def as_run_config(config: RunConfig | Mapping[str, Any]) -> RunConfig:
+    """``config`` itself if parsed already, else parsed from its mapping (``ConfigError`` naming a key)."""
+    return config if isinstance(config, RunConfig) else run_configs.make_config(dict(config))
 
 
 def expand_grid(config: Mapping[str, Any], normal_classes: Callable[[str], Iterable[str]]) -> list[Run]:
@@ -251,7 +257,9 @@ def expand_grid(config: Mapping[str, Any], normal_classes: Callable[[str], Itera
                             key = run_key(dataset, str(cls), method, variant, seed)
                             if key in runs:
                                 old = runs[key]
-                                runs[key] = Run(*_ident(old), old.settings, old.config, (*old.experiments, exp_name))
+                                runs[key] = Run(
+                                    *_ident(old), old.settings, old.config, old.run_config, (*old.experiments, exp_name)
+                                )
                                 continue
                             full = {**settings, "dataset": dataset, "normal_class": str(cls), "method": method}
                             full.update(variant=variant, seed=seed)
@@ -262,7 +270,17 @@ def expand_grid(config: Mapping[str, Any], normal_classes: Callable[[str], Itera
                                     f"dataset {dataset!r}, method {method!r}, variant {variant!r}: {exc} (set in "
                                     f"`run:`, `datasets.{dataset}.run` or `variants.{variant}`)"
                                 ) from None
-                            runs[key] = Run(dataset, str(cls), method, variant, seed, full, resolved, (exp_name,))
+                            runs[key] = Run(
+                                dataset,
+                                str(cls),
+                                method,
+                                variant,
+                                seed,
+                                full,
+                                config_values(resolved),
+                                resolved,
+                                (exp_name,),
+                            )
     return list(runs.values())
 
 
@@ -285,35 +303,39 @@ def run_index(runs: Iterable[Run]) -> dict[str, Run]:
     return {r.key: r for r in runs}
 
 
-def check_method(config: Mapping[str, Any]) -> None:
+_METHODS_CHECKED: set[str] = set()  # the method checks that passed in this process
+
+
+def check_method(config: RunConfig | Mapping[str, Any]) -> None:
     """Check the run's method and its ``params`` through the method's spec (torch-free): unknown
     keys, values the method refuses, ``tta`` against its contexts, pretrained files it needs.
-    Runs that differ only in seed or normal class are checked once.
+    Runs that differ only in seed or normal class are checked once per process. A parsed
+    ``config`` is used as it is; a mapping is parsed first.
 
     Raises:
-        ConfigError: naming the key (an unknown ``params`` key, a value the method refuses).
+        ConfigError: naming the key (an unknown ``params`` key, a value the method refuses);
+            :class:`~con2.errors.WeightsMissing` for pretrained weights that are not on disk.
     """
-    shared = {k: v for k, v in config.items() if k not in ("seed", "normal_class")}
-    _check_method(json.dumps(shared, sort_keys=True))
-
-
-@functools.lru_cache(maxsize=1024)
-def _check_method(config_json: str) -> None:
     from con2.methods import validate_run
 
-    validate_run(make_config(json.loads(config_json)))
+    cfg = as_run_config(config)
+    shared = {k: v for k, v in config_values(cfg).items() if k not in ("seed", "normal_class")}
+    key = json.dumps(shared, sort_keys=True)
+    if key not in _METHODS_CHECKED:
+        validate_run(cfg)
+        _METHODS_CHECKED.add(key)
 
 
-def write_run_config(path: str | Path, config: Mapping[str, Any], check: bool = True) -> None:
-    """Validate a resolved run config (``check``: its method too) and write it as YAML, atomically."""
+def write_run_config(path: str | Path, config: RunConfig | Mapping[str, Any], check: bool = True) -> None:
+    """Write a resolved run config (``check``: check its method first) as YAML, atomically; a
+    mapping is validated (parsed) first, a parsed config is written as it is."""
     from con2.atomic import atomic_path
 
-    cfg = make_config(dict(config))
+    cfg = as_run_config(config)
     if check:
-        check_method(config)
-    values = {k: v for k, v in cfg.to_dict().items() if k not in RUNTIME_KEYS}
+        check_method(cfg)
     text = "# resolved by con2.experiments for the workflow; read by `con2 train --config`\n"
-    text += yaml.safe_dump(values, sort_keys=False)
+    text += yaml.safe_dump(config_values(cfg), sort_keys=False)
     with atomic_path(Path(path)) as tmp:
         tmp.write_text(text)
 
@@ -325,3 +347,98 @@ def read_run_config(path: str | Path) -> dict[str, Any] | None:
     except (OSError, yaml.YAMLError):
         return None
     return values if isinstance(values, dict) else None
+
+
+# ------------------------------------------------------------------------------------------ the workflow's grid
+def drop_runs_without_weights(
+    runs: Iterable[Run], skip_methods: Collection[str] = (), strict: bool = False
+) -> tuple[list[Run], dict[str, str]]:
+    """The runs whose method finds its pretrained weights, and ``{"method/variant": why}`` of the
+    others (the first run of a method/variant decides for all of its runs; methods in
+    ``skip_methods``, which run by their own rules, are kept unchecked). Other config errors are
+    left to :func:`sync_run_configs`, which names the key.
+
+    Raises:
+        GridError: ``strict`` and a method lacks its weights (naming the file and the fix).
+    """
+    from con2.methods import validate_run
+
+    runs = list(runs)
+    missing: dict[str, str] = {}
+    verdict: dict[str, bool] = {}
+    for run in runs:
+        key = f"{run.method}/{run.variant}"
+        if run.method in skip_methods or key in verdict:
+            continue
+        try:
+            validate_run(run.run_config)
+            verdict[key] = True
+        except WeightsMissing as exc:
+            if strict:
+                raise GridError(f"method {run.method!r}, variant {run.variant!r}: {exc} (strict=true)") from None
+            verdict[key], missing[key] = False, " ".join(str(exc).split())
+        except ConfigError:
+            verdict[key] = True
+    return [r for r in runs if verdict.get(f"{r.method}/{r.variant}", True)], missing
+
+
+def sync_run_configs(runs: Iterable[Run]) -> list[Run]:
+    """Write ``results/configs/<run key>.yaml`` for every run where missing or different: a changed
+    setting rewrites the file, and so reruns that run (its input). The runs whose config is new or
+    changed have their method checked first (params included), so a bad key fails here, naming it,
+    before any file is written. Returns the runs written.
+
+    Raises:
+        GridError: a run's method refuses its settings (the message names the key and where it is set).
+    """
+    changed = [r for r in runs if not Path(r.config_file).is_file() or read_run_config(r.config_file) != r.config]
+    for run in changed:
+        try:
+            check_method(run.run_config)
+        except ConfigError as exc:
+            raise GridError(
+                f"dataset {run.dataset!r}, method {run.method!r}, variant {run.variant!r}: {exc} "
+                f"(set in `run:`, `datasets.{run.dataset}.run` or `variants.{run.variant}`)"
+            ) from None
+    for run in changed:
+        write_run_config(run.config_file, run.run_config, check=False)
+    return changed
+
+
+@dataclass(frozen=True)
+class WorkflowGrid:
+    """The grid as the Snakefile uses it (:func:`workflow_grid`).
+
+    Attributes:
+        runs: the runs to train (those whose method lacks its weights left out).
+        missing_weights: ``{"method/variant": why}`` of the runs left out.
+        cli_methods: the methods trained by ``con2 train`` (those without their own rule file).
+    """
+
+    runs: list[Run]
+    missing_weights: dict[str, str]
+    cli_methods: frozenset[str]
+
+    def hashes(self) -> dict[str, str | None]:
+        """``{run key: config hash}`` (None for runs of own-rule methods, which keep no hash)."""
+        return {r.key: (r.config_hash if r.method in self.cli_methods else None) for r in self.runs}
+
+
+def workflow_grid(
+    config: Mapping[str, Any],
+    normal_classes: Callable[[str], Iterable[str]],
+    own_rule_methods: Collection[str] = (),
+    strict: bool = False,
+) -> WorkflowGrid:
+    """What the Snakefile does with a profile before any job: expand the grid (each run's config
+    parsed once), leave out the runs whose method lacks its pretrained weights, and write the
+    resolved config of every run trained by ``con2 train`` where it is missing or changed.
+
+    Raises:
+        GridError: the profile names something that does not exist, a run's config or method
+            params are invalid, or (``strict``) a method lacks its weights.
+    """
+    runs, missing = drop_runs_without_weights(expand_grid(config, normal_classes), own_rule_methods, strict)
+    cli_methods = frozenset({r.method for r in runs} - set(own_rule_methods))
+    sync_run_configs([r for r in runs if r.method in cli_methods])
+    return WorkflowGrid(runs, missing, cli_methods)

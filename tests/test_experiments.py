@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import json
+import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -133,14 +135,67 @@ def test_record_key_of_a_path() -> None:
 
 
 def test_check_method_names_a_bad_param_before_any_training() -> None:
-    good = E.resolve_config({"dataset": "digits", "params": {"contexts": ["invert"]}})
-    E.check_method(good)
+    parsed = E.resolve_config({"dataset": "digits", "params": {"contexts": ["invert"]}})
+    E.check_method(parsed)
+    good = E.config_values(parsed)
     with pytest.raises(ConfigError, match="temprature"):
         E.check_method({**good, "params": {"temprature": 0.1}})
     with pytest.raises(ConfigError, match="'tta'"):  # 40 views over 3 contexts: the method refuses when built
         E.check_method({**good, "params": {"n_contexts": 3}, "tta": 40})
     with pytest.raises(ConfigError, match="unknown method 'nope'"):
         E.check_method({**good, "method": "nope"})
+
+
+# ----------------------------------------------------------------------------- one parse per run
+def count_parses(monkeypatch: pytest.MonkeyPatch) -> tuple[Counter, list]:
+    """Wrap con2.config.make_config and load_config (and every module's own binding of them) with
+    counters: ``(parses by run identity, load_config calls)``."""
+    from con2 import config as C
+
+    make, load = C.make_config, C.load_config
+    parses: Counter = Counter()
+    loads: list = []
+
+    def counted_make(values: dict) -> object:
+        parses[tuple(str(values.get(k)) for k in E.IDENTITY_KEYS)] += 1
+        return make(values)
+
+    def counted_load(*args: object, **kwargs: object) -> object:
+        loads.append(args)
+        return load(*args, **kwargs)  # its make_config call is counted too
+
+    for name, module in list(sys.modules.items()):
+        if name.split(".")[0] in ("con2", "baselines"):
+            for attr, original, counted in (("make_config", make, counted_make), ("load_config", load, counted_load)):
+                if getattr(module, attr, None) is original:
+                    monkeypatch.setattr(module, attr, counted)
+    return parses, loads
+
+
+def test_the_workflow_parses_each_run_config_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What the Snakefile does at parse time on the paper profile (expand the grid, check every
+    method's weights, write the resolved configs after checking each method, hash every run for
+    the two aggregation rules) parses each run's config once; a second start, its configs on
+    disk, again once."""
+    from con2.data import normal_classes
+
+    cfg = load_profile("paper")
+    own_rules = [p.stem for p in (ROOT / "workflow" / "rules" / "methods").glob("*.smk")]
+    monkeypatch.chdir(tmp_path)
+    for start in ("first", "second"):
+        monkeypatch.setattr(E, "_METHODS_CHECKED", set())  # a new process
+        parses, loads = count_parses(monkeypatch)
+        grid = E.workflow_grid(cfg, normal_classes, own_rules, strict=bool(cfg["strict"]))
+        hashes = [grid.hashes(), grid.hashes()]  # rules evaluate and evaluate_scope
+        identities = Counter(tuple(str(getattr(r, k)) for k in E.IDENTITY_KEYS) for r in grid.runs)
+        assert len(grid.runs) == 1428 and not grid.missing_weights
+        assert parses == identities, (start, [k for k, n in parses.items() if n > 1][:3], len(parses))
+        assert loads == []
+        assert hashes[0] == hashes[1] and len(set(hashes[0].values())) > 100
+    written = sorted(tmp_path.glob("results/configs/**/*.yaml"))
+    assert len(written) == 1428
+    some = next(r for r in grid.runs if r.variant == "k3")
+    assert load_config(tmp_path / some.config_file).config_hash() == hashes[0][some.key]
 
 
 # ----------------------------------------------------------------------------- con2 train --replace-stale

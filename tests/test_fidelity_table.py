@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from con2.report.artefacts import ReportInputs
 from con2.report.fidelity import fidelity
 
 
@@ -73,7 +74,7 @@ def test_fidelity_table_reads_settings_and_readings_against_the_reference():
             },
         }
     }
-    table = fidelity(_fidelity_runs(), paper, config)
+    table = fidelity(ReportInputs(runs=_fidelity_runs(), paper=paper, config=config))
     assert table.columns == [
         "Setting",
         "Change from the default",

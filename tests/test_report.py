@@ -16,6 +16,7 @@ import pytest
 
 from con2.records import RecordError, write_record
 from con2.report import tables as T
+from con2.report.artefacts import FIGURES, TABLES, ReportInputs, figure_targets, table_targets
 from con2.report.collect import collect_runs, dataset_level, load_runs, summarize
 from con2.report.format import Table, latex_cell, mean_std, shown_diff
 from con2.report.paper import load_compute_hours, load_paper_numbers, paper_value
@@ -129,6 +130,10 @@ def paper() -> pd.DataFrame:
     return load_paper_numbers(RESOURCES / "paper_numbers.csv")
 
 
+def inputs_of(runs: pd.DataFrame, paper: pd.DataFrame, config: dict, **more: object) -> ReportInputs:
+    return ReportInputs(runs=runs, paper=paper, config=config, **more)
+
+
 # ----------------------------------------------------------------------------- collect
 def test_collect_rejects_a_broken_record_naming_file_and_field(tmp_path: Path) -> None:
     p = tmp_path / "record.json"
@@ -161,20 +166,21 @@ def test_summaries(runs: pd.DataFrame) -> None:
 # ----------------------------------------------------------------------------- tables
 def test_every_table_builds_and_writes(runs: pd.DataFrame, paper: pd.DataFrame, config: dict, tmp_path: Path) -> None:
     hours = load_compute_hours(RESOURCES / "paper_compute_hours.csv")
-    for name, build in T.TABLES.items():
-        table = build(runs, paper, config, hours) if name == "compute_cost" else build(runs, paper, config)
+    measured = score_runtime_measurements()
+    for name in TABLES:
+        table = T.build_table(name, inputs_of(runs, paper, config, hours=hours, measured=measured, dataset="cifar10"))
         out = [tmp_path / f"{name}.{ext}" for ext in ("csv", "md", "tex")]
         table.write(*out)
         assert all(p.stat().st_size > 0 for p in out)
         tex = out[2].read_text()
         assert "\\toprule" in tex and "\\bottomrule" in tex, name
         assert table.rows, f"{name} has no rows"
-    table = T.per_class(runs, paper, config, "cifar10")
+    table = T.per_class(inputs_of(runs, paper, config, dataset="cifar10"))
     assert [r[0] for r in table.rows] == ["airplane", "cat", "mean"]
 
 
 def test_table1_puts_the_paper_beside_ours(runs: pd.DataFrame, paper: pd.DataFrame, config: dict) -> None:
-    t = T.table1_medical(runs, paper, config)
+    t = T.table1_medical(inputs_of(runs, paper, config))
     labels = [(r[0], r[1]) for r in t.rows]
     i = labels.index(("CON2 (NND)", "ours"))
     assert labels[i + 1] == ("CON2 (NND)", "paper")
@@ -188,23 +194,23 @@ def test_table1_puts_the_paper_beside_ours(runs: pd.DataFrame, paper: pd.DataFra
 
 
 def test_context_and_ablation_tables(runs: pd.DataFrame, paper: pd.DataFrame, config: dict) -> None:
-    alt = T.alt_contexts(runs, paper, config)
+    alt = T.alt_contexts(inputs_of(runs, paper, config))
     assert alt.columns[-3:] == ["invert", "flip", "equalize"]
     paper_rows = [r for r in alt.rows if r[0] == "BreastMNIST" and r[2] == "paper"]
     assert paper_rows and paper_rows[0][3:] == ["81.7 ± 0.9", "81.7 ± 1.4", "72.2 ± 1.8"]
-    loss = T.loss_ablation(runs, paper, config)
+    loss = T.loss_ablation(inputs_of(runs, paper, config))
     nnd = next(r for r in loss.rows if r[0] == "BreastMNIST" and r[1] == "NND")
     # the losses that ran, the main variant's first
     assert loss.columns == ["Dataset", "Score", "loss: full", "loss: context only"]
     assert nnd[3] == "70.0 ± 0.0 [1×3]" and len(nnd) == 4
-    multi = T.multi_context(runs, paper, config)
+    multi = T.multi_context(inputs_of(runs, paper, config))
     assert multi.columns[-2:] == ["k = 2", "k = 3"]
-    allc = T.all_contexts(runs, paper, config)
+    allc = T.all_contexts(inputs_of(runs, paper, config))
     assert any(r[0] == "CIFAR10" and r[2] == "paper" for r in allc.rows)
 
 
 def test_reproduction_lists_every_paper_number(runs: pd.DataFrame, paper: pd.DataFrame, config: dict) -> None:
-    t = T.reproduction(runs, paper, config)
+    t = T.reproduction(inputs_of(runs, paper, config))
     assert len(t.rows) == len(paper)
     matched = t.data.dropna(subset=["ours_mean"])
     # CON2 BreastMNIST invert/flip (Table 1 + alt contexts), CIFAR-10 invert/flip x NND/LH, SimCLR/SSD BreastMNIST
@@ -224,15 +230,26 @@ def test_formatting() -> None:
     assert "\\begin{tabular}{lr}" in t.latex() and "| A | B |" in t.markdown()
 
 
-# ----------------------------------------------------------------------------- figures
-def test_figures_write_png_and_pdf(runs: pd.DataFrame, paper: pd.DataFrame, config: dict, tmp_path: Path) -> None:
-    from con2.report import figures as F
-
-    F.per_class_figure(
-        T.per_class(runs, paper, config, "cifar10").data, "cifar10", tmp_path / "a.png", tmp_path / "a.pdf"
+def write_pca_run(run_dir: Path) -> None:
+    """A run directory with what the PCA figure reads: features.npz (both contexts) and scores.csv."""
+    run_dir.mkdir(parents=True)
+    rng = np.random.default_rng(0)
+    np.savez(
+        run_dir / "features.npz",
+        **{
+            f"{s}_context{c}": rng.normal(size=(n, 8)).astype(np.float16)
+            for s, n in (("train", 30), ("test", 20))
+            for c in (0, 1)
+        },
     )
-    F.silhouette_figure(T.silhouette(runs, paper, config).data, tmp_path / "b.png", tmp_path / "b.pdf")
-    timing = pd.DataFrame(
+    pd.DataFrame({"index": range(20), "label": [0] * 12 + [1] * 8, "nnd": rng.normal(size=20)}).to_csv(
+        run_dir / "scores.csv", index=False
+    )
+
+
+def score_runtime_measurements() -> pd.DataFrame:
+    """A measurement CSV as workflow/scripts/score_runtime.py writes it (two sweeps, both scores)."""
+    return pd.DataFrame(
         [
             {
                 "score": s,
@@ -251,24 +268,22 @@ def test_figures_write_png_and_pdf(runs: pd.DataFrame, paper: pd.DataFrame, conf
             for sw, n, b in (("n_train", 1, 1), ("n_train", 10, 1), ("n_batches", 10, 1), ("n_batches", 10, 3))
         ]
     )
-    F.score_runtime_figure(timing, tmp_path / "c.png", tmp_path / "c.pdf")
+
+
+# ----------------------------------------------------------------------------- figures
+def test_figures_write_png_and_pdf(runs: pd.DataFrame, paper: pd.DataFrame, config: dict, tmp_path: Path) -> None:
+    from con2.report import figures as F
+
+    per_class = T.per_class(inputs_of(runs, paper, config, dataset="cifar10")).data
+    F.per_class_figure(ReportInputs(table=per_class, dataset="cifar10"), tmp_path / "a.png", tmp_path / "a.pdf")
+    silhouette = T.silhouette(inputs_of(runs, paper, config)).data
+    F.silhouette_figure(ReportInputs(table=silhouette), tmp_path / "b.png", tmp_path / "b.pdf")
+    F.score_runtime_figure(ReportInputs(measured=score_runtime_measurements()), tmp_path / "c.png", tmp_path / "c.pdf")
     run_dir = tmp_path / "run"
-    run_dir.mkdir()
-    rng = np.random.default_rng(0)
-    np.savez(
-        run_dir / "features.npz",
-        **{
-            f"{s}_context{c}": rng.normal(size=(n, 8)).astype(np.float16)
-            for s, n in (("train", 30), ("test", 20))
-            for c in (0, 1)
-        },
-    )
-    pd.DataFrame({"index": range(20), "label": [0] * 12 + [1] * 8, "nnd": rng.normal(size=20)}).to_csv(
-        run_dir / "scores.csv", index=False
-    )
-    F.pca_figure(
-        [("run", run_dir), ("missing", tmp_path / "nope")], tmp_path / "d.png", tmp_path / "d.pdf", max_points=10
-    )
+    write_pca_run(run_dir)
+    panels = (("run", str(run_dir)), ("missing", str(tmp_path / "nope")))
+    pca = ReportInputs(config={"report": {"pca_max_points": 10}}, panels=panels)
+    F.pca_figure(pca, tmp_path / "d.png", tmp_path / "d.pdf")
     for stem in "abcd":
         assert (tmp_path / f"{stem}.png").stat().st_size > 1000 and (tmp_path / f"{stem}.pdf").stat().st_size > 1000
 
@@ -282,6 +297,126 @@ def test_report_imports_no_torch() -> None:
     )
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert res.returncode == 0, res.stdout + res.stderr
+
+
+def test_the_registry_the_snakefile_reads_imports_neither_pandas_nor_matplotlib() -> None:
+    """The Snakefile imports con2.report.artefacts and con2.experiments at parse time: they stay light."""
+    code = (
+        "import sys, con2.experiments, con2.report.artefacts as A; A.table_targets({'per_class': ['x']}); "
+        "bad = [m for m in ('pandas', 'matplotlib', 'torch') if m in sys.modules]; "
+        "print(bad); sys.exit(1 if bad else 0)"
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert res.returncode == 0, res.stdout + res.stderr
+
+
+# ----------------------------------------------------------------------------- one registry per kind
+def test_every_artefact_is_made_from_exactly_the_inputs_it_declares(
+    runs: pd.DataFrame, paper: pd.DataFrame, config: dict, tmp_path: Path
+) -> None:
+    """Each builder gets only the files its registry entry lists (the rule gives no more), read by
+    ReportInputs.load, and every figure draws from the table files made the same way."""
+    runs_csv = tmp_path / "runs.csv"
+    runs.to_csv(runs_csv, index=False)
+    measured = tmp_path / "measured.csv"
+    score_runtime_measurements().to_csv(measured, index=False)
+    files = {
+        "runs": str(runs_csv),
+        "paper": str(RESOURCES / "paper_numbers.csv"),
+        "hours": str(RESOURCES / "paper_compute_hours.csv"),
+        "measured": str(measured),
+    }
+    report = config["report"]
+    made = set()
+    for name, artefact in TABLES.items():
+        for stem in artefact.stems(report):
+            dataset = stem.removeprefix(f"{name}_") if artefact.each else ""
+            given = {k: v for k, v in files.items() if k in artefact.reads}
+            table = artefact.builder()(ReportInputs.load(artefact, given, config, dataset))
+            assert table.name == stem and table.rows, stem
+            table.write(*(tmp_path / "tables" / f"{stem}.{ext}" for ext in ("csv", "md", "tex")))
+            made.add(f"results/tables/{stem}.csv")
+    assert made == {f for f in table_targets(report) if f.endswith(".csv")}
+    run_dir = tmp_path / "run"
+    write_pca_run(run_dir)
+    for name, artefact in FIGURES.items():
+        for stem in artefact.stems(report):
+            dataset = stem.removeprefix(f"{name}_") if artefact.each else ""
+            given = {k: v for k, v in files.items() if k in artefact.reads}
+            if artefact.table:
+                given["table"] = str(tmp_path / "tables" / f"{TABLES[artefact.table].stem.format(dataset=dataset)}.csv")
+            inputs = ReportInputs.load(artefact, given, config, dataset, panels=[("run", str(run_dir))])
+            png, pdf = tmp_path / f"{stem}.png", tmp_path / f"{stem}.pdf"
+            artefact.builder()(inputs, png, pdf)
+            assert png.stat().st_size > 1000 and pdf.stat().st_size > 1000, stem
+    assert [Path(f).stem for f in figure_targets(report) if f.endswith(".png")] == [
+        "silhouette",
+        "score_runtime",
+        "pca_representations",
+        "per_class_cifar10",
+    ]
+
+
+def test_inputs_name_the_file_a_rule_did_not_give() -> None:
+    with pytest.raises(ValueError, match=r"compute_cost reads \['hours'\]: give the rule these inputs"):
+        ReportInputs.load(TABLES["compute_cost"], {"runs": "runs.csv"}, {})
+
+
+TOY_BUILDERS = """
+from con2.report.format import Table
+
+
+def toy_table(inputs):
+    return Table("toy", "Toy", ["Dataset", "Runs"], [[inputs.dataset or "all", str(len(inputs.runs))]], inputs.runs)
+
+
+def toy_figure(inputs, png, pdf):
+    for path in (png, pdf):
+        open(path, "w").write(f"{len(inputs.runs)} rows")
+"""
+
+
+def fake_job(script: str, params: dict, inputs: dict, outputs: dict, config: dict) -> None:
+    """Run a workflow script as Snakemake's script directive does (a global `snakemake` object)."""
+    import runpy
+    import types
+
+    class Named(types.SimpleNamespace):
+        def keys(self) -> list[str]:
+            return list(vars(self))
+
+    job = Named(
+        params=Named(**params),
+        input=Named(**inputs),
+        output=Named(**outputs),
+        wildcards=Named(),
+        config=config,
+        log=[],
+        scriptdir=str(ROOT / "workflow" / "scripts"),
+    )
+    runpy.run_path(str(ROOT / "workflow" / "scripts" / script), init_globals={"snakemake": job})
+
+
+def test_a_registered_table_and_figure_are_targets_and_built_by_the_scripts_with_no_other_change(
+    runs: pd.DataFrame, config: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One registry entry each: the workflow's targets name them, and make_table.py / make_figure.py
+    build them by name (no list elsewhere, no branch on names)."""
+    from con2.report.artefacts import Artefact
+
+    (tmp_path / "toy_builders.py").write_text(TOY_BUILDERS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setitem(TABLES, "toy", Artefact("toy", "toy_builders:toy_table", ("runs",), "a toy table"))
+    monkeypatch.setitem(FIGURES, "toy", Artefact("toy", "toy_builders:toy_figure", ("runs",), "a toy figure"))
+    assert "results/tables/toy.tex" in table_targets({}) and "results/figures/toy.pdf" in figure_targets({})
+    runs_csv = tmp_path / "runs.csv"
+    runs.assign(in_grid=runs["dataset"] != "cifar10").to_csv(runs_csv, index=False)
+    out = {ext: str(tmp_path / f"toy.{ext}") for ext in ("csv", "md", "tex")}
+    fake_job("make_table.py", {"table": "toy"}, {"runs": str(runs_csv)}, out, config)
+    md = (tmp_path / "toy.md").read_text()
+    assert f"| all | {len(runs)} |" in md and "outside this profile's grid" in md  # every table gets the note
+    fake_job("make_figure.py", {"figure": "toy"}, {"runs": str(runs_csv)}, {"png": out["csv"], "pdf": out["md"]}, {})
+    assert (tmp_path / "toy.md").read_text() == f"{len(runs)} rows"
 
 
 # ----------------------------------------------------------------------------- what a cell averages
@@ -336,11 +471,11 @@ def uneven(tmp_path: Path) -> tuple[pd.DataFrame, dict]:
 
 
 def test_cells_say_over_how_many_classes_and_seeds(runs: pd.DataFrame, paper: pd.DataFrame, config: dict) -> None:
-    t1 = T.table1_medical(runs, paper, config)
+    t1 = T.table1_medical(inputs_of(runs, paper, config))
     ours = next(r for r in t1.rows if r[:2] == ["CON2 (NND)", "ours"])
     breast = runs[(runs.dataset == "breastmnist") & (runs.variant == "invert") & (runs.score == "nnd")]["auroc"]
     assert ours[2] == f"{breast.mean():.1f} ± {breast.std(ddof=1):.1f} [1×3]"  # one class x three seeds
-    natural = T.natural_summary(runs, paper, config)
+    natural = T.natural_summary(inputs_of(runs, paper, config))
     cifar = next(r for r in natural.rows if r[:2] == ["CON2 (NND)", "ours"])
     assert cifar[natural.columns.index("CIFAR10")].endswith("[2×3]")  # two classes x three seeds
     assert any("[c×s]" in n for n in natural.notes)
@@ -349,22 +484,22 @@ def test_cells_say_over_how_many_classes_and_seeds(runs: pd.DataFrame, paper: pd
 
 def test_context_tables_never_set_a_class_mean_beside_one_class(uneven, paper: pd.DataFrame, config: dict) -> None:
     runs, auroc = uneven
-    allc = T.all_contexts(runs, paper, config)
+    allc = T.all_contexts(inputs_of(runs, paper, config))
     row = next(r for r in allc.rows if r[:3] == ["CIFAR10", "NND", "ours"])
     invert, flip = row[3], row[4]
     # both cells average the class both contexts ran (airplane), not invert over three classes
     assert invert == f"{auroc[('invert', 'airplane')]:.1f} [1×1]" and flip == f"{auroc[('flip', 'airplane')]:.1f} [1×1]"
     assert any("airplane" in n and "only" in n for n in allc.notes)
-    multi = T.multi_context(runs, paper, config)
+    multi = T.multi_context(inputs_of(runs, paper, config))
     nnd = next(r for r in multi.rows if r[:2] == ["CIFAR10", "NND"])
     assert nnd[2:] == [f"{auroc[('invert', 'airplane')]:.1f} [1×1]", f"{auroc[('k3', 'airplane')]:.1f} [1×1]"]
-    sil = T.silhouette(runs, paper, config)
+    sil = T.silhouette(inputs_of(runs, paper, config))
     srow = sil.rows[0]
     assert (
         srow[sil.columns.index("CON2 invert")] == "0.610 [1×1]" and srow[sil.columns.index("CON2 k3")] == "0.700 [1×1]"
     )
     # the natural summary still averages every class CON2 ran, and says so
-    natural = T.natural_summary(runs, paper, config)
+    natural = T.natural_summary(inputs_of(runs, paper, config))
     mean3 = np.mean([auroc[("invert", c)] for c in ("airplane", "cat", "dog")])
     std3 = np.std([auroc[("invert", c)] for c in ("airplane", "cat", "dog")], ddof=1)
     cifar = next(r for r in natural.rows if r[:2] == ["CON2 (NND)", "ours"])
@@ -373,7 +508,7 @@ def test_context_tables_never_set_a_class_mean_beside_one_class(uneven, paper: p
 
 def test_differences_are_taken_from_the_shown_values(tmp_path: Path, paper: pd.DataFrame, config: dict) -> None:
     recs = [fake_record("breastmnist", "1", "con2", "invert", 0, {"nnd": 56.24, "lh": 40.66}, {"contexts": ["invert"]})]
-    t = T.nnd_vs_lh(collect(tmp_path, recs), paper, config)
+    t = T.nnd_vs_lh(inputs_of(collect(tmp_path, recs), paper, config))
     row = t.rows[0]
     assert row[1].startswith("56.2") and row[2].startswith("40.7")
     assert row[3] == "+15.5"  # 56.2 - 40.7, not 56.24 - 40.66 = 15.58 -> +15.6
@@ -389,10 +524,13 @@ def test_per_class_with_one_seed_does_not_claim_a_spread_over_seeds(
         fake_record("cifar10", c, "con2", "invert", 0, {"nnd": a}, {"contexts": ["invert"]})
         for c, a in (("airplane", 90.0), ("cat", 80.0))
     ]
-    t = T.per_class(collect(tmp_path, recs), paper, config, "cifar10")
+    t = T.per_class(inputs_of(collect(tmp_path, recs), paper, config, dataset="cifar10"))
     assert [r[1] for r in t.rows] == ["90.0 [1×1]", "80.0 [1×1]", f"85.0 ± {np.std([90, 80], ddof=1):.1f} [2×1]"]
     assert "one seed per class" in t.notes[0] and "over seeds" not in t.notes[0]
-    assert "mean ± std of its 3 seeds" in T.per_class(load_runs_of(tmp_path, 3), paper, config, "cifar10").notes[0]
+    assert (
+        "mean ± std of its 3 seeds"
+        in T.per_class(inputs_of(load_runs_of(tmp_path, 3), paper, config, dataset="cifar10")).notes[0]
+    )
 
 
 def load_runs_of(tmp_path: Path, seeds: int) -> pd.DataFrame:
@@ -404,7 +542,7 @@ def load_runs_of(tmp_path: Path, seeds: int) -> pd.DataFrame:
 
 
 def test_reproduction_report_opens_with_a_summary_line(runs: pd.DataFrame, paper: pd.DataFrame, config: dict) -> None:
-    t = T.reproduction(runs, paper, config)
+    t = T.reproduction(inputs_of(runs, paper, config))
     md = t.markdown().splitlines()
     assert md[2].startswith("**Summary:") and md[4].startswith("| Table |")  # between the title and the table
     matched = t.data.dropna(subset=["ours_mean"])
@@ -436,7 +574,7 @@ def test_compute_cost_carries_the_load_and_warns_when_extrapolating_from_it(
     recs = [rec("breastmnist", 2), rec("octmnist", 1), rec("pneumoniamnist", 1)]
     # breastmnist: 2 threads, 100 s wall, 190 CPU s -> share 0.95 (idle); octmnist: 100 s, 40 CPU s -> 0.40 (loaded)
     runs = collect(tmp_path, recs, {0: BENCH.format(s=100, cpu=190), 1: BENCH.format(s=100, cpu=40)})
-    t = T.compute_cost(runs, paper, config)
+    t = T.compute_cost(inputs_of(runs, paper, config))
     share = {r[0]: r[t.columns.index("CPU share")] for r in t.rows}
     assert share == {"BreastMNIST": "0.95", "OctMNIST": "0.40*", "PneumoniaMNIST": "–?"}
     hours = {r[0]: r[t.columns.index("h at 2048 ep")] for r in t.rows}
@@ -444,7 +582,7 @@ def test_compute_cost_carries_the_load_and_warns_when_extrapolating_from_it(
     warning = next(n for n in t.notes if n.startswith("WARNING"))
     assert "OctMNIST" in warning and "PneumoniaMNIST" in warning and "BreastMNIST" not in warning
     idle = collect(tmp_path / "idle", [recs[0]], {0: BENCH.format(s=100, cpu=190)})
-    assert not any(n.startswith("WARNING") for n in T.compute_cost(idle, paper, config).notes)
+    assert not any(n.startswith("WARNING") for n in T.compute_cost(inputs_of(idle, paper, config)).notes)
 
 
 def test_tables_use_headline_scores_and_tolerate_extra_readings(
@@ -454,10 +592,15 @@ def test_tables_use_headline_scores_and_tolerate_extra_readings(
     recs = [fake_record("breastmnist", "1", "con2", "invert", 0, aurocs, {"contexts": ["invert"]})]
     runs = collect(tmp_path, recs)
     assert set(runs.loc[~runs["headline"], "score"]) == {"nnd@content/original", "lh@context/inverted"}
-    for name, build in T.TABLES.items():
-        text = build(runs, paper, config).markdown()
-        assert "@" not in text and "60.0" not in text, name
-    assert T.per_class(runs, paper, config, "breastmnist").columns == ["Normal class", "CON2 (NND)", "CON2 (LH)"]
+    for name, artefact in TABLES.items():
+        if "runs" in artefact.reads:
+            text = T.build_table(name, inputs_of(runs, paper, config, dataset="breastmnist")).markdown()
+            assert "@" not in text and "60.0" not in text, name
+    assert T.per_class(inputs_of(runs, paper, config, dataset="breastmnist")).columns == [
+        "Normal class",
+        "CON2 (NND)",
+        "CON2 (LH)",
+    ]
 
 
 def test_records_outside_the_grid_are_kept_and_noted(runs: pd.DataFrame, paper: pd.DataFrame, config: dict) -> None:
@@ -466,7 +609,7 @@ def test_records_outside_the_grid_are_kept_and_noted(runs: pd.DataFrame, paper: 
     n = marked.loc[~marked["in_grid"], "record"].nunique()
     assert f"holds {n} run(s) outside this profile's grid" in T.outside_grid_note(marked)
     assert (
-        T.table1_medical(marked, paper, config).rows == T.table1_medical(runs, paper, config).rows
+        T.table1_medical(inputs_of(marked, paper, config)).rows == T.table1_medical(inputs_of(runs, paper, config)).rows
     )  # kept, not dropped
 
 
@@ -539,7 +682,7 @@ def test_tables_read_the_tags_of_the_method_card_not_the_params(
         carded(fake_record("cifar10", "cat", "con2", "v1", 0, {"nnd": 61.0, "lh": 60.0}, {}), card),
         carded(fake_record("cifar10", "cat", "con2", "invert", 0, {"nnd": 71.0, "lh": 70.0}, {}), main),
     ]
-    allc = T.all_contexts(collect(tmp_path, recs), paper, config)
+    allc = T.all_contexts(inputs_of(collect(tmp_path, recs), paper, config))
     row = next(r for r in allc.rows if r[:3] == ["CIFAR10", "NND", "ours"])
     assert allc.columns[3:] == ["invert", "flip", "equalize"] and row[3:5] == ["71.0 [1×1]", "61.0 [1×1]"]
 
@@ -565,17 +708,17 @@ def test_a_method_the_report_never_heard_of_appears_in_every_method_table(
     recs = [fake_record("breastmnist", "1", "toy", "default", s, {"pix": 60.0 + s}, {}) for s in range(3)]
     recs += [fake_record("breastmnist", "1", "con2", "invert", 0, {"nnd": 80.0, "lh": 78.0}, {"contexts": ["invert"]})]
     runs = collect(tmp_path, recs)
-    t1 = T.table1_medical(runs, paper, config)
+    t1 = T.table1_medical(inputs_of(runs, paper, config))
     labels = [(r[0], r[1]) for r in t1.rows]
     assert labels[:2] == [("CON2 (NND)", "ours"), ("CON2 (NND)", "paper")]  # the subject first
     i = labels.index(("Toy (PIX)", "ours"))
     assert labels[i + 1] == ("PANDA", "paper") and t1.rows[i][2] == "61.0 ± 1.0 [1×3]"
-    per_class = T.per_class(runs, paper, config, "breastmnist")
+    per_class = T.per_class(inputs_of(runs, paper, config, dataset="breastmnist"))
     assert per_class.columns == ["Normal class", "CON2 (NND)", "CON2 (LH)", "Toy (PIX)"]
-    repro = T.reproduction(runs, paper, config).data
+    repro = T.reproduction(inputs_of(runs, paper, config)).data
     assert set(repro.loc[(repro.method == "PANDA") & repro.ours_mean.notna(), "ours"]) == {"toy/pix"}
     hours = pd.DataFrame([{"method": "CSI", "dataset": "BreastMNIST", "gpu_hours_per_run": 7.5}])
-    cost = T.compute_cost(runs, paper, config, hours).data
+    cost = T.compute_cost(inputs_of(runs, paper, config, hours=hours)).data
     assert float(cost.loc[cost.method == "toy", "paper_gpu_h"].iloc[0]) == 7.5
 
 
@@ -595,7 +738,7 @@ def test_a_method_without_spec_is_named_by_its_records_card_or_the_config(
     ]
     runs = collect(tmp_path, recs)
     cfg = {**config, "paper_names": {"methods": {"pixel/pixel_nn": "PANDA"}}}
-    labels = [(r[0], r[1]) for r in T.table1_medical(runs, paper, cfg).rows]
+    labels = [(r[0], r[1]) for r in T.table1_medical(inputs_of(runs, paper, cfg)).rows]
     assert labels[:4] == [("Ext (S)", "ours"), ("CSI", "paper"), ("pixel (pixel_nn)", "ours"), ("PANDA", "paper")]
 
 
@@ -603,14 +746,16 @@ def test_the_subject_key_chooses_the_method_of_the_ablation_tables(
     runs: pd.DataFrame, paper: pd.DataFrame, config: dict
 ) -> None:
     simclr = {**config, "report": {**config["report"], "subject": "simclr", "main_variants": {"simclr": "default"}}}
-    t = T.nnd_vs_lh(runs, paper, simclr)
+    t = T.nnd_vs_lh(inputs_of(runs, paper, simclr))
     assert t.columns == ["Dataset", "kNN (ours)", "SSD (ours)", "kNN − SSD", "kNN (paper)", "SSD (paper)"]
-    assert t.title.startswith("SimCLR:") and T.table1_medical(runs, paper, simclr).rows[0][0] == "SimCLR (kNN)"
+    assert (
+        t.title.startswith("SimCLR:") and T.table1_medical(inputs_of(runs, paper, simclr)).rows[0][0] == "SimCLR (kNN)"
+    )
     none = {**config, "report": {k: v for k, v in config["report"].items() if k != "subject"}}
     for build in (T.nnd_vs_lh, T.loss_ablation, T.alt_contexts, T.all_contexts, T.multi_context):
-        empty = build(runs, paper, none)
+        empty = build(inputs_of(runs, paper, none))
         assert not empty.rows and "report.subject is not set" in empty.notes[0]
-    assert T.table1_medical(runs, paper, none).rows  # the method tables need no subject
+    assert T.table1_medical(inputs_of(runs, paper, none)).rows  # the method tables need no subject
 
 
 def test_table1_says_which_method_needs_weights_it_does_not_have(
@@ -634,7 +779,7 @@ def test_table1_says_which_method_needs_weights_it_does_not_have(
         "natural": {"datasets": ["cifar10"], "methods": {"panda": ["default"]}},
     }
     cfg = {**config, "variants": variants, "experiments": experiments}
-    notes = [n for n in T.table1_medical(runs, paper, cfg).notes if "PANDA" in n]
+    notes = [n for n in T.table1_medical(inputs_of(runs, paper, cfg)).notes if "PANDA" in n]
     assert len(notes) == 2, notes  # default and r18; `local` has its weights (found and checked), so no note
     default, r18 = notes
     assert default.startswith(
@@ -643,7 +788,7 @@ def test_table1_says_which_method_needs_weights_it_does_not_have(
     )
     assert f"was found in {tmp_path / 'weights'}" in default and "curl -L -o resnet152-394f9c45.pth" in default
     assert r18.startswith("PANDA (panda/r18): not run") and "resnet18-f37072fd.pth" in r18
-    assert any(n.startswith("PANDA (panda/default)") for n in T.natural_summary(runs, paper, cfg).notes)
+    assert any(n.startswith("PANDA (panda/default)") for n in T.natural_summary(inputs_of(runs, paper, cfg)).notes)
     # runs on the table's datasets: no note
     ran = pd.concat([runs, runs[runs.method == "simclr"].assign(method="panda", variant="default", score="knn")])
-    assert [n for n in T.table1_medical(ran, paper, cfg).notes if "PANDA" in n] == [r18]
+    assert [n for n in T.table1_medical(inputs_of(ran, paper, cfg)).notes if "PANDA" in n] == [r18]

@@ -1,39 +1,217 @@
-"""The names of the paper's artefacts: one Snakemake target each (no heavy imports here).
+"""The paper's artefacts: one registry per kind, read by the workflow and by the builders alike.
 
-Tables go to ``results/tables/<name>.{csv,md,tex}``, figures to
-``results/figures/<name>.{png,pdf}``; ``per_class_<dataset>`` exists once per dataset listed in
-the profile's ``report.per_class``.
+:data:`TABLES` and :data:`FIGURES` map each artefact's name to an :class:`Artefact`: the function
+that makes it, what that function reads and, for an artefact made once per dataset, the
+``report`` key that lists the datasets. The Snakefile turns every entry into one rule and its
+targets (``results/tables/<name>.{csv,md,tex}``, ``results/figures/<name>.{png,pdf}``; an
+artefact with ``each`` gives ``<name>_<dataset>`` per dataset of ``report.<each>``), and the rules'
+scripts call ``TABLES[name].builder()(inputs)`` / ``FIGURES[name].builder()(inputs, png, pdf)``.
+Every table builder has the signature ``build(inputs: ReportInputs) -> Table`` and every figure
+builder ``draw(inputs: ReportInputs, png, pdf) -> None``; a builder reads only the fields of
+:class:`ReportInputs` its entry lists in ``reads`` (a rule gives exactly those files).
+
+No heavy import here: the Snakefile imports this module to name its targets, so pandas is loaded
+by :meth:`ReportInputs.load` only, and a builder's module when :meth:`Artefact.builder` is called.
 """
 
 from __future__ import annotations
 
-TABLES: tuple[str, ...] = (
-    "table1_medical",  # Table 1: medical AUROC, the paper's numbers beside ours
-    "nnd_vs_lh",  # the subject's scores side by side (report.subject)
-    "loss_ablation",  # L_Context / L_Content ablation
-    "alt_contexts",  # invert / flip / equalize on the medical datasets
-    "natural_summary",  # natural-image summary over normal classes
-    "all_contexts",  # every context and both scores on the natural datasets
-    "multi_context",  # k = 2..8 contexts
-    "silhouette",  # context silhouette (table behind the figure)
-    "score_runtime",  # S_NND vs S_LH timing (table behind the figure)
-    "compute_cost",  # time and memory per run
-    "reproduction",  # every paper number next to ours
-    "fidelity",  # every reading of the paper (training settings, scoring readings) against the default
+import importlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+# What a builder may read: the files a rule hands its script (``runs``: results/evaluation/runs.csv
+# or a study's own; ``paper``: paper_numbers.csv; ``hours``: paper_compute_hours.csv; ``measured``:
+# the score-runtime measurements; ``table``: the CSV of the table a figure draws) and ``panels``,
+# the run directories the workflow picks for the PCA figure (a param, not a file).
+FILE_INPUTS: tuple[str, ...] = ("runs", "paper", "hours", "measured", "table")
+INPUTS: tuple[str, ...] = (*FILE_INPUTS, "panels")
+
+
+@dataclass(frozen=True)
+class Artefact:
+    """One table or figure of the registry.
+
+    Attributes:
+        name: the target's stem (``<name>_<dataset>`` per dataset with ``each``).
+        builder_path: ``"module:function"`` of its builder.
+        reads: the fields of :class:`ReportInputs` the builder reads (of :data:`INPUTS`; the
+            config and the dataset always come).
+        about: one line saying what it shows.
+        each: a ``report`` key listing datasets: one artefact per dataset (``ReportInputs.dataset``).
+        table: a figure's table (``reads`` holds ``table``): the name of the table whose CSV it draws.
+    """
+
+    name: str
+    builder_path: str
+    reads: tuple[str, ...]
+    about: str
+    each: str | None = None
+    table: str | None = None
+
+    def __post_init__(self) -> None:
+        unknown = [r for r in self.reads if r not in INPUTS]
+        if unknown:
+            raise ValueError(f"artefact {self.name!r} reads {unknown}; the inputs are {list(INPUTS)}")
+        if ("table" in self.reads) != (self.table is not None):
+            raise ValueError(f"artefact {self.name!r}: name its table exactly when it reads one")
+
+    @property
+    def stem(self) -> str:
+        """The file stem as a Snakemake pattern (``per_class_{dataset}`` with ``each``)."""
+        return f"{self.name}_{{dataset}}" if self.each else self.name
+
+    def stems(self, report: Mapping[str, Any]) -> list[str]:
+        """The file stems of a profile's ``report`` block (one per listed dataset with ``each``)."""
+        if not self.each:
+            return [self.name]
+        return [f"{self.name}_{d}" for d in report.get(self.each) or []]
+
+    def builder(self) -> Callable[..., Any]:
+        """The builder function (imports its module)."""
+        module, _, attr = self.builder_path.partition(":")
+        return getattr(importlib.import_module(module), attr)
+
+
+def _table(
+    name: str, about: str, reads: tuple[str, ...] = ("runs", "paper"), module: str = "tables", **kw: Any
+) -> Artefact:
+    """A table whose builder is the function ``name`` of ``con2.report.<module>``."""
+    return Artefact(name, f"con2.report.{module}:{name}", reads, about, **kw)
+
+
+def _registry(*artefacts: Artefact) -> dict[str, Artefact]:
+    return {a.name: a for a in artefacts}
+
+
+TABLES: dict[str, Artefact] = _registry(
+    _table("table1_medical", "Table 1: medical AUROC, the paper's numbers beside ours"),
+    _table("nnd_vs_lh", "the subject's scores side by side (report.subject)"),
+    _table("loss_ablation", "L_Context / L_Content ablation", ("runs",)),
+    _table("alt_contexts", "invert / flip / equalize on the medical datasets"),
+    _table("natural_summary", "natural-image summary over normal classes"),
+    _table("all_contexts", "every context and both scores on the natural datasets"),
+    _table("multi_context", "k = 2..8 contexts", ("runs",)),
+    _table("silhouette", "context silhouette (the table behind the figure)", ("runs",)),
+    _table("score_runtime", "S_NND vs S_LH timing (the table behind the figure)", ("measured",)),
+    _table("compute_cost", "time and memory per run", ("runs", "hours")),
+    _table("reproduction", "every paper number next to ours"),
+    _table(
+        "fidelity",
+        "every reading of the paper (training settings, scoring readings) against the default",
+        module="fidelity",
+    ),
+    _table("per_class", "AUROC per normal class of each dataset of report.per_class", ("runs",), each="per_class"),
 )
 
-FIGURES: tuple[str, ...] = ("silhouette", "score_runtime", "pca_representations")
+FIGURES: dict[str, Artefact] = _registry(
+    Artefact(
+        "silhouette",
+        "con2.report.figures:silhouette_figure",
+        ("table",),
+        "context silhouette per dataset and variant",
+        table="silhouette",
+    ),
+    Artefact(
+        "score_runtime",
+        "con2.report.figures:score_runtime_figure",
+        ("measured",),
+        "S_NND vs S_LH runtime and memory scaling",
+    ),
+    Artefact(
+        "pca_representations",
+        "con2.report.figures:pca_figure",
+        ("panels",),
+        "2-D PCA of the representations in both contexts, each test image joined to its twin",
+    ),
+    Artefact(
+        "per_class",
+        "con2.report.figures:per_class_figure",
+        ("table",),
+        "bars of AUROC per normal class (report.per_class)",
+        each="per_class",
+        table="per_class",
+    ),
+)
 
-PER_CLASS_PREFIX = "per_class_"
+
+@dataclass(frozen=True, eq=False, kw_only=True)
+class ReportInputs:
+    """Everything a builder may read; each builder reads the fields its :class:`Artefact` lists.
+
+    Attributes:
+        config: the profile config (its ``report`` block above all).
+        runs: the tidy run frame (:func:`con2.report.collect.load_runs`), one row per run and score.
+        paper: the paper's numbers (:func:`con2.report.paper.load_paper_numbers`).
+        hours: the paper's GPU hours per run (:func:`con2.report.paper.load_compute_hours`).
+        measured: the score-runtime measurements (``workflow/scripts/score_runtime.py``'s CSV).
+        table: the frame of the table a figure draws (its CSV, normal classes as strings).
+        dataset: the dataset of an artefact made per dataset (``each``), else "".
+        panels: ``(title, run directory)`` per PCA panel.
+    """
+
+    config: Mapping[str, Any] = field(default_factory=dict)
+    runs: pd.DataFrame | None = None
+    paper: pd.DataFrame | None = None
+    hours: pd.DataFrame | None = None
+    measured: pd.DataFrame | None = None
+    table: pd.DataFrame | None = None
+    dataset: str = ""
+    panels: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def report(self) -> Mapping[str, Any]:
+        """The config's ``report`` block ({} without one)."""
+        return self.config.get("report") or {}
+
+    @classmethod
+    def load(
+        cls,
+        artefact: Artefact,
+        files: Mapping[str, str],
+        config: Mapping[str, Any],
+        dataset: str = "",
+        panels: Sequence[Sequence[str]] = (),
+    ) -> ReportInputs:
+        """Read the files ``artefact`` reads (``files``: input name -> path; others are ignored).
+
+        Raises:
+            ValueError: ``files`` lacks one the artefact reads (the rule must list it as an input).
+        """
+        import pandas as pd
+
+        from con2.report.collect import load_runs
+        from con2.report.paper import load_compute_hours, load_paper_numbers
+
+        readers: dict[str, Callable[[str], pd.DataFrame]] = {
+            "runs": load_runs,
+            "paper": load_paper_numbers,
+            "hours": load_compute_hours,
+            "measured": pd.read_csv,
+            "table": lambda p: pd.read_csv(p, dtype={"normal_class": str}),
+        }
+        wanted = [r for r in artefact.reads if r in FILE_INPUTS]
+        missing = [r for r in wanted if r not in files]
+        if missing:
+            raise ValueError(f"{artefact.name} reads {missing}: give the rule these inputs ({list(files)} given)")
+        frames = {r: readers[r](files[r]) for r in wanted}
+        return cls(config=config, dataset=dataset, panels=tuple((str(t), str(d)) for t, d in panels), **frames)
 
 
-def table_targets(per_class: list[str], root: str = "results/tables") -> list[str]:
+def targets(registry: Mapping[str, Artefact], report: Mapping[str, Any], root: str, exts: Sequence[str]) -> list[str]:
+    """Every file of a registry's artefacts for a profile's ``report`` block, in registry order."""
+    return [f"{root}/{s}.{ext}" for a in registry.values() for s in a.stems(report) for ext in exts]
+
+
+def table_targets(report: Mapping[str, Any], root: str = "results/tables") -> list[str]:
     """Every table file (csv, md, tex) of a profile."""
-    names = [*TABLES, *(f"{PER_CLASS_PREFIX}{d}" for d in per_class)]
-    return [f"{root}/{n}.{ext}" for n in names for ext in ("csv", "md", "tex")]
+    return targets(TABLES, report, root, ("csv", "md", "tex"))
 
 
-def figure_targets(per_class: list[str], root: str = "results/figures") -> list[str]:
+def figure_targets(report: Mapping[str, Any], root: str = "results/figures") -> list[str]:
     """Every figure file (png, pdf) of a profile."""
-    names = [*FIGURES, *(f"{PER_CLASS_PREFIX}{d}" for d in per_class)]
-    return [f"{root}/{n}.{ext}" for n in names for ext in ("png", "pdf")]
+    return targets(FIGURES, report, root, ("png", "pdf"))

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from con2.report.artefacts import ReportInputs
 from con2.report.format import Table, mean_std, signed
 from con2.report.methods import Methods, base_score, method_names, subject_of
 from con2.report.paper import dataset_label, dataset_names, paper_value
@@ -67,8 +68,9 @@ def paper_row_value(
     return paper_value(paper, "table1_medical", dmap.get(dataset, dataset), pm, ps, context if ps else "")
 
 
-def fidelity(runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str, Any]) -> Table:
+def fidelity(inputs: ReportInputs) -> Table:
     """Rows: ``report.fidelity.rows``; per dataset: ours (mean ± std), Δ to the reference row, the paper's."""
+    runs, paper, config = inputs.runs, inputs.paper, inputs.config
     spec = (config.get("report") or {}).get("fidelity") or {}
     rows_cfg: list[Mapping[str, Any]] = list(spec.get("rows") or [])
     datasets = [d for d in spec.get("datasets") or [] if d in set(runs["dataset"])] if not runs.empty else []

@@ -7,8 +7,11 @@
 * :func:`pca_figure`: 2-D PCA of the identity-view representations of train, normal test and
   anomalous test images in both contexts, each test image joined to its context twin.
 
-The figures name no method: series labels come from the table frame they draw (``label``,
-``series``) or from the method specs (:mod:`con2.report.methods`).
+Every figure builder has one signature, ``draw(inputs: ReportInputs, png, pdf)``, and reads the
+fields of :class:`~con2.report.artefacts.ReportInputs` that its entry in
+:data:`con2.report.artefacts.FIGURES` lists. The figures name no method: series labels come from
+the table frame they draw (``label``, ``series``) or from the method specs
+(:mod:`con2.report.methods`).
 """
 
 from __future__ import annotations
@@ -23,9 +26,11 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from con2.report.artefacts import ReportInputs  # noqa: E402
 from con2.report.methods import method_names  # noqa: E402
 from con2.report.paper import dataset_label  # noqa: E402
 
+PCA_MAX_POINTS = 300  # points per group and panel of the PCA figure (report.pca_max_points)
 PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"]
 
 
@@ -86,9 +91,11 @@ def grouped_bars(
     legend_outside(ax)
 
 
-def per_class_figure(table_data: pd.DataFrame, dataset: str, png: str | Path, pdf: str | Path) -> None:
-    """Bars of AUROC per normal class; ``table_data`` is :func:`con2.report.tables.per_class`'s frame
-    (its ``label`` and ``series`` columns name and order the bars; ``method (score)`` without them)."""
+def per_class_figure(inputs: ReportInputs, png: str | Path, pdf: str | Path) -> None:
+    """Bars of AUROC per normal class of ``inputs.dataset``; ``inputs.table`` is
+    :func:`con2.report.tables.per_class`'s frame (its ``label`` and ``series`` columns name and order
+    the bars; ``method (score)`` without them)."""
+    table_data, dataset = inputs.table, inputs.dataset
     fig, ax = plt.subplots(figsize=(max(5.0, 0.6 * table_data["normal_class"].nunique() + 2), 3.2))
     if table_data.empty:
         _empty(ax, f"no runs of {dataset} in this profile")
@@ -113,8 +120,10 @@ def per_class_figure(table_data: pd.DataFrame, dataset: str, png: str | Path, pd
     save(fig, png, pdf)
 
 
-def silhouette_figure(level: pd.DataFrame, png: str | Path, pdf: str | Path) -> None:
-    """Bars of the context silhouette per dataset (x) and variant (colour); ``level`` from the silhouette table."""
+def silhouette_figure(inputs: ReportInputs, png: str | Path, pdf: str | Path) -> None:
+    """Bars of the context silhouette per dataset (x) and variant (colour); ``inputs.table``: the
+    silhouette table's frame."""
+    level = inputs.table
     fig, ax = plt.subplots(figsize=(max(5.0, 0.9 * level["dataset"].nunique() + 3), 3.2))
     if level.empty:
         _empty(ax, "no run wrote a silhouette score")
@@ -135,8 +144,10 @@ def silhouette_figure(level: pd.DataFrame, png: str | Path, pdf: str | Path) -> 
     save(fig, png, pdf)
 
 
-def score_runtime_figure(df: pd.DataFrame, png: str | Path, pdf: str | Path) -> None:
-    """Three panels: runtime vs training-set size n, memory vs n, runtime vs number of scored batches."""
+def score_runtime_figure(inputs: ReportInputs, png: str | Path, pdf: str | Path) -> None:
+    """Three panels: runtime vs training-set size n, memory vs n, runtime vs number of scored batches
+    (``inputs.measured``: the CSV of ``workflow/scripts/score_runtime.py``)."""
+    df = inputs.measured
     names = method_names()  # the scores' labels and colours, from the method specs
     fig, axes = plt.subplots(1, 3, figsize=(12, 3.4))
     panels = [
@@ -222,10 +233,9 @@ def pca_panel(
     ax.tick_params(labelsize=7)
 
 
-def pca_figure(
-    runs: Sequence[tuple[str, str | Path]], png: str | Path, pdf: str | Path, max_points: int = 300, seed: int = 0
-) -> None:
-    """PCA panels, one per ``(title, run directory or its record.json)``.
+def pca_figure(inputs: ReportInputs, png: str | Path, pdf: str | Path, seed: int = 0) -> None:
+    """PCA panels, one per ``inputs.panels`` entry ``(title, run directory or its record.json)``, at most
+    ``report.pca_max_points`` (default 300) training and test points each.
 
     The only figure that reads run outputs besides records: the representations (``features.npz``,
     ``[n, d]`` per split and context) and the test labels (``scores.csv``) are too large for a
@@ -233,6 +243,7 @@ def pca_figure(
     the subject's main variant, ``pca_runs`` in ``workflow/rules/common.smk``) and hands their
     directories here; nothing here searches for runs.
     """
+    runs, max_points = inputs.panels, int(inputs.report.get("pca_max_points", PCA_MAX_POINTS))
     n = max(1, len(runs))
     fig, axes = plt.subplots(1, n, figsize=(4.2 * n, 4.0), squeeze=False)
     for ax, (title, run_dir) in zip(axes[0], runs):

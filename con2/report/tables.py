@@ -1,7 +1,9 @@
 """The paper's tables, built from the tidy run frame of :mod:`con2.report.collect`.
 
-Every builder takes the runs (one row per run and score), the paper's numbers and the profile's
-``report`` block, and returns a :class:`~con2.report.format.Table`. Which runs feed a table is
+Every builder has one signature, ``build(inputs: ReportInputs) -> Table``: it reads the fields of
+:class:`~con2.report.artefacts.ReportInputs` that its entry in :data:`con2.report.artefacts.TABLES`
+lists (the runs, one row per run and score; the paper's numbers; the profile's ``report`` block;
+...), and :func:`build_table` builds any table of that registry by name. Which runs feed a table is
 decided from what the records say (method, score, and the tags of the method's card: contexts,
 number of contexts, loss), not from variant names, so a renamed variant still lands in the right
 column. Each method's "main" variant (``report.main_variants``, default ``default``) is the one
@@ -29,15 +31,15 @@ values. Only headline scores are tabulated (``nnd``, not ``nnd@<reading>``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from con2.report.artefacts import TABLES, ReportInputs
 from con2.report.collect import dataset_level, summarize
-from con2.report.fidelity import fidelity
 from con2.report.format import CELL_NOTE, MISSING, Table, cell, shown, shown_diff, signed
 from con2.report.methods import Methods, Subject, method_names, missing_weights_notes, subject_of
 from con2.report.paper import dataset_label, dataset_names, paper_value
@@ -318,8 +320,9 @@ def method_table(
     return Table(name, title, ["Method", "Source", *[dataset_label(d) for d in cols]], rows, frame, notes, midrules)
 
 
-def table1_medical(runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str, Any]) -> Table:
+def table1_medical(inputs: ReportInputs) -> Table:
     """Table 1: AUROC on the medical datasets, every method, the paper's numbers beside ours."""
+    runs, paper, config = inputs.runs, inputs.paper, inputs.config
     rep = report_block(config)
     return method_table(
         "table1_medical",
@@ -332,8 +335,9 @@ def table1_medical(runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str,
     )
 
 
-def natural_summary(runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str, Any]) -> Table:
+def natural_summary(inputs: ReportInputs) -> Table:
     """Natural-image summary: AUROC per dataset (mean over normal classes), the paper's beside ours."""
+    runs, paper, config = inputs.runs, inputs.paper, inputs.config
     rep = report_block(config)
     return method_table(
         "natural_summary",
@@ -352,9 +356,10 @@ def _no_subject(name: str, title: str, columns: list[str]) -> Table:
     return Table(name, title, columns, [], pd.DataFrame(columns=columns), [note])
 
 
-def nnd_vs_lh(runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str, Any]) -> Table:
+def nnd_vs_lh(inputs: ReportInputs) -> Table:
     """The subject's scores side by side per dataset (its main variant: the same runs), with the
     paper's where published, and their difference when it has two."""
+    runs, paper, config = inputs.runs, inputs.paper, inputs.config
     rep = report_block(config)
     runs = headline(runs)
     subject, names = subject_and_names(runs, config)
@@ -409,9 +414,10 @@ def nnd_vs_lh(runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str, Any]
     )
 
 
-def loss_ablation(runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str, Any]) -> Table:
+def loss_ablation(inputs: ReportInputs) -> Table:
     """The subject's loss ablation: one column per value of its runs' ``loss`` tag (the main
     variant's first, then in the order of the profile's ``variants``), every score, at its main context."""
+    runs, config = inputs.runs, inputs.config
     rep = report_block(config)
     runs = headline(runs)
     subject, names = subject_and_names(runs, config)
@@ -557,8 +563,9 @@ def context_table(
     )
 
 
-def alt_contexts(runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str, Any]) -> Table:
+def alt_contexts(inputs: ReportInputs) -> Table:
     """Alternative context augmentations (invert / flip / equalize) on the medical datasets."""
+    runs, paper, config = inputs.runs, inputs.paper, inputs.config
     rep = report_block(config)
     natural = set(rep["natural"])
     present = [d for d in dict.fromkeys(runs["dataset"]) if d not in natural] if not runs.empty else []
@@ -574,8 +581,9 @@ def alt_contexts(runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str, A
     )
 
 
-def all_contexts(runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str, Any]) -> Table:
+def all_contexts(inputs: ReportInputs) -> Table:
     """All context augmentations and every score on the natural-image datasets."""
+    runs, paper, config = inputs.runs, inputs.paper, inputs.config
     rep = report_block(config)
     return context_table(
         "all_contexts",
@@ -588,9 +596,10 @@ def all_contexts(runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str, A
     )
 
 
-def multi_context(runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str, Any]) -> Table:
+def multi_context(inputs: ReportInputs) -> Table:
     """The multiple-context ablation: AUROC against the number of contexts k of the subject's runs
     (the main variant's k and context, and every run with a larger k)."""
+    runs, config = inputs.runs, inputs.config
     rep = report_block(config)
     runs = headline(runs)
     subject, names = subject_and_names(runs, config)
@@ -636,8 +645,9 @@ def multi_context(runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str, 
 
 
 # ----------------------------------------------------------------------------- per class, silhouette, compute
-def per_class(runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str, Any], dataset: str) -> Table:
+def per_class(inputs: ReportInputs) -> Table:
     """AUROC per normal class of one dataset, each method's main variant (mean ± std over seeds)."""
+    runs, config, dataset = inputs.runs, inputs.config, inputs.dataset
     rep = report_block(config)
     runs = headline(runs)
     names = method_names(config, runs)
@@ -703,8 +713,9 @@ def variant_label(row: Mapping[str, Any], names: Methods, plain_loss: Any = None
     return f"{names.label(row['method'])} {ctx}{extra}"
 
 
-def silhouette(runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str, Any]) -> Table:
+def silhouette(inputs: ReportInputs) -> Table:
     """Silhouette of the test representations labelled by context, per dataset and variant (like with like)."""
+    runs, config = inputs.runs, inputs.config
     rep = report_block(config)
     subject, names = subject_and_names(headline(runs), config)
     sel = runs.dropna(subset=["silhouette"]) if not runs.empty else runs
@@ -739,11 +750,10 @@ def silhouette(runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str, Any
     )
 
 
-def compute_cost(
-    runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str, Any], hours: pd.DataFrame | None = None
-) -> Table:
+def compute_cost(inputs: ReportInputs) -> Table:
     """Compute per run: training and scoring time, peak memory, the load they were measured under;
     extrapolated to the paper's epochs (with a warning when the measurements were taken under load)."""
+    runs, config, hours = inputs.runs, inputs.config, inputs.hours
     rep = report_block(config)
     dmap = dataset_names(config)
     names = method_names(config, runs)
@@ -907,8 +917,9 @@ def _ours_for_paper_row(
     return _lookup(_level(sel, ["dataset"]), dataset=d), f"{m}/{s}"
 
 
-def reproduction(runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str, Any]) -> Table:
+def reproduction(inputs: ReportInputs) -> Table:
     """Every published number next to ours and the difference (ours − paper, from the shown values)."""
+    runs, paper, config = inputs.runs, inputs.paper, inputs.config
     runs = headline(runs)
     names = method_names(config, runs)
     data, rows = [], []
@@ -972,21 +983,6 @@ def reproduction(runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str, A
     )
 
 
-TABLES: dict[str, Callable[..., Table]] = {
-    "table1_medical": table1_medical,
-    "nnd_vs_lh": nnd_vs_lh,
-    "loss_ablation": loss_ablation,
-    "alt_contexts": alt_contexts,
-    "natural_summary": natural_summary,
-    "all_contexts": all_contexts,
-    "multi_context": multi_context,
-    "silhouette": silhouette,
-    "compute_cost": compute_cost,
-    "reproduction": reproduction,
-    "fidelity": fidelity,
-}
-
-
 def outside_grid_note(runs: pd.DataFrame) -> str | None:
     """The note every table gets when the aggregation holds records outside the profile's grid."""
     if runs.empty or "in_grid" not in runs.columns:
@@ -1000,8 +996,9 @@ def outside_grid_note(runs: pd.DataFrame) -> str | None:
     )
 
 
-def score_runtime(measured: pd.DataFrame) -> Table:
+def score_runtime(inputs: ReportInputs) -> Table:
     """The score-runtime measurements (from ``workflow/scripts/score_runtime.py``) as a table."""
+    measured = inputs.measured
     names = method_names()
     rows = []
     for r in measured.to_dict("records"):
@@ -1032,3 +1029,12 @@ def score_runtime(measured: pd.DataFrame) -> Table:
         measured,
         notes,
     )
+
+
+def build_table(name: str, inputs: ReportInputs) -> Table:
+    """The table ``name`` of :data:`~con2.report.artefacts.TABLES` from ``inputs``, with the note on
+    records outside the profile's grid where it reads runs."""
+    table = TABLES[name].builder()(inputs)
+    if inputs.runs is not None and (note := outside_grid_note(inputs.runs)):
+        table.notes.append(note)
+    return table

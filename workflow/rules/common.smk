@@ -15,8 +15,7 @@ from snakemake.exceptions import WorkflowError
 
 from con2 import experiments as E
 from con2.config import RUNTIME_KEYS
-from con2.errors import ConfigError
-from con2.report.artefacts import TABLES, figure_targets, table_targets
+from con2.report.artefacts import FIGURES, TABLES, figure_targets, table_targets
 
 WORKFLOW_DIR = Path(workflow.basedir)
 STARTED = time.time()
@@ -43,61 +42,16 @@ def grid_error(message):
     return WorkflowError(f"invalid workflow config: {message}")
 
 
-def expand_runs():
-    """The grid of runs (every run config resolved and checked; errors name the key)."""
+def workflow_grid():
+    """The grid of runs: every run config resolved and checked once (errors name the key); the runs
+    whose method lacks its pretrained weights left out and listed at the end (with strict=true the
+    first one fails the workflow, naming the file and the fix); results/configs/<run key>.yaml
+    written for every run trained by `con2 train`, where missing or different (a changed setting
+    rewrites the file, and so reruns that run)."""
     try:
-        return E.expand_grid(config, registry_normal_classes)
+        return E.workflow_grid(config, registry_normal_classes, OWN_RULE_METHODS, STRICT)
     except E.GridError as exc:
         raise grid_error(exc) from None
-
-
-def drop_runs_without_weights(runs):
-    """The runs whose method finds its pretrained weights; the others are left out and listed at
-    the end (with strict=true the first one fails the workflow, naming the file and the fix).
-    Returns ``(kept runs, {"method/variant": the message})``."""
-    from con2.config import make_config
-    from con2.errors import WeightsMissing
-    from con2.methods import validate_run
-
-    missing, verdict = {}, {}
-    for run in runs:
-        if run.method in OWN_RULE_METHODS:
-            continue
-        key = f"{run.method}/{run.variant}"
-        if key in verdict:
-            continue
-        try:
-            validate_run(make_config(run.config))
-            verdict[key] = True
-        except WeightsMissing as exc:
-            if STRICT:
-                raise grid_error(f"method {run.method!r}, variant {run.variant!r}: {exc} (strict=true)") from None
-            verdict[key], missing[key] = False, " ".join(str(exc).split())
-        except ConfigError:
-            verdict[key] = True  # other errors are reported, naming the key, by sync_run_configs
-    return [r for r in runs if verdict.get(f"{r.method}/{r.variant}", True)], missing
-
-
-def sync_run_configs(runs):
-    """Write results/configs/<run key>.yaml for every run trained by `con2 train`, where missing
-    or different: a changed setting rewrites the file, and so reruns that run (its input). The
-    runs whose config is new or changed have their method built first (params included), so a bad
-    key fails here, naming it, before any job starts."""
-    changed = []
-    for run in runs:
-        path = Path(run.config_file)
-        if not path.is_file() or E.read_run_config(path) != run.config:
-            changed.append(run)
-    for run in changed:
-        try:
-            E.check_method(run.config)
-        except ConfigError as exc:
-            raise grid_error(
-                f"dataset {run.dataset!r}, method {run.method!r}, variant {run.variant!r}: {exc} "
-                f"(set in `run:`, `datasets.{run.dataset}.run` or `variants.{run.variant}`)"
-            ) from None
-    for run in changed:
-        E.write_run_config(run.config_file, run.config)
 
 
 def method_regex(methods):
@@ -117,24 +71,23 @@ def runtime_set(wildcards, threads):
 # ------------------------------------------------------------------------------------------ the grid
 OWN_RULE_FILES = method_rule_files()
 OWN_RULE_METHODS = {Path(f).stem for f in OWN_RULE_FILES}
-RUNS, WEIGHTS_MISSING = drop_runs_without_weights(expand_runs())
+GRID = workflow_grid()
+RUNS, WEIGHTS_MISSING, CLI_METHODS = GRID.runs, GRID.missing_weights, GRID.cli_methods
 RUN_INDEX = E.run_index(RUNS)
-CLI_METHODS = {r.method for r in RUNS} - OWN_RULE_METHODS
-sync_run_configs([r for r in RUNS if r.method in CLI_METHODS])
 DATA_TARGETS = E.data_targets(RUNS)
 # every record on disk when the workflow starts (aggregation reads all of them, not only the grid's)
 RECORDS_ON_DISK = sorted(glob.glob(f"{E.RUNS_ROOT}/*/*/*/*/seed*/record.json"))
 
 REPORT = config.get("report") or {}
-PER_CLASS = list(REPORT.get("per_class", []))
 SCOPED_TABLES = list(REPORT.get("scopes") or {})  # studies: built when named (or by `snakemake studies`)
-TABLE_FILES = [f for f in table_targets(PER_CLASS) if Path(f).stem not in SCOPED_TABLES]
-STUDY_FILES = [f for f in table_targets(PER_CLASS) if Path(f).stem in SCOPED_TABLES]
-FIGURE_FILES = figure_targets(PER_CLASS)
+TABLE_FILES = [f for f in table_targets(REPORT) if Path(f).stem not in SCOPED_TABLES]
+STUDY_FILES = [f for f in table_targets(REPORT) if Path(f).stem in SCOPED_TABLES]
+FIGURE_FILES = figure_targets(REPORT)
 # inputs relative to the working directory, so a moved checkout does not change the input sets
 PAPER_NUMBERS = os.path.relpath(WORKFLOW_DIR / "workflow" / "resources" / "paper_numbers.csv")
 PAPER_HOURS = os.path.relpath(WORKFLOW_DIR / "workflow" / "resources" / "paper_compute_hours.csv")
 RUNS_CSV = "results/evaluation/runs.csv"
+SCORE_RUNTIME_CSV = "results/score_runtime/score_runtime.csv"
 SUMMARY_CSV = "results/evaluation/summary.csv"
 DATA_STATUS = f"{E.DATA_ROOT}/status.json"
 
@@ -152,7 +105,7 @@ def run_of(wildcards, method=None):
 
 
 def run_config_file(wildcards):
-    """The resolved config a `con2 train` job reads (written by sync_run_configs)."""
+    """The resolved config a `con2 train` job reads (written by con2.experiments.workflow_grid)."""
     return run_of(wildcards).config_file
 
 
@@ -288,7 +241,7 @@ def table_runs(table):
 
 def grid_hashes():
     """{run key: config hash} of the grid (None for runs of own-rule methods, which keep no hash)."""
-    return {r.key: (r.config_hash if r.method in CLI_METHODS else None) for r in RUNS}
+    return GRID.hashes()
 
 
 def pca_runs():
@@ -312,6 +265,33 @@ def pca_records(wildcards):
 
 def pca_panels(wildcards):
     return pca_runs()
+
+
+def artefact_inputs(artefact):
+    """The inputs of a table's or figure's rule: the files its builder reads (`reads` in
+    con2.report.artefacts); for `panels`, the records of the PCA runs and the data status."""
+    files = {
+        "runs": table_runs(artefact.name),
+        "paper": PAPER_NUMBERS,
+        "hours": PAPER_HOURS,
+        "measured": SCORE_RUNTIME_CSV,
+        "table": f"results/tables/{TABLES[artefact.table].stem}.csv" if artefact.table else None,
+        "panels": None,
+    }
+    inputs = {name: files[name] for name in artefact.reads if files[name]}
+    if "panels" in artefact.reads:
+        inputs.update(records=pca_records, status=status_input)
+    return inputs
+
+
+def artefact_params(artefact):
+    """The params of a figure's rule beyond its name: the PCA panels where it reads them."""
+    return {"panels": pca_panels} if "panels" in artefact.reads else {}
+
+
+def artefact_label(artefact):
+    """The artefact's file stem in a rule's message ({wildcards.dataset} for one made per dataset)."""
+    return artefact.stem.replace("{dataset}", "{wildcards.dataset}")
 
 
 def caption(name):

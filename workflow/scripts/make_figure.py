@@ -1,4 +1,9 @@
-"""Snakemake script of the figure rules (PNG + PDF), from a table's CSV or run directories."""
+"""Snakemake script of the figure rules: one figure of con2.report.artefacts.FIGURES (PNG + PDF).
+
+``params.figure`` names the figure; the rule's inputs are the files it reads (a table's CSV as
+``table``, ``measured``, ...), ``params.panels`` the run directories of the PCA figure, and the
+``dataset`` wildcard, where there is one, the dataset of a figure made per dataset.
+"""
 
 import sys
 
@@ -8,24 +13,15 @@ from _log import logged  # noqa: E402
 
 
 def main() -> None:
-    import pandas as pd
+    from con2.report.artefacts import FIGURES, FILE_INPUTS, ReportInputs
 
-    from con2.report import figures as F
-
-    kind = snakemake.params.figure
+    artefact = FIGURES[snakemake.params.figure]
+    files = {name: str(getattr(snakemake.input, name)) for name in FILE_INPUTS if name in snakemake.input.keys()}
+    dataset = str(getattr(snakemake.wildcards, "dataset", ""))
+    panels = getattr(snakemake.params, "panels", ())
+    inputs = ReportInputs.load(artefact, files, snakemake.config, dataset, panels)
     png, pdf = snakemake.output.png, snakemake.output.pdf
-    if kind == "per_class":
-        F.per_class_figure(
-            pd.read_csv(snakemake.input.table, dtype={"normal_class": str}), snakemake.wildcards.dataset, png, pdf
-        )
-    elif kind == "silhouette":
-        F.silhouette_figure(pd.read_csv(snakemake.input.table), png, pdf)
-    elif kind == "score_runtime":
-        F.score_runtime_figure(pd.read_csv(snakemake.input.table), png, pdf)
-    elif kind == "pca":
-        F.pca_figure([tuple(p) for p in snakemake.params.panels], png, pdf, int(snakemake.params.max_points))
-    else:
-        raise SystemExit(f"unknown figure kind {kind!r}")
+    artefact.builder()(inputs, png, pdf)
     print(f"wrote {png} and {pdf}")
 
 
