@@ -80,7 +80,7 @@ SPEC = MethodSpec(
         "hierarchical augmentation at res2-res4; score -max cos to the training set with TTA"
     ),
     label="UniCon-HA",
-    score_labels={"unicon": "UniCon-HA"},
+    score_labels={"unicon": "max cos"},
     paper_rows={"unicon": ("UniCon-HA", "")},
     compute_name="UniCon-HA",
     test_params={"head_dim": 16},
