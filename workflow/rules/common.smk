@@ -285,7 +285,7 @@ def artefact_inputs(artefact):
 
 
 def artefact_params(artefact):
-    """The params of a figure's rule beyond its name: the PCA panels where it reads them."""
+    """The params a figure needs beyond its name (the PCA panels, where it reads them)."""
     return {"panels": pca_panels} if "panels" in artefact.reads else {}
 
 
