@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
-SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+# The offline data beside the checkout (../shared/data), or wherever CON2_SHARED_DATA points (a
+# clone elsewhere, e.g. under /tmp).
+SHARED_DATA = Path(os.environ.get("CON2_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
 
 TINY = {
     "dataset": "digits",
@@ -43,5 +46,8 @@ def tiny() -> dict:
 @pytest.fixture
 def shared_data() -> Path:
     if not (SHARED_DATA / "medmnist" / "breastmnist.npz").is_file():
-        pytest.fail(f"offline BreastMNIST missing at {SHARED_DATA}; the project's tests expect ../shared/data")
+        pytest.fail(
+            f"offline BreastMNIST missing at {SHARED_DATA}; the project's tests expect ../shared/data "
+            "(or set CON2_SHARED_DATA to the folder holding medmnist/breastmnist.npz)"
+        )
     return SHARED_DATA

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
@@ -27,8 +26,6 @@ from data_fixtures import (  # noqa: F401  (isolated_env is autouse)
 
 from con2.data import DATASETS, DataError, OneClassData, load_one_class, normal_classes
 
-SHARED = Path(os.environ.get("CON2_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
-
 
 def counts(d: OneClassData) -> tuple[int, int, int]:
     return len(d.train), d.n_normal_test, d.n_anomalous
@@ -37,9 +34,8 @@ def counts(d: OneClassData) -> tuple[int, int, int]:
 # --------------------------------------------------------------------------- MedMNIST
 
 
-@pytest.mark.skipif(not (SHARED / "medmnist" / "breastmnist.npz").is_file(), reason="shared BreastMNIST not present")
-def test_breastmnist_shared_offline() -> None:
-    d = load_one_class("breastmnist", SHARED)
+def test_breastmnist_shared_offline(shared_data: Path) -> None:
+    d = load_one_class("breastmnist", shared_data)
     assert counts(d) == (399, 114, 42)
     assert d.train.shape == (399, 28, 28, 1) and d.train.dtype == np.uint8
     assert d.normal_class == "1"
