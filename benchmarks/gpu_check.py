@@ -142,6 +142,7 @@ def run_check(
         amp=cfg.amp,
         channels_last=cfg.channels_last,
         checkpoint_every=cfg.checkpoint_every,
+        checkpoint_seconds=cfg.checkpoint_seconds,
         progress=False,
         fingerprint=cfg.config_hash(),
         compile=cfg.compile,

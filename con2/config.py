@@ -28,6 +28,7 @@ RUNTIME_KEYS: tuple[str, ...] = (
     "threads",
     "progress",
     "checkpoint_every",
+    "checkpoint_seconds",
     "eval_batch_size",
     "nn_chunk",
     "compile",
@@ -83,6 +84,9 @@ class RunConfig:
     # torch.compile the model (on the 2-core CPU: 50-75 s to compile, then 10-15% slower; benchmarks/README.md)
     compile: bool = False
     checkpoint_every: int = 1  # epochs between checkpoints (0: only at the end)
+    # ... and at least this many seconds between them (the last epoch's is always written): a
+    # checkpoint costs ~0.3 s, which on a GPU is longer than an epoch (0: every checkpoint_every epochs)
+    checkpoint_seconds: float = 60.0
     progress: bool = True
 
     def to_dict(self) -> dict[str, Any]:

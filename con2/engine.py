@@ -49,6 +49,7 @@ class TrainSettings:
     amp: bool = True
     channels_last: bool = True
     checkpoint_every: int = 1
+    checkpoint_seconds: float = 0.0  # at least this long between two checkpoints (the last one always)
     progress: bool = True
     fingerprint: str = ""  # identifies the config; a checkpoint of another config is refused
     compile: bool = False  # torch.compile the model's submodules that hold parameters
@@ -203,7 +204,8 @@ def fit(
     """Train ``model`` on uint8 images ``[N, C, H, W]`` (CPU tensor) and return timings.
 
     Resumes from ``checkpoint_path`` if it exists (and matches ``settings.fingerprint``); writes it
-    every ``checkpoint_every`` epochs and at the end.
+    every ``checkpoint_every`` epochs, but no sooner than ``checkpoint_seconds`` after the last one
+    (or the start), and always at the end.
     """
     if images.dtype != torch.uint8 or images.ndim != 4:
         raise ValueError(f"expected uint8 images [N, C, H, W], got {images.dtype} {tuple(images.shape)}")
@@ -235,7 +237,11 @@ def fit(
         if settings.progress or start_epoch:
             print(f"resuming from {checkpoint_path} at epoch {start_epoch} (step {step})", flush=True)
 
+    last_checkpoint = time.perf_counter()
+
     def checkpoint(epoch: int) -> None:
+        nonlocal last_checkpoint
+        last_checkpoint = time.perf_counter()
         if checkpoint_path is not None:
             save_atomic(
                 {
@@ -292,7 +298,8 @@ def fit(
             terms, pending = read_terms(pending), []
         bar.set_postfix({k: f"{v:.3f}" for k, v in terms.items()})
         done = epoch + 1
-        if done == epochs or (settings.checkpoint_every and done % settings.checkpoint_every == 0):
+        due = settings.checkpoint_every and done % settings.checkpoint_every == 0
+        if done == epochs or (due and time.perf_counter() - last_checkpoint >= settings.checkpoint_seconds):
             checkpoint(done)
         if on_epoch_end is not None:
             on_epoch_end(done)

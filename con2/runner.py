@@ -61,6 +61,7 @@ def train_settings(cfg: RunConfig) -> TrainSettings:
         amp=cfg.amp,
         channels_last=cfg.channels_last,
         checkpoint_every=cfg.checkpoint_every,
+        checkpoint_seconds=cfg.checkpoint_seconds,
         progress=cfg.progress,
         fingerprint=cfg.config_hash(),
         compile=cfg.compile,

@@ -23,6 +23,7 @@ TINY = {
     "threads": 1,
     "device": "cpu",
     "eval_batch_size": 512,
+    "checkpoint_seconds": 0,  # a checkpoint every epoch (the resume and kill tests need one mid-run)
 }
 
 

@@ -127,6 +127,32 @@ def test_loss_terms_are_read_every_k_steps_and_at_epoch_end(tmp_path, monkeypatc
     assert result.last_terms["twice"] == pytest.approx(2 * result.last_terms["loss"])
 
 
+@pytest.mark.parametrize(
+    ("every", "seconds", "written"),
+    [(1, 0.0, [1, 2, 3, 4, 5]), (2, 0.0, [2, 4, 5]), (1, 50.0, [2, 4, 5]), (1, 1000.0, [5]), (0, 0.0, [5])],
+)
+def test_checkpoints_every_k_epochs_but_no_sooner_than_the_time_floor(tmp_path, monkeypatch, every, seconds, written):
+    import con2.engine as engine
+    from con2.engine import TrainSettings, fit
+
+    clock = [0.0]  # a fake clock: every training step takes 10 s, so an epoch (3 steps) 30 s
+
+    class Slow(Toy):
+        def training_loss(self, images, progress):
+            clock[0] += 10.0
+            return super().training_loss(images, progress)
+
+    saved = []
+    monkeypatch.setattr(engine.time, "perf_counter", lambda: clock[0])
+    monkeypatch.setattr(engine, "save_atomic", lambda state, path: saved.append(state["epoch"]))
+    images = torch.zeros(12, 1, 2, 2, dtype=torch.uint8)
+    settings = TrainSettings(
+        epochs=5, batch_size=4, progress=False, channels_last=False, checkpoint_every=every, checkpoint_seconds=seconds
+    )
+    fit(Slow(), images, settings, torch.device("cpu"), tmp_path / "ckpt.pt")
+    assert saved == written
+
+
 def test_compile_trains_and_keeps_checkpoint_keys(tmp_path):
     model = Toy()
     toy_fit(tmp_path, model, compile=True)
