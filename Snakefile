@@ -26,7 +26,7 @@ if "experiments" not in config:  # no profile given with --configfile: the defau
 
 
 config.setdefault("data_dir", str(default_data_dir()))  # $CON2_DATA_DIR, else ./data
-for _flag in ("download", "strict", "progress"):  # `--config strict=true` arrives as the string "true"
+for _flag in ("download", "strict", "progress", "compile"):  # `--config strict=true` arrives as the string "true"
     if str(config.get(_flag)).lower() in ("true", "false"):
         config[_flag] = str(config[_flag]).lower() == "true"
 

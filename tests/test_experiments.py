@@ -66,6 +66,13 @@ def test_resolved_config_is_complete_and_round_trips_through_con2_train(tmp_path
     assert (rc.data_dir, rc.threads, rc.progress) == ("/elsewhere", 2, False)
 
 
+def test_every_runtime_key_is_a_top_level_key_of_the_profile_schema() -> None:
+    """A runtime key is set per machine at a profile's top level: the schema must accept each one."""
+    schema = yaml.safe_load((ROOT / "workflow" / "schemas" / "config.schema.yaml").read_text())
+    assert set(RUNTIME_KEYS) <= set(schema["properties"]), set(RUNTIME_KEYS) - set(schema["properties"])
+    assert "checkpoint_seconds" in RUNTIME_KEYS and "compile" in RUNTIME_KEYS
+
+
 def test_grid_errors_name_the_key() -> None:
     cfg = {
         "seeds": [0],
