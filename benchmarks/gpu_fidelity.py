@@ -5,7 +5,8 @@ input size and width (28 px MedMNIST data resized to 224 px, the standard ResNet
 64, N = 64, AdamW 1e-3 / wd 1e-3, cosine, 40 test-time views) on a shortened schedule, for the
 settings that the CPU fidelity table could not decide, plus SimCLR + kNN at the same budget.
 Every run is scored under every reading at once, so each JSON line carries all of them.
-Budget: about 45 s per 128-epoch run on an H200 (measured before the batched views). The plan
+Budget: on one H200 a 128-epoch run takes 18-31 s of wall time (fit 16.5-22.6 s, the first run of
+a process the slowest; measured 2026-11-26, lines in benchmarks/measured/). The plan
 (every setting on seed 0, then a second seed of four) runs in order until ``--budget-s``: a run
 that the last run's time says would end after it is skipped, and says so in its line.
 

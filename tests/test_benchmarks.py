@@ -80,3 +80,33 @@ def test_peak_table_matches_specific_names_first():
     names = [name for name, _ in throughput.PEAK_BF16_TFLOPS]
     for i, name in enumerate(names):  # no earlier entry is contained in a later, more specific one
         assert not any(earlier in name for earlier in names[:i]), name
+
+
+@pytest.mark.slow
+def test_gpu_fidelity_rehearsal_runs_its_plan_within_the_budget(shared_data, tmp_path):
+    """Two settings of the plan on the CPU at tiny sizes: one JSON line each with every reading,
+    then a zero budget that starts nothing and says so for every run of the plan."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    base = [sys.executable, str(ROOT / "benchmarks" / "gpu_fidelity.py"), "--data-dir", str(shared_data), "--tiny"]
+    base += ["--out", str(tmp_path / "gf")]
+
+    def call(*args):
+        res = subprocess.run([*base, *args], capture_output=True, text=True, timeout=600, env=env, cwd=ROOT)
+        assert res.returncode == 0, res.stderr[-3000:]
+        return [json.loads(line) for line in res.stdout.splitlines() if line.startswith("{")]
+
+    lines = call("--seeds", "0", "--only", "as printed", "SimCLR + kNN")
+    runs, summary = lines[:-1], lines[-1]["summary"]
+    assert [(x["setting"], x["seed"], x["main"]) for x in runs] == [
+        ("as printed", 0, "nnd"),
+        ("SimCLR + kNN", 0, "knn"),
+    ]
+    assert {"nnd", "nnd@encoder/original", "nnd@content/matched", "lh@context/original"} <= set(runs[0]["auroc"])
+    assert summary == {
+        "as printed seed0": round(runs[0]["auroc"]["nnd"], 1),
+        "SimCLR + kNN seed0": round(runs[1]["auroc"]["knn"], 1),
+    }
+
+    gpu_fidelity = load_script("gpu_fidelity")
+    skipped = call("--budget-s", "0")[:-1]
+    assert [(x["skipped"], x["seed"]) for x in skipped] == list(gpu_fidelity.PLAN)
