@@ -21,7 +21,8 @@ from __future__ import annotations
 import math
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -113,6 +114,42 @@ def autocast_enabled(device: torch.device, amp: bool) -> bool:
     time (benchmarks/README.md); the losses are computed in float32 either way.
     """
     return amp and (device.type == "cuda" or (device.type == "cpu" and cpu_has_native_bf16()))
+
+
+@contextmanager
+def refuse_broken_cpu_bf16_convolutions(model: nn.Module) -> Iterator[None]:
+    """Stop a bfloat16-autocast CPU step before a strided convolution sees a 1 x 1 input.
+
+    PyTorch 2.14's oneDNN bf16 kernels give such a convolution (3 x 3, stride 2, padding 1) weight
+    gradients read from uninitialised memory for the taps that see only padding: garbage, sometimes
+    NaN, depending on what the allocator hands out (measured: 161 of 300 steps; float32 and every
+    input of 2 x 2 or more are right, tests/test_core_engine.py). A ResNet with the standard stem
+    reaches 1 x 1 in its last stage at 16 px. The forward pre-hooks raise ``ConfigError`` naming
+    the module and the fix before that convolution runs, so nothing is updated or written.
+    """
+
+    def hook_for(name: str):
+        def hook(module: nn.Module, args: tuple) -> None:
+            x = args[0]
+            if isinstance(x, Tensor) and x.dim() == 4 and tuple(x.shape[-2:]) == (1, 1):
+                raise ConfigError(
+                    f"bfloat16 autocast on this CPU computes wrong weight gradients for the strided "
+                    f"convolution {name} on its 1 x 1 input (a oneDNN kernel of PyTorch {torch.__version__}); "
+                    f"set amp=false (float32), or a larger image_size (the standard ResNet stem needs >= 32 px)"
+                )
+
+        return hook
+
+    handles = [
+        m.register_forward_pre_hook(hook_for(name))
+        for name, m in model.named_modules()
+        if isinstance(m, nn.Conv2d) and max(m.stride) > 1 and max(m.kernel_size) > 1
+    ]
+    try:
+        yield
+    finally:
+        for h in handles:
+            h.remove()
 
 
 def prepare_model(model: nn.Module, settings: TrainSettings, device: torch.device) -> None:
@@ -258,6 +295,8 @@ def fit(
     if settings.compile:
         compile_submodules(model)
     autocast = autocast_enabled(device, settings.amp)
+    # the first step of this process checks the shapes that bf16 on the CPU gets wrong (compiled graphs skip hooks)
+    guard_first_step = autocast and device.type == "cpu" and not settings.compile
     terms: dict[str, float] = {}
     pending: list[tuple[int, int, dict[str, Tensor]]] = []  # loss terms not yet read from the device
     trained_images, t0 = 0, time.perf_counter()
@@ -280,8 +319,11 @@ def fit(
                 break
             x = resident[order[b * batch : (b + 1) * batch]]
             torch.manual_seed(derived_seed(settings.seed, 1_000_003, step))
+            guard = refuse_broken_cpu_bf16_convolutions(model) if guard_first_step else nullcontext()
+            guard_first_step = False
             try:
-                out = train_step(model, x, step / max(1, total_steps), optimizer, scheduler, autocast)
+                with guard:
+                    out = train_step(model, x, step / max(1, total_steps), optimizer, scheduler, autocast)
             except Exception as exc:
                 if settings.compile and isinstance(exc, torch._dynamo.exc.TorchDynamoException):
                     first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""

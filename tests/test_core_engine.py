@@ -153,6 +153,44 @@ def test_checkpoints_every_k_epochs_but_no_sooner_than_the_time_floor(tmp_path, 
     assert saved == written
 
 
+class StridedConv(torch.nn.Module):
+    """A 3 x 3 stride-2 convolution on ``size`` x ``size`` inputs, with the method interface."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__()
+        self.size = size
+        self.conv = torch.nn.Conv2d(1, 2, 3, stride=2, padding=1)
+
+    def training_loss(self, images, progress):
+        x = torch.nn.functional.interpolate(images.float() / 255, size=self.size)
+        return {"loss": self.conv(x).float().pow(2).mean()}
+
+
+def test_a_strided_convolution_on_a_1x1_input_is_refused_under_cpu_bf16(tmp_path, monkeypatch):
+    import con2.engine as engine
+    from con2.engine import TrainSettings, fit, refuse_broken_cpu_bf16_convolutions
+    from con2.errors import ConfigError
+
+    model = StridedConv(1)
+    with pytest.raises(ConfigError, match=r"convolution conv on its 1 x 1 input .*set amp=false .*image_size"):
+        with refuse_broken_cpu_bf16_convolutions(model):
+            model.training_loss(torch.zeros(2, 1, 4, 4, dtype=torch.uint8), 0.0)
+    assert not model.conv._forward_pre_hooks  # the hooks go with the context
+    two = StridedConv(2)
+    with refuse_broken_cpu_bf16_convolutions(two):
+        two.training_loss(torch.zeros(2, 1, 4, 4, dtype=torch.uint8), 0.0)  # 2 x 2 is computed right
+
+    # in fit: only where bf16 autocast runs on the CPU, before any update or checkpoint
+    images = torch.zeros(8, 1, 4, 4, dtype=torch.uint8)
+    settings = TrainSettings(epochs=1, batch_size=4, progress=False, channels_last=False)
+    monkeypatch.setattr(engine, "autocast_enabled", lambda device, amp: amp)
+    with pytest.raises(ConfigError, match="set amp=false"):
+        fit(StridedConv(1), images, settings, torch.device("cpu"), tmp_path / "ckpt.pt")
+    assert not (tmp_path / "ckpt.pt").exists()
+    for ok_model, amp in ((StridedConv(2), True), (StridedConv(1), False)):
+        fit(ok_model, images, TrainSettings(**{**settings.__dict__, "amp": amp}), torch.device("cpu"), None)
+
+
 def test_compile_trains_and_keeps_checkpoint_keys(tmp_path):
     model = Toy()
     toy_fit(tmp_path, model, compile=True)
