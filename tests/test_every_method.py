@@ -19,7 +19,7 @@ import pandas as pd
 import pytest
 import torch
 import torch.nn.functional as F
-from method_fixtures import with_stand_in_weights
+from method_fixtures import tiny_for, with_stand_in_weights
 from torch import nn
 
 from con2.augment import IDENTITY_VIEW
@@ -31,16 +31,12 @@ from con2.methods import Method, all_methods, build_method, register, registry
 from con2.records import read_record
 from con2.runner import RECORD, SCORES, run, to_tensor
 
-# PANDA's ImageNet ResNet has the standard stem: at 16 px its last stage sees 1 x 1 inputs, which
-# bf16 autocast on a CPU gets wrong (con2.engine.refuse_broken_cpu_bf16_convolutions); 32 px is right.
-TINY_SIZE = {"panda": {"image_size": 32}}
-
 
 def check_method_run(name: str, tiny: dict[str, Any], run_dir: Path) -> dict[str, Any]:
     """Run method ``name`` with its ``test_params`` on the tiny config; check record and scores."""
     cls = all_methods()[name]
     params = with_stand_in_weights(name, dict(cls.test_params), run_dir / "stand_in_weights")
-    run(make_config({**tiny, **TINY_SIZE.get(name, {}), "method": name, "params": params}), run_dir)
+    run(make_config({**tiny_for(name, tiny), "method": name, "params": params}), run_dir)
     record = read_record(run_dir / RECORD)  # validates against the schema
     assert record["method"] == name
     aurocs = record["metrics"]["auroc"]

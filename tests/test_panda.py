@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 import torch
+from method_fixtures import TRAIN_SIZE
 
 from baselines.panda import compactness_loss, ewc_penalty, knn_sq_scores
 from con2 import weights
@@ -52,7 +53,10 @@ def test_knn_score_sums_the_k_smallest_squared_distances(k):
 def panda_cfg(tiny, tmp_path):
     """A tiny PANDA config on random ResNet18 stand-in weights (never a result)."""
     path = weights.save_random_weights("torchvision/resnet18-imagenet1k-v1", tmp_path / "r18.pth")
-    return {**tiny, "method": "panda", "params": {"backbone": "resnet18", "weights": str(path)}}
+    # 32 px, stored and trained: at 16 px the ResNet's last stage sees 1 x 1 inputs, which the engine
+    # refuses under bf16 autocast on a CPU (method_fixtures.TRAIN_SIZE)
+    size = TRAIN_SIZE["panda"]
+    return {**tiny, "image_size": size, "method": "panda", "params": {"backbone": "resnet18", "weights": str(path)}}
 
 
 def test_training_keeps_panda_frozen_layers_and_batchnorm_statistics(panda_cfg):
@@ -84,13 +88,14 @@ def test_the_centre_is_the_mean_pretrained_feature_of_the_training_images(panda_
     train = to_tensor(load_run_data(cfg).train)
     method.prepare(train)
     method.eval()
-    with torch.no_grad():  # the digits are prepared at the run's 16 px: the identity view is the image itself
+    with torch.no_grad():  # the digits are prepared at the run's size: the identity view is the image itself
         expected = method.encoder(normalize(to_float(train))).mean(0)
     method.train()
-    method.training_loss(torch.randint(0, 256, (8, 1, 16, 16), dtype=torch.uint8), 0.0)
+    s = cfg.image_size
+    method.training_loss(torch.randint(0, 256, (8, 1, s, s), dtype=torch.uint8), 0.0)
     assert torch.allclose(method.centre, expected, atol=1e-4)
     first = method.centre.clone()
-    method.training_loss(torch.randint(0, 256, (8, 1, 16, 16), dtype=torch.uint8), 0.1)
+    method.training_loss(torch.randint(0, 256, (8, 1, s, s), dtype=torch.uint8), 0.1)
     assert torch.equal(method.centre, first), "the centre is computed once, before the first step"
 
 

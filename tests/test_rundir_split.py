@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 from conftest import TINY
-from method_fixtures import with_stand_in_weights
+from method_fixtures import tiny_for, with_stand_in_weights
 
 from baselines.examples import pixel_nn
 from baselines.external import main as external_main
@@ -46,7 +46,7 @@ def test_every_method_sees_the_same_test_ids_across_training_seeds(method, expec
         params = with_stand_in_weights(method, dict(cls.test_params), tmp_path / "stand_in_weights")
         cfg = make_config(
             {
-                **TINY,
+                **tiny_for(method, TINY),
                 "method": method,
                 "params": params,
                 "normal_class": NORMAL,
