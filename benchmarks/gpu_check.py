@@ -26,6 +26,7 @@ and scoring paths need neither), from the repository root::
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import platform
 import tempfile
@@ -39,9 +40,10 @@ from throughput import load_images, measure
 
 from con2.config import make_config
 from con2.data import DataError, load_one_class
-from con2.engine import TrainSettings, fit, select_device
+from con2.engine import fit, select_device
 from con2.methods import build_method
 from con2.metrics import auroc
+from con2.runner import train_settings
 
 # (name, config overrides, timed steps per round): the two throughput settings
 THROUGHPUT = (
@@ -131,22 +133,7 @@ def run_check(
     method = build_method(cfg)
     to_nchw = lambda x: torch.from_numpy(x.transpose(0, 3, 1, 2).copy())  # noqa: E731
     train, test = to_nchw(data.train), to_nchw(data.test)
-    settings = TrainSettings(
-        epochs=cfg.epochs,
-        batch_size=cfg.batch_size,
-        lr=cfg.lr,
-        weight_decay=cfg.weight_decay,
-        betas=cfg.betas,
-        max_steps=max_steps,
-        seed=cfg.seed,
-        amp=cfg.amp,
-        channels_last=cfg.channels_last,
-        checkpoint_every=cfg.checkpoint_every,
-        checkpoint_seconds=cfg.checkpoint_seconds,
-        progress=False,
-        fingerprint=cfg.config_hash(),
-        compile=cfg.compile,
-    )
+    settings = dataclasses.replace(train_settings(cfg), max_steps=max_steps)  # fit's settings, cut to the budget
     with tempfile.TemporaryDirectory() as tmp:
         result = fit(method, train, settings, device, Path(tmp) / "checkpoint.pt")
     t_score = time.perf_counter()
