@@ -26,7 +26,7 @@ import torchvision.transforms.v2.functional as TF
 from torch import Tensor
 
 from con2.errors import ConfigError
-from con2.views import DEFAULT_VIEWS, ViewAugment, ViewParams  # noqa: F401  (re-exported: methods build their views from here)
+from con2.views import DEFAULT_VIEWS, ViewAugment, ViewParams, blur_kernel_size  # noqa: F401  (re-exported: methods build their views from here)
 
 ContextFn = Callable[[Tensor], Tensor]
 
@@ -103,7 +103,8 @@ class FixedView:
 
     ``crop`` is ``(top, left, height, width)`` as fractions of the image side; ``jitter`` holds
     brightness, contrast, saturation factors and a hue shift, applied in ``order`` (torchvision's
-    ColorJitter semantics) when ``jitter_on``.
+    ColorJitter semantics) when ``jitter_on``; ``blur_sigma > 0`` blurs last (torchvision's
+    ``gaussian_blur``, SimCLR's kernel: :func:`con2.views.blur_kernel_size`).
     """
 
     crop: tuple[float, float, float, float] = (0.0, 0.0, 1.0, 1.0)
@@ -112,6 +113,7 @@ class FixedView:
     jitter: tuple[float, float, float, float] = (1.0, 1.0, 1.0, 0.0)
     order: tuple[int, ...] = (0, 1, 2, 3)
     grayscale: bool = False
+    blur_sigma: float = 0.0
 
     def __call__(self, x: Tensor, size: int) -> Tensor:
         """Apply to float ``[B, 3, H, W]`` in [0, 1] -> ``[B, 3, size, size]``."""
@@ -141,6 +143,9 @@ class FixedView:
                     x = TF.adjust_hue(x, hue)
         if self.grayscale:
             x = TF.rgb_to_grayscale(x, num_output_channels=3)
+        kernel = blur_kernel_size(size)
+        if self.blur_sigma > 0 and kernel > 1:
+            x = TF.gaussian_blur(x, [kernel, kernel], [self.blur_sigma, self.blur_sigma])
         return x.clamp(0.0, 1.0)
 
 
@@ -153,7 +158,9 @@ def draw_fixed_views(
     """Draw ``n`` fixed test-time views from the training distribution T, reproducibly from ``seed``.
 
     Crops follow torchvision's RandomResizedCrop sampling (scale, log-uniform ratio, 10 tries, then
-    the centre fallback) on a unit square; jitter factors follow ColorJitter's ranges.
+    the centre fallback) on a unit square; jitter factors follow ColorJitter's ranges. The blur is
+    drawn (after everything else of a view) only when ``params.blur_p > 0``, so views without blur
+    are the same as before it existed.
     """
     rng = np.random.default_rng(seed)
     ratio = params.crop_ratio if ratio is None else ratio
@@ -181,6 +188,15 @@ def draw_fixed_views(
                 ),
                 order=tuple(int(i) for i in rng.permutation(4)),
                 grayscale=bool(rng.random() < params.grayscale_p),
+                blur_sigma=_draw_blur(rng, params),
             )
         )
     return views
+
+
+def _draw_blur(rng: np.random.Generator, params: ViewParams) -> float:
+    """A view's blur sigma (0: none); draws nothing when ``params.blur_p`` is 0."""
+    if params.blur_p <= 0:
+        return 0.0
+    on, sigma = rng.random() < params.blur_p, float(rng.uniform(*params.blur_sigma))
+    return sigma if on else 0.0

@@ -70,9 +70,21 @@ class RunConfig:
     jitter: tuple[float, float, float, float] = (0.4, 0.4, 0.4, 0.1)
     jitter_p: float = 0.8
     grayscale_p: float = 0.2
+    blur_p: float = 0.0  # Gaussian blur probability (SimCLR's strength: 0.5); kernel 10% of image_size, odd
+    blur_sigma: tuple[float, float] = (0.1, 2.0)  # blur sigma drawn uniformly from this range (SimCLR's)
     # scoring
     tta: int = 40  # test-time augmentations A (0: the identity view only)
     tta_seed: int = 0  # seed of the fixed test-time views, shared by every method of a run
+    # CSI's test-time reading (columns score@feature/reference/csi): this many random views per image and
+    # context, drawn per image from a seed derived from tta_seed and the image's index, crop scale fixed at
+    # 0.54, features averaged over the views before scoring (0: not computed)
+    csi_views: int = 10
+    # learning curve: score the model after these epochs (and after the last one) under every reading, into
+    # the record's `curve` and curve.csv; () = no curve. It never changes the training or the final numbers.
+    score_at: tuple[int, ...] = ()
+    curve_views: int | None = (
+        4  # the curve's test-time views (rounded up to a multiple of the contexts); None: the run's full plan
+    )
     lh_ridge: float = 1e-2  # covariance ridge for S_LH, relative to the mean eigenvalue
     nn_chunk: int = 4096  # rows per block in nearest-neighbour search (bounds memory)
     eval_batch_size: int = 256
@@ -123,6 +135,8 @@ def _coerce(key: str, value: Any, default: Any, annotation: str | None = None) -
             if not isinstance(value, bool):
                 raise TypeError
             return value
+        if isinstance(default, tuple) and (annotation or str(getattr(_FIELDS.get(key), "type", ""))) == _INTS:
+            return _int_tuple(value)
         if isinstance(default, tuple):
             if isinstance(value, str) and default and isinstance(default[0], str):
                 value = [value]  # a single name where a list of names is expected
@@ -148,6 +162,20 @@ def _coerce(key: str, value: Any, default: Any, annotation: str | None = None) -
         raise ConfigError(f"config key {key!r}: {value!r} is not a valid {type(default).__name__}") from None
 
 
+_INTS = "tuple[int, ...]"
+
+
+def _int_tuple(value: Any) -> tuple[int, ...]:
+    """A list of integers (``tuple[int, ...]`` fields such as ``score_at``); one integer is a list of one."""
+    items = value if isinstance(value, (list, tuple)) else [value]
+    out = []
+    for v in items:
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or float(v) != int(v):
+            raise TypeError
+        out.append(int(v))
+    return tuple(out)
+
+
 _DEFAULTS = RunConfig()
 
 
@@ -159,6 +187,7 @@ def make_config(values: dict[str, Any]) -> RunConfig:
     kwargs = {k: _coerce(k, v, getattr(_DEFAULTS, k)) for k, v in values.items()}
     cfg = RunConfig(**kwargs)
     validate(cfg)
+    validate_readings(cfg)
     return cfg
 
 
@@ -198,6 +227,23 @@ def validate(cfg: RunConfig) -> None:
         raise ConfigError(f"config key 'lh_ridge' must be >= 0, got {cfg.lh_ridge}")
     if not (cfg.device in ("auto", "cpu", "cuda") or cfg.device.startswith("cuda:")):
         raise ConfigError(f"config key 'device' must be auto, cpu, cuda or cuda:N, got {cfg.device!r}")
+
+
+def validate_readings(cfg: RunConfig) -> None:
+    """Range checks of the blur, the CSI reading and the learning curve."""
+    if not 0 <= cfg.blur_p <= 1:
+        raise ConfigError(f"config key 'blur_p' must lie in [0, 1], got {cfg.blur_p}")
+    if not 0 < cfg.blur_sigma[0] <= cfg.blur_sigma[1]:
+        raise ConfigError(f"config key 'blur_sigma' must satisfy 0 < low <= high, got {cfg.blur_sigma}")
+    if cfg.csi_views < 0:
+        raise ConfigError(f"config key 'csi_views' must be >= 0 (0: no CSI reading), got {cfg.csi_views}")
+    bad = [e for e in cfg.score_at if e < 1]
+    if bad:
+        raise ConfigError(f"config key 'score_at' lists epochs {bad}; every entry must be an epoch >= 1")
+    if cfg.curve_views is not None and cfg.curve_views < 0:
+        raise ConfigError(
+            f"config key 'curve_views' must be >= 0 (0: the identity view; null: the full plan), got {cfg.curve_views}"
+        )
 
 
 def min_image_size(cfg: RunConfig) -> int:

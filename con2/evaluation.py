@@ -12,6 +12,16 @@ A method never writes its own scoring loop. It declares (see :class:`con2.method
   context is compared with: ``matched`` (the training set through the same context transform)
   or ``original`` (the training set in the original context, the paper's formula as printed).
 
+Besides the plan's fixed views, every reading is also scored as CSI's evaluation code draws its
+test-time views (``cfg.csi_views`` > 0; columns ``<score>@<feature>/<reference>/csi``): for every
+context, ``csi_views`` random views *per image*, drawn from a generator seeded by the run's
+``tta_seed``, the context and the image's index (training image i and test image i get the same
+views, as CSI's per-batch reseeding gives images at one batch position), from the run's view
+distribution with the crop scale fixed at 0.54 (CSI's ``resize_factor`` with ``resize_fix``) and
+the horizontal flip applied before the context (as CSI flips before it rotates); the features of
+an image are averaged over its views, then scored (for S_NND: the max cosine of the mean test
+feature to the mean training features), and the scores averaged over the contexts.
+
 :func:`score_method` runs the plan once: one encoder pass per (split, view), every feature space
 from that pass, every (score, reading) accumulated. So one trained model is scored under every
 reading without retraining, and scoring never touches the weights. The headline reading of each
@@ -21,14 +31,17 @@ score is written under the score's plain name (``nnd``); every other reading und
 A plan (:func:`tta_plan`) holds A views drawn once from a seed, split evenly over the K contexts
 (the first A/K on x, the next A/K on t_1(x), ...), the same for training and test images; ``tta =
 0`` means one identity view on x alone. :func:`crossed_plan` applies every view in every context
-(CSI's samples x rotations).
+(CSI's samples x rotations). A method whose contexts act after the views
+(:meth:`~con2.methods.Method.context_after_views`) is scored the same way: view, uint8
+quantisation, then the context.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -36,6 +49,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from con2.augment import DEFAULT_VIEWS, IDENTITY_VIEW, FixedView, ViewParams, draw_fixed_views, normalize, to_float
+from con2.views import ViewBatch, apply_views, cat_views, sample_views
 
 if TYPE_CHECKING:
     from con2.methods.base import Method, MethodScores
@@ -43,6 +57,8 @@ if TYPE_CHECKING:
 Plan = list[tuple[FixedView, int]]
 ContextFn = Callable[[Tensor], Tensor]
 REFERENCES = ("matched", "original")
+VIEWS = ("fixed", "csi")  # the plan's fixed views, or CSI's random views per image averaged before scoring
+CSI_CROP_SCALE = (0.54, 0.54)  # CSI's test-time crop: resize_factor 0.54 with resize_fix
 
 
 def identity(x: Tensor) -> Tensor:
@@ -105,18 +121,22 @@ class Scorer:
 
 @dataclass(frozen=True)
 class Reading:
-    """Which feature space is scored and which training set non-identity views are compared with."""
+    """Which feature space is scored, which training set non-identity views are compared with, and
+    which test-time views: the plan's fixed ones (``fixed``) or CSI's random ones per image (``csi``)."""
 
     feature: str = "encoder"
     reference: str = "matched"
+    views: str = "fixed"
 
     def __post_init__(self) -> None:
         if self.reference not in REFERENCES:
             raise ValueError(f"reference must be one of {REFERENCES}, got {self.reference!r}")
+        if self.views not in VIEWS:
+            raise ValueError(f"views must be one of {VIEWS}, got {self.views!r}")
 
     @property
     def name(self) -> str:
-        return f"{self.feature}/{self.reference}"
+        return f"{self.feature}/{self.reference}" + ("" if self.views == "fixed" else f"/{self.views}")
 
 
 @dataclass(frozen=True)
@@ -125,15 +145,29 @@ class ScoringSpec:
 
     Every scorer is computed under every reading (``tta=False`` scorers under every feature space
     of the readings, on identity views). The headline reading's column is the score's plain name.
+    With ``csi``, every fixed-view reading is also computed on CSI's test-time views (``tta``
+    scorers only; :func:`score_method` sets it from ``cfg.csi_views``).
     """
 
     scorers: Mapping[str, Scorer]
     readings: tuple[Reading, ...] = (Reading(),)
     headline: Reading = field(default_factory=Reading)
+    csi: bool = False
 
     def __post_init__(self) -> None:
-        if self.headline not in self.readings:
+        if self.headline not in self.all_readings():
             raise ValueError(f"headline reading {self.headline.name} is not among the readings computed")
+
+    def all_readings(self) -> tuple[Reading, ...]:
+        """The readings, then (with ``csi``) each fixed-view one on CSI's views."""
+        fixed = tuple(r for r in self.readings if r.views == "fixed")
+        extra = tuple(replace(r, views="csi") for r in fixed) if self.csi else ()
+        return (*self.readings, *(r for r in extra if r not in self.readings))
+
+    def computes(self, score: str, reading: Reading) -> bool:
+        """Whether ``score`` has a column under ``reading`` (``tta=False`` scorers: matched, fixed views only)."""
+        scorer = self.scorers[score]
+        return scorer.tta or (reading.reference == "matched" and reading.views == "fixed")
 
     def column(self, score: str, reading: Reading) -> str:
         """``score`` for the headline reading, ``score@feature/reference`` otherwise."""
@@ -141,46 +175,110 @@ class ScoringSpec:
 
     def columns(self) -> list[str]:
         """Every score column, headline columns first (the order of ``scores.csv``)."""
-        ordered = [self.headline, *(r for r in self.readings if r != self.headline)]
-        out: list[str] = []
-        for reading in ordered:
-            for score, scorer in self.scorers.items():
-                if scorer.tta or reading.reference == "matched":
-                    out.append(self.column(score, reading))
-        return out
+        ordered = [self.headline, *(r for r in self.all_readings() if r != self.headline)]
+        return [self.column(s, r) for r in ordered for s in self.scorers if self.computes(s, r)]
 
     def describe(self) -> dict[str, object]:
         """The record's ``scoring`` entry: headline reading per score and every column's reading."""
         cols = {}
-        for reading in self.readings:
+        for reading in self.all_readings():
             for score, scorer in self.scorers.items():
-                if scorer.tta or reading.reference == "matched":
+                if self.computes(score, reading):
                     cols[self.column(score, reading)] = {
                         "score": score,
                         "feature": reading.feature,
                         "reference": reading.reference,
+                        "views": reading.views,
                         "test_time_views": scorer.tta,
                     }
         return {"headline": {s: self.headline.name for s in self.scorers}, "columns": cols}
+
+
+@dataclass(frozen=True)
+class ImageViews:
+    """Random views with their own parameters per image (CSI's test-time views), for images ``0..n-1``.
+
+    ``params`` is a :class:`~con2.views.ViewBatch` of ``n`` images (on the CPU); its flip is applied
+    to the raw pixels before the context (:meth:`mirror`), the rest after it (:meth:`apply`).
+    """
+
+    params: ViewBatch
+
+    def mirror(self, x: Tensor, start: int) -> Tensor:
+        """Left-right mirror the images ``start:start + len(x)`` of uint8 ``x [b, C, H, W]`` whose view flips."""
+        flip = self.params.flip[start : start + len(x)].to(x.device)
+        return torch.where(flip[:, None, None, None], x.flip(-1), x)
+
+    def apply(self, x: Tensor, size: int, start: int) -> Tensor:
+        """The views of images ``start:start + len(x)`` on float ``x [b, C, H, W]`` -> ``[b, 3, size, size]``."""
+        v = self.params.rows(start, start + len(x))
+        v = replace(v, **{k: getattr(v, k).to(x.device) for k in ("crop", "jitter_on", "factors", "order", "gray")})
+        v = replace(v, flip=torch.zeros_like(v.jitter_on), blur=None if v.blur is None else v.blur.to(x.device))
+        return apply_views(x, v, size)
+
+
+def csi_image_views(
+    n_images: int, n_views: int, height: int, width: int, params: ViewParams, seed: int, context: int
+) -> list[ImageViews]:
+    """CSI's test-time views: ``n_views`` random views of each of ``n_images`` images of one context.
+
+    Image ``i``'s views come from a generator seeded by ``(seed, context, i)``, from ``params`` with
+    the crop scale fixed at :data:`CSI_CROP_SCALE`. Returns one :class:`ImageViews` per view index.
+    """
+    from con2.engine import derived_seed
+
+    params = replace(params, crop_scale=CSI_CROP_SCALE)
+    per_image = [
+        sample_views(
+            n_views,
+            height,
+            width,
+            params,
+            generator=torch.Generator().manual_seed(derived_seed(seed, 0xC51, context, i)),
+        )
+        for i in range(n_images)
+    ]
+    return [ImageViews(cat_views([vb.rows(v, v + 1) for vb in per_image])) for v in range(n_views)]
+
+
+def quantize(x: Tensor) -> Tensor:
+    """Float images in [0, 1] -> uint8 (rounded), so a context defined on pixels can act on a view."""
+    return (x * 255.0).round().clamp(0, 255).to(torch.uint8)
+
+
+def _pixels_to_input(
+    x: Tensor, view: FixedView | ImageViews, context: ContextFn, size: int, start: int, after: bool
+) -> Tensor:
+    """uint8 ``x [b, C, H, W]`` (images ``start:start + b``) -> the normalised view in its context ``[b, 3, S, S]``."""
+    if isinstance(view, ImageViews):
+        x = view.mirror(x, start)
+        apply = lambda f: view.apply(f, size, start)  # noqa: E731
+    else:
+        apply = lambda f: view(f, size)  # noqa: E731
+    if after:
+        return normalize(to_float(context(quantize(apply(to_float(x))))))
+    return normalize(apply(to_float(context(x))))
 
 
 @torch.no_grad()
 def features(
     encoder: nn.Module,
     images: Tensor,
-    view: FixedView,
+    view: FixedView | ImageViews,
     context: ContextFn,
     size: int,
     device: torch.device,
     spaces: Mapping[str, nn.Module | None],
     batch_size: int = 256,
     channels_last: bool = True,
+    after: bool = False,
 ) -> dict[str, Tensor]:
-    """Features of uint8 images ``[n, C, H, W]`` under one context and one fixed view, in every space.
+    """Features of uint8 images ``[n, C, H, W]`` under one context and one view, in every space.
 
-    The context acts on raw pixels, then the view, then mean = std = 0.5 normalisation, as in
-    training; one encoder pass, then each space's head (``None``: the encoder output itself).
-    Returns ``{space: [n, d_space]}`` (float32, on ``device``).
+    The context acts on raw pixels, then the view (a fixed view, or per-image views), then mean =
+    std = 0.5 normalisation, as in training; with ``after`` the view comes first, is quantised to
+    uint8 and the context acts on it. One encoder pass, then each space's head (``None``: the
+    encoder output itself). Returns ``{space: [n, d_space]}`` (float32, on ``device``).
     """
     was_training = encoder.training
     encoder.eval()
@@ -191,8 +289,7 @@ def features(
     out: dict[str, list[Tensor]] = {name: [] for name in spaces}
     try:
         for i in range(0, len(images), batch_size):
-            x = context(images[i : i + batch_size].to(device))
-            x = normalize(view(to_float(x), size))
+            x = _pixels_to_input(images[i : i + batch_size].to(device), view, context, size, i, after)
             if channels_last:
                 x = x.contiguous(memory_format=torch.channels_last)
             with torch.autocast(device_type="cuda", dtype=torch.bfloat16, enabled=device.type == "cuda"):
@@ -239,6 +336,10 @@ def iter_plan_features(
         )
 
 
+def _accumulate(sums: dict[str, Tensor], col: str, value: Tensor) -> None:
+    sums[col] = sums[col] + value if col in sums else value
+
+
 @torch.no_grad()
 def score_method(method: Method, train: Tensor, test: Tensor, device: torch.device) -> MethodScores:
     """Score uint8 ``test [M, C, H, W]`` against the normal ``train [n, C, H, W]`` under every reading.
@@ -249,7 +350,8 @@ def score_method(method: Method, train: Tensor, test: Tensor, device: torch.devi
     """
     from con2.methods.base import MethodScores
 
-    spec = method.scoring()
+    cfg = method.cfg
+    spec = replace(method.scoring(), csi=getattr(cfg, "csi_views", 0) > 0)
     spaces_all = method.feature_spaces()
     unknown = sorted({r.feature for r in spec.readings} - set(spaces_all))
     if unknown:
@@ -258,22 +360,52 @@ def score_method(method: Method, train: Tensor, test: Tensor, device: torch.devi
         )
     spaces = {name: spaces_all[name] for name in dict.fromkeys(r.feature for r in spec.readings)}
     spaces.setdefault("encoder", None)
-    size, bs, cl = method.cfg.image_size, method.cfg.eval_batch_size, method.cfg.channels_last
-    run = lambda imgs, view, ctx: features(method.encoder, imgs, view, ctx, size, device, spaces, bs, cl)  # noqa: E731
-    need_original = any(r.reference == "original" for r in spec.readings)
+    size, bs, cl = cfg.image_size, cfg.eval_batch_size, cfg.channels_last
+    after = method.context_after_views()
+
+    def run(imgs: Tensor, view: FixedView | ImageViews, ctx: ContextFn) -> dict[str, Tensor]:
+        return features(method.encoder, imgs, view, ctx, size, device, spaces, bs, cl, after)
+
+    readings = spec.all_readings()
+    fixed = [r for r in readings if r.views == "fixed"]
+    need_original = any(r.reference == "original" for r in readings)
+
+    def add(sums: dict[str, Tensor], rs: Sequence[Reading], te, tr, tr_orig, context: int) -> None:
+        for reading in rs:
+            ref = tr if reading.reference == "matched" else tr_orig
+            for score, scorer in spec.scorers.items():
+                if scorer.tta:
+                    s = scorer.fn(te[reading.feature], ref[reading.feature], context).double().cpu()
+                    _accumulate(sums, spec.column(score, reading), s)
 
     plan = method.test_plan()
     sums: dict[str, Tensor] = {}
     for tv in plan:
         te, tr = run(test, tv.view, tv.pixels), run(train, tv.view, tv.pixels)
         tr_orig = run(train, tv.view, tv.original) if need_original and tv.context != 0 else tr
-        for reading in spec.readings:
-            ref = tr if reading.reference == "matched" else tr_orig
-            for score, scorer in spec.scorers.items():
-                if scorer.tta:
-                    col = spec.column(score, reading)
-                    s = scorer.fn(te[reading.feature], ref[reading.feature], tv.context).double().cpu()
-                    sums[col] = sums[col] + s if col in sums else s
+        add(sums, fixed, te, tr, tr_orig, tv.context)
+    divisor = {spec.column(s, r): len(plan) for r in fixed for s in spec.scorers}
+
+    csi = [r for r in readings if r.views == "csi"]
+    if csi:  # CSI's views: per-image random views, features averaged over them, per context
+        contexts = method.test_contexts()
+        height, width = train.shape[-2:]
+        for c, fn in enumerate(contexts):
+            views = csi_image_views(
+                max(len(train), len(test)), cfg.csi_views, height, width, method.view_params, cfg.tta_seed, c
+            )
+            mean: dict[str, dict[str, Tensor]] = {}
+            for v in views:
+                parts = {"te": run(test, v, fn), "tr": run(train, v, fn)}
+                if need_original and c != 0:
+                    parts["tr_orig"] = run(train, v, identity)
+                for key, feats in parts.items():
+                    acc = mean.setdefault(key, {})
+                    for name, f in feats.items():
+                        acc[name] = acc[name] + f if name in acc else f
+            mean = {key: {k: f / len(views) for k, f in feats.items()} for key, feats in mean.items()}
+            add(sums, csi, mean["te"], mean["tr"], mean.get("tr_orig", mean["tr"]), c)
+        divisor.update({spec.column(s, r): len(contexts) for r in csi for s in spec.scorers})
 
     # Identity views in every context: tta=False scorers, diagnostics and features.npz.
     ident = {
@@ -282,12 +414,12 @@ def score_method(method: Method, train: Tensor, test: Tensor, device: torch.devi
         for c, fn in enumerate(method.test_contexts())
     }
     scores: dict[str, np.ndarray] = {}
-    for reading in spec.readings:
+    for reading in readings:
         for score, scorer in spec.scorers.items():
             col = spec.column(score, reading)
             if scorer.tta:
-                scores[col] = (sums[col] / len(plan)).float().numpy()
-            elif reading.reference == "matched":
+                scores[col] = (sums[col] / divisor[col]).float().numpy()
+            elif spec.computes(score, reading):
                 f = reading.feature
                 scores[col] = scorer.fn(ident["test", 0][f], ident["train", 0][f], 0).float().cpu().numpy()
     scores = {col: scores[col] for col in spec.columns()}
@@ -297,3 +429,16 @@ def score_method(method: Method, train: Tensor, test: Tensor, device: torch.devi
     }
     extras = method.diagnostics({key: {k: v.cpu() for k, v in feats.items()} for key, feats in ident.items()})
     return MethodScores(scores=scores, extras=extras, arrays=arrays, scoring=spec.describe())
+
+
+@contextmanager
+def scoring_settings(method: Method, **changes: Any) -> Iterator[None]:
+    """Score ``method`` under other test-time settings for a while (``tta=4, csi_views=1``: a cheap plan),
+    then restore its own; the settings are a :class:`~con2.methods.spec.MethodSettings` (frozen), so
+    nothing else changes."""
+    own = method.cfg
+    method.cfg = replace(own, **changes)
+    try:
+        yield
+    finally:
+        method.cfg = own

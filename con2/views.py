@@ -4,6 +4,7 @@ The distribution is torchvision's per-image pipeline (the spec's T)::
 
     RandomResizedCrop(size, scale, ratio) -> RandomHorizontalFlip(p) ->
     RandomApply([ColorJitter(brightness, contrast, saturation, hue)], p) -> RandomGrayscale(p)
+    [-> RandomApply([GaussianBlur(kernel, sigma)], blur_p)]   (SimCLR's strength; off by default)
 
 with every parameter drawn independently for every image of the batch, on the images' device,
 from torch's global RNG (so the engine's per-step seed makes a step reproducible):
@@ -13,7 +14,10 @@ from torch's global RNG (so the engine's per-step seed makes a step reproducible
   fits, else the centre fallback; an integer top-left corner drawn uniformly;
 * flip, jitter and grayscale: Bernoulli(p); jitter factors ``U(max(0, 1 - b), 1 + b)`` for
   brightness, contrast and saturation and ``U(-h, h)`` for the hue shift; the order of the four
-  jitter operations is a uniformly random permutation per image, as ColorJitter draws it.
+  jitter operations is a uniformly random permutation per image, as ColorJitter draws it;
+* blur (only when ``blur_p > 0``, from a second ``torch.rand`` call, so the draws above do not
+  change): Bernoulli(``blur_p``) and a sigma ``U(blur_sigma)``; the kernel side is SimCLR's, 10% of
+  the output side as an odd number (:func:`blur_kernel_size`).
 
 Applying them (``apply_views``) costs one ``grid_sample`` for crop + resize + flip together, from
 the stored image straight to the output size, and a few elementwise passes for the jitter:
@@ -34,12 +38,14 @@ the stored image straight to the output size, and a few elementwise passes for t
   exactly the identity on a gray image, so they are skipped; only the relative order of
   brightness and contrast matters there. (torchvision on such an image repeated to 3 channels
   differs by at most 1e-4: its luma weights sum to 0.9999, not 1.)
+* blur is torchvision's ``gaussian_blur`` (its kernel, reflect padding) with a per-image sigma, as
+  two separable grouped convolutions.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 import torch.nn.functional as F
@@ -60,6 +66,8 @@ class ViewParams:
     jitter_p: float = 0.8
     grayscale_p: float = 0.2
     crop_ratio: tuple[float, float] = (3 / 4, 4 / 3)
+    blur_p: float = 0.0  # SimCLR's Gaussian blur probability (0.5 in SimCLR; off in the SupCon reference)
+    blur_sigma: tuple[float, float] = (0.1, 2.0)
 
 
 DEFAULT_VIEWS = ViewParams()  # the supervised-contrastive reference views (a shared, frozen default)
@@ -73,7 +81,8 @@ class ViewBatch:
     ``flip [B]``, ``jitter_on [B]``, ``gray [B]``: bool; ``factors [B, 4]``: brightness, contrast
     and saturation factors and the hue shift as drawn (used only where ``jitter_on``);
     ``order [B, 4]``: the jitter operation ids (0-3) in the order each image applies them;
-    ``hue``: False when the hue range is 0, so the hue step is skipped (known on the host).
+    ``hue``: False when the hue range is 0, so the hue step is skipped (known on the host);
+    ``blur [B]``: the Gaussian blur sigma per image, 0 where no blur (``None``: blur off, ``blur_p = 0``).
     """
 
     crop: Tensor
@@ -83,6 +92,28 @@ class ViewBatch:
     order: Tensor
     gray: Tensor
     hue: bool = True
+    blur: Tensor | None = None
+
+    def rows(self, start: int, stop: int) -> ViewBatch:
+        """The parameters of images ``start:stop``."""
+        blur = None if self.blur is None else self.blur[start:stop]
+        return replace(
+            self,
+            crop=self.crop[start:stop],
+            flip=self.flip[start:stop],
+            jitter_on=self.jitter_on[start:stop],
+            factors=self.factors[start:stop],
+            order=self.order[start:stop],
+            gray=self.gray[start:stop],
+            blur=blur,
+        )
+
+
+def cat_views(batches: list[ViewBatch]) -> ViewBatch:
+    """The view parameters of several batches, one after the other."""
+    blur = None if batches[0].blur is None else torch.cat([b.blur for b in batches])
+    fields = ("crop", "flip", "jitter_on", "factors", "order", "gray")
+    return replace(batches[0], blur=blur, **{f: torch.cat([getattr(b, f) for b in batches]) for f in fields})
 
 
 def _centre_fallback(height: int, width: int, ratio: tuple[float, float]) -> tuple[int, int]:
@@ -95,14 +126,32 @@ def _centre_fallback(height: int, width: int, ratio: tuple[float, float]) -> tup
     return height, width
 
 
+N_UNIFORMS = 2 * _TRIES + 13  # uniform draws per image of one view (the blur's two come from a second call)
+
+
 def sample_views(
-    batch: int, height: int, width: int, params: ViewParams = DEFAULT_VIEWS, device: torch.device | str = "cpu"
+    batch: int,
+    height: int,
+    width: int,
+    params: ViewParams = DEFAULT_VIEWS,
+    device: torch.device | str = "cpu",
+    generator: torch.Generator | None = None,
 ) -> ViewBatch:
     """Draw independent view parameters for ``batch`` images of ``height x width`` pixels.
 
-    All draws come from one ``torch.rand`` call on ``device`` (no host synchronisation).
+    All draws come from one ``torch.rand`` call on ``device`` (no host synchronisation), two with
+    blur; from ``generator`` (on ``device``) when given, else torch's global RNG.
     """
-    u = torch.rand(batch, 2 * _TRIES + 13, device=device)
+    u = torch.rand(batch, N_UNIFORMS, device=device, generator=generator)
+    blur_u = torch.rand(batch, 2, device=device, generator=generator) if params.blur_p > 0 else None
+    return views_from_uniform(u, height, width, params, blur_u)
+
+
+def views_from_uniform(
+    u: Tensor, height: int, width: int, params: ViewParams = DEFAULT_VIEWS, blur_u: Tensor | None = None
+) -> ViewBatch:
+    """View parameters from uniform draws ``u [B, N_UNIFORMS]`` (and ``blur_u [B, 2]`` with blur)."""
+    batch = len(u)
     area_u, ratio_u = u[:, :_TRIES], u[:, _TRIES : 2 * _TRIES]
     top_u, left_u, flip_u, jitter_u, gray_u = u[:, 2 * _TRIES : 2 * _TRIES + 5].unbind(1)
     factor_u, order_u = u[:, 2 * _TRIES + 5 : 2 * _TRIES + 9], u[:, 2 * _TRIES + 9 :]
@@ -135,7 +184,45 @@ def sample_views(
         order=order_u.argsort(1),
         gray=gray_u < params.grayscale_p,
         hue=hue > 0,
+        blur=None if blur_u is None else _blur_sigmas(blur_u, params),
     )
+
+
+def _blur_sigmas(blur_u: Tensor, params: ViewParams) -> Tensor:
+    """Per-image blur sigma ``[B]`` from ``blur_u [B, 2]``: ``U(blur_sigma)`` where blurred, else 0."""
+    lo, hi = params.blur_sigma
+    return torch.where(blur_u[:, 0] < params.blur_p, lo + (hi - lo) * blur_u[:, 1], 0.0)
+
+
+def blur_kernel_size(size: int) -> int:
+    """SimCLR's blur kernel for ``size``-pixel images: 10% of the side, odd (radius ``size // 20``): 28 px -> 3."""
+    return 2 * (size // 20) + 1
+
+
+def gaussian_kernels(sigma: Tensor, kernel_size: int) -> Tensor:
+    """torchvision's 1-D Gaussian kernels ``[B, k]`` for per-image ``sigma [B]`` (> 0)."""
+    half = (kernel_size - 1) * 0.5
+    x = torch.linspace(-half, half, kernel_size, device=sigma.device, dtype=torch.float32)
+    pdf = torch.exp(-0.5 * (x[None, :] / sigma[:, None]).pow(2))
+    return pdf / pdf.sum(1, keepdim=True)
+
+
+def gaussian_blur(x: Tensor, sigma: Tensor, kernel_size: int) -> Tensor:
+    """Blur each image of float ``x [B, C, H, W]`` with its own ``sigma [B]`` (0: unchanged) -> ``[B, C, H, W]``.
+
+    torchvision's ``gaussian_blur`` (its kernel, reflect padding) as two separable grouped
+    convolutions, every image and channel its own group.
+    """
+    if kernel_size < 2:
+        return x
+    b, c, h, w = x.shape
+    on = sigma > 0
+    k = gaussian_kernels(torch.where(on, sigma, 1.0), kernel_size).repeat_interleave(c, 0)  # [B*C, k]
+    pad = kernel_size // 2
+    y = F.pad(x.reshape(1, b * c, h, w), (pad, pad, pad, pad), mode="reflect")
+    y = F.conv2d(y, k[:, None, None, :], groups=b * c)  # along the width
+    y = F.conv2d(y, k[:, None, :, None], groups=b * c)  # along the height
+    return torch.where(_per_image(on), y.reshape(b, c, h, w), x)
 
 
 def _axis_positions(start: Tensor, length: Tensor, size: int, side: int, sub: int) -> Tensor:
@@ -260,10 +347,11 @@ def apply_views(x: Tensor, v: ViewBatch, size: int) -> Tensor:
     """Apply per-image view parameters: float ``[B, C, H, W]`` in [0, 1], C = 1 or 3 -> ``[B, 3, size, size]``."""
     if x.ndim != 4 or x.shape[1] not in (1, 3):
         raise ValueError(f"expected float images [B, 1 or 3, H, W], got {tuple(x.shape)}")
+    blur = (lambda y: y) if v.blur is None else (lambda y: gaussian_blur(y, v.blur, blur_kernel_size(size)))  # noqa: E731
     if is_gray(x):
-        out = _jitter_gray(resample(x[:, :1], v.crop, v.flip, size), v)
+        out = blur(_jitter_gray(resample(x[:, :1], v.crop, v.flip, size), v))
         return out.expand(-1, 3, -1, -1)
-    return _jitter_rgb(resample(x, v.crop, v.flip, size), v)
+    return blur(_jitter_rgb(resample(x, v.crop, v.flip, size), v))
 
 
 class ViewAugment(torch.nn.Module):

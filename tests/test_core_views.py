@@ -241,3 +241,57 @@ def test_views_run_on_the_device_of_their_input_and_reject_bad_shapes():
     with pytest.raises(ValueError, match=r"\[B, 1 or 3, H, W\]"):
         apply_views(torch.rand(4, 2, 8, 8), v, 8)
     assert math.isclose(ViewParams().crop_ratio[1], 4 / 3)
+
+
+# ------------------------------------------------------------------------------------ Gaussian blur
+@pytest.mark.parametrize("kernel", [3, 5, 23])
+def test_batched_blur_matches_torchvision_per_image(kernel):
+    from con2.views import gaussian_blur
+
+    x = torch.rand(6, 3, 24, 20, generator=torch.Generator().manual_seed(kernel))
+    sigma = torch.tensor([0.0, 0.1, 0.7, 1.3, 2.0, 0.0])
+    out = gaussian_blur(x, sigma, kernel)
+    for i in range(len(x)):
+        s = float(sigma[i])
+        ref = x[i] if s == 0 else TF.gaussian_blur(x[i], [kernel, kernel], [s, s])
+        torch.testing.assert_close(out[i], ref, atol=1e-6, rtol=0)
+    assert not torch.allclose(out[2], x[2])  # it blurs
+    assert torch.equal(out[0], x[0])  # sigma 0: untouched
+
+
+def test_views_with_blur_are_the_views_then_torchvision_blur_and_blur_draws_change_nothing_else():
+    from con2.views import blur_kernel_size
+
+    x = torch.rand(40, 3, 28, 28, generator=torch.Generator().manual_seed(1))
+    plain, blurred = ViewParams(), ViewParams(blur_p=0.5)
+    torch.manual_seed(4)
+    v0 = sample_views(len(x), 28, 28, plain)
+    torch.manual_seed(4)
+    v1 = sample_views(len(x), 28, 28, blurred)
+    assert v0.blur is None and torch.equal(v0.crop, v1.crop) and torch.equal(v0.factors, v1.factors)
+    assert (v1.blur == 0).any() and (v1.blur > 0).any() and float(v1.blur.max()) <= 2.0
+    on = v1.blur > 0
+    assert float(v1.blur[on].min()) >= 0.1
+    out = apply_views(x, v1, 28)
+    k = blur_kernel_size(28)
+    assert k == 3 and blur_kernel_size(224) == 23  # SimCLR's 10% of the side, odd
+    for i in range(len(x)):
+        ref = torchvision_view(x[i], v1, i, 28)
+        if on[i]:
+            ref = TF.gaussian_blur(ref, [k, k], [float(v1.blur[i])] * 2)
+        torch.testing.assert_close(out[i], ref, atol=2e-5, rtol=0)
+
+
+def test_fixed_test_time_views_draw_the_blur_last_and_apply_torchvision_blur():
+    from con2.augment import FixedView, draw_fixed_views
+
+    plain = draw_fixed_views(6, seed=3)
+    blurred = draw_fixed_views(6, seed=3, params=ViewParams(blur_p=1.0))
+    assert all(v.blur_sigma == 0 for v in plain)
+    assert plain[0] == FixedView(**{**plain[0].__dict__, "blur_sigma": 0.0})
+    assert blurred[0].crop == plain[0].crop and all(0.1 <= v.blur_sigma <= 2.0 for v in blurred)
+    x = torch.rand(2, 3, 28, 28, generator=torch.Generator().manual_seed(0))
+    v = blurred[0]
+    no_blur = FixedView(**{**v.__dict__, "blur_sigma": 0.0})
+    ref = TF.gaussian_blur(no_blur(x, 56), [5, 5], [v.blur_sigma] * 2).clamp(0, 1)
+    torch.testing.assert_close(v(x, 56), ref, atol=1e-6, rtol=0)

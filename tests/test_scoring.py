@@ -84,8 +84,51 @@ def test_every_con2_reading_matches_a_loop_over_views(tiny, feature, reference):
         "score": "nnd",
         "feature": feature,
         "reference": reference,
+        "views": "fixed",
         "test_time_views": True,
     }
+
+
+@pytest.mark.parametrize("reference", REFERENCES)
+def test_csi_views_reading_matches_a_loop_over_images_and_their_own_views(tiny, reference):
+    """CSI's test-time views: per image its own random views (seeded by the image's index and the
+    context), crop scale 0.54, the flip before the context; features averaged over an image's views,
+    then the max cosine to the averaged training features; the mean over the contexts."""
+    from con2.engine import derived_seed
+    from con2.views import apply_views, sample_views
+
+    method = tiny_con2(tiny)
+    method.cfg = dataclasses.replace(method.cfg, csi_views=3)
+    train, test = images(9, 1), images(5, 2)
+    out = method.score(train, test, CPU)
+    params = dataclasses.replace(method.view_params, crop_scale=(0.54, 0.54))
+
+    @torch.no_grad()
+    def mean_feature(img, i, c, context):  # one image [1, C, H, W], its index, the context of its views
+        g = torch.Generator().manual_seed(derived_seed(method.cfg.tta_seed, 0xC51, c, i))
+        views = sample_views(3, 16, 16, params, generator=g)
+        feats = []
+        for v in range(3):
+            one = views.rows(v, v + 1)
+            x = img.flip(-1) if bool(one.flip[0]) else img  # the flip acts on the raw pixels, before the context
+            one = dataclasses.replace(one, flip=torch.zeros(1, dtype=torch.bool))
+            x = normalize(apply_views(to_float(context(x)), one, 16))
+            method.eval()
+            feats.append(method.encoder(x)[0].double().numpy())
+        return np.mean(feats, axis=0)
+
+    nnd = np.zeros(len(test))
+    for c, context in enumerate(method.contexts):
+        train_ctx = context if reference == "matched" else method.contexts[0]
+        te = np.stack([mean_feature(test[i : i + 1], i, c, context) for i in range(len(test))])
+        tr = np.stack([mean_feature(train[j : j + 1], j, c, train_ctx) for j in range(len(train))])
+        nnd += slow_nnd(te, tr) / len(method.contexts)
+    col = f"nnd@encoder/{reference}/csi"
+    np.testing.assert_allclose(out.scores[col], nnd, rtol=1e-4, atol=1e-5)
+    assert out.scoring["columns"][col]["views"] == "csi"
+    assert not np.allclose(out.scores[col], out.scores[f"nnd@encoder/{reference}".replace("@encoder/matched", "")])
+    method.cfg = dataclasses.replace(method.cfg, csi_views=0)
+    assert not any(k.endswith("/csi") for k in method.score(train, test, CPU).scores)  # 0: not computed
 
 
 def test_original_and_matched_differ_only_in_the_x_c_views(tiny):
@@ -127,10 +170,11 @@ def test_a_scorer_without_test_time_views_uses_the_identity_view_once(tiny):
     spec = ScoringSpec({"once": Scorer(scorer, tta=False), "all": Scorer(scorer)})
     method.scoring = lambda: spec
     out = method.score(images(20, 1), images(7, 2), CPU)
-    assert calls.count(0) == 3 and calls.count(1) == 2  # 4 plan views (2 per context) + the identity view once
+    # 4 plan views (2 per context), CSI's views once per context (averaged first), the identity view once
+    assert calls.count(0) == 4 and calls.count(1) == 3
     ident = slow_features(method, images(7, 2), method.test_plan()[0].view.__class__(), lambda x: x, "encoder")
     np.testing.assert_allclose(out.scores["once"], ident[:, 0], rtol=1e-5, atol=1e-6)
-    assert sorted(out.scores) == ["all", "once"]
+    assert sorted(out.scores) == ["all", "all@encoder/matched/csi", "once"]  # CSI's views: tta scorers only
 
 
 def test_plans_split_or_cross_the_views_over_contexts():

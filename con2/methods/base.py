@@ -59,7 +59,12 @@ class Method(nn.Module):
         self.params = params
         self.encoder = build_encoder(cfg.encoder, cfg.image_size, cfg.width, cfg.cifar_stem_max_size)
         self.view_params = ViewParams(
-            crop_scale=cfg.crop_scale, jitter=cfg.jitter, jitter_p=cfg.jitter_p, grayscale_p=cfg.grayscale_p
+            crop_scale=cfg.crop_scale,
+            jitter=cfg.jitter,
+            jitter_p=cfg.jitter_p,
+            grayscale_p=cfg.grayscale_p,
+            blur_p=cfg.blur_p,
+            blur_sigma=cfg.blur_sigma,
         )
         self.views = ViewAugment(cfg.image_size, self.view_params)
 
@@ -83,6 +88,11 @@ class Method(nn.Module):
     def test_contexts(self) -> list[ContextFn]:
         """Pixel transforms of the test-time contexts, by context label (default: x alone)."""
         return [identity]
+
+    def context_after_views(self) -> bool:
+        """Whether a context acts on the views (uint8-quantised view, then ``t_C``) instead of on the raw
+        pixels before them; the test-time views follow the same order. Default: before the views."""
+        return False
 
     def test_plan(self) -> list[TestView]:
         """The fixed test-time views: ``cfg.tta`` views split evenly over :meth:`test_contexts`."""

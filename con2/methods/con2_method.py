@@ -12,6 +12,13 @@ epoch at the value of its first step (``"epoch"``), or held at ``alpha_end`` (``
 their own temperatures (``context_temperature``, ``content_temperature``; ``temperature`` for
 both when those are unset): the paper gives neither.
 
+Two readings of the batch the paper leaves open: ``context_order = "after_views"`` draws the two
+views of x only and makes each x^C view the context transform of the matching x view (the view
+quantised to uint8, then t_C: pixel-exact; the test-time views follow the same order), instead of
+two independent views of t_C(x); ``encoder_passes = "per_context"`` runs the encoder once per
+context (its 2N views), so BatchNorm normalises each context by its own batch statistics and
+updates its running statistics once per context, instead of one pass over all 2KN views.
+
 Scores: S_NND and S_LH averaged over the run's fixed test-time views, split evenly over the
 contexts (x and x^C). Every run is scored under every reading: the feature space (``encoder``
 output, the paper's f; the ``content`` or ``context`` head) crossed with the training set that
@@ -27,8 +34,8 @@ import math
 import torch
 from torch import Tensor
 
-from con2.augment import contexts_for, multi_context_names
-from con2.evaluation import REFERENCES, ContextFn, Reading, Scorer, ScoringSpec
+from con2.augment import contexts_for, multi_context_names, normalize, to_float
+from con2.evaluation import REFERENCES, ContextFn, Reading, Scorer, ScoringSpec, quantize
 from con2.losses import alpha_schedule, batch_labels, content_loss, context_loss
 from con2.methods.base import Method
 from con2.methods.con2_spec import FEATURES, SPEC, Con2Params
@@ -74,11 +81,32 @@ class Con2(Method):
         p = self.params
         return (p.context_temperature or p.temperature, p.content_temperature or p.temperature)
 
+    def context_after_views(self) -> bool:
+        return self.params.context_order == "after_views"
+
+    def batch_views(self, images: Tensor) -> Tensor:
+        """uint8 ``[N, C, H, W]`` -> the normalised training batch ``[2 K N, 3, S, S]``: view-major, then
+        context, then image (row ``(v K + c) N + i`` is view v of image i in context c)."""
+        if not self.context_after_views():
+            ctx = torch.cat([fn(images) for fn in self.contexts])  # [K*N, C, H, W]
+            return torch.cat([self.augment(ctx), self.augment(ctx)])
+        views = [quantize(self.views(to_float(images))) for _ in range(2)]  # two uint8 views of x, [N, 3, S, S]
+        x = normalize(to_float(torch.cat([fn(v) for v in views for fn in self.contexts])))
+        return x.contiguous(memory_format=torch.channels_last) if self.cfg.channels_last else x
+
+    def encode(self, x: Tensor) -> Tensor:
+        """Encoder outputs ``[2 K N, d]`` of the batch: one pass, or one pass per context (``encoder_passes``)."""
+        if self.params.encoder_passes == "joint":
+            return self.encoder(x)
+        k = self.n_contexts
+        n = len(x) // (2 * k)
+        rows = lambda v, c: x[(v * k + c) * n : (v * k + c + 1) * n]  # noqa: E731
+        h = [self.encoder(torch.cat([rows(0, c), rows(1, c)])).unflatten(0, (2, n)) for c in range(k)]  # K x [2, N, d]
+        return torch.stack(h, 1).flatten(0, 2)  # [2, K, N, d] -> [2 K N, d], the batch's order
+
     def training_loss(self, images: Tensor, progress: float) -> dict[str, Tensor]:
         n, k = len(images), self.n_contexts
-        ctx = torch.cat([fn(images) for fn in self.contexts])  # [K*N, C, H, W]
-        x = torch.cat([self.augment(ctx), self.augment(ctx)])  # [2*K*N, 3, S, S], view-major
-        h = self.encoder(x)
+        h = self.encode(self.batch_views(images))  # [2*K*N, d]
         context_labels, sample_labels = batch_labels(n, k, 2, device=h.device)
         tau_context, tau_content = self.temperatures
         p = self.params

@@ -15,6 +15,8 @@ LOSSES = ("full", "context_only", "content_only")
 ALPHA_SCHEDULES = ("step", "epoch", "constant")
 FEATURES = ("encoder", "content", "context")  # feature spaces a reading may score
 REFERENCES = ("matched", "original")  # the training set x^C views are compared with
+CONTEXT_ORDERS = ("before_views", "after_views")  # t_C on the raw pixels, or on each (uint8-quantised) view
+ENCODER_PASSES = ("joint", "per_context")  # one encoder pass over every context, or one per context
 CONTEXT_NAMES = ("invert", "flip", "equalize")  # con2.augment.BASE_CONTEXTS (a test keeps them equal)
 MAX_CONTEXTS = 8  # the identity, invert, flip, equalize and their 4 compositions
 
@@ -34,6 +36,12 @@ class Con2Params:
     alpha_end: float = 1.0
     alpha_schedule: str = "step"  # step | epoch | constant (held at alpha_end)
     head_dim: int = 128
+    context_order: str = (
+        "before_views"  # before_views: x^C = t_C(x), then views | after_views: x^C views = t_C(x views)
+    )
+    encoder_passes: str = (
+        "joint"  # joint: BatchNorm sees both contexts at once | per_context: its statistics per context
+    )
     score_features: str = "encoder"  # headline reading: encoder (the paper's f) | content | context
     score_reference: str = "matched"  # headline reading: matched | original (x^C vs the training set as printed)
 
@@ -48,6 +56,8 @@ def check(params: Con2Params, cfg: MethodSettings) -> None:
     choices = (
         ("loss", LOSSES),
         ("alpha_schedule", ALPHA_SCHEDULES),
+        ("context_order", CONTEXT_ORDERS),
+        ("encoder_passes", ENCODER_PASSES),
         ("score_features", FEATURES),
         ("score_reference", REFERENCES),
     )

@@ -43,10 +43,13 @@ class MethodSettings:
     jitter: tuple[float, float, float, float] = (0.4, 0.4, 0.4, 0.1)
     jitter_p: float = 0.8
     grayscale_p: float = 0.2
+    blur_p: float = 0.0
+    blur_sigma: tuple[float, float] = (0.1, 2.0)
     epochs: int = 2048
     seed: int = 0
     tta: int = 40
     tta_seed: int = 0
+    csi_views: int = 10
     lh_ridge: float = 1e-2
     eval_batch_size: int = 256
     nn_chunk: int = 4096
