@@ -82,9 +82,9 @@ class RunConfig:
     # learning curve: score the model after these epochs (and after the last one) under every reading, into
     # the record's `curve` and curve.csv; () = no curve. It never changes the training or the final numbers.
     score_at: tuple[int, ...] = ()
-    curve_views: int | None = (
-        4  # the curve's test-time views (rounded up to a multiple of the contexts); None: the run's full plan
-    )
+    # the curve's test-time views (rounded up to a multiple of the contexts) and one CSI view per image and
+    # context; None: the run's full plan (its last point is then the record's final AUROC)
+    curve_views: int | None = 2
     lh_ridge: float = 1e-2  # covariance ridge for S_LH, relative to the mean eigenvalue
     nn_chunk: int = 4096  # rows per block in nearest-neighbour search (bounds memory)
     eval_batch_size: int = 256

@@ -68,6 +68,7 @@ class TrainResult:
     resumed_from_epoch: int
     last_terms: dict[str, float] = field(default_factory=dict)
     precision: str = "float32"  # "bfloat16-autocast" where autocast ran (CUDA; CPUs with native bf16)
+    hook_seconds: float = 0.0  # time spent in on_epoch_trained (not in fit_seconds)
 
 
 def select_device(name: str = "auto") -> torch.device:
@@ -97,6 +98,15 @@ def derived_seed(*parts: int) -> int:
 def steps_per_epoch(n_images: int, batch_size: int) -> int:
     """Full batches per epoch (the last, partial batch is dropped so BatchNorm sees equal batches)."""
     return max(1, n_images // batch_size)
+
+
+def planned_steps(n_images: int, settings: TrainSettings) -> tuple[int, int, int]:
+    """``(total steps, steps per epoch, epochs)`` that :func:`fit` runs on ``n_images`` images."""
+    per_epoch = steps_per_epoch(n_images, min(settings.batch_size, n_images))
+    total = settings.epochs * per_epoch
+    if settings.max_steps is not None:
+        total = min(total, settings.max_steps)
+    return total, per_epoch, math.ceil(total / per_epoch)
 
 
 def cpu_has_native_bf16() -> bool:
@@ -237,22 +247,22 @@ def fit(
     device: torch.device,
     checkpoint_path: Path | None = None,
     on_epoch_end: Callable[[int], None] | None = None,
+    on_epoch_trained: Callable[[int], None] | None = None,
 ) -> TrainResult:
     """Train ``model`` on uint8 images ``[N, C, H, W]`` (CPU tensor) and return timings.
 
     Resumes from ``checkpoint_path`` if it exists (and matches ``settings.fingerprint``); writes it
     every ``checkpoint_every`` epochs, but no sooner than ``checkpoint_seconds`` after the last one
-    (or the start), and always at the end.
+    (or the start), and always at the end. After the steps of epoch ``e`` (1-based),
+    ``on_epoch_trained(e)`` runs before that epoch's checkpoint (so a checkpoint never gets ahead of
+    it: e.g. a learning curve's scoring), ``on_epoch_end(e)`` after it. The loop knows nothing of
+    what they do; they must leave the weights and the training mode as they found them.
     """
     if images.dtype != torch.uint8 or images.ndim != 4:
         raise ValueError(f"expected uint8 images [N, C, H, W], got {images.dtype} {tuple(images.shape)}")
     n = len(images)
     batch = min(settings.batch_size, n)
-    per_epoch = steps_per_epoch(n, batch)
-    total_steps = settings.epochs * per_epoch
-    if settings.max_steps is not None:
-        total_steps = min(total_steps, settings.max_steps)
-    epochs = math.ceil(total_steps / per_epoch)
+    total_steps, per_epoch, epochs = planned_steps(n, settings)
 
     seed_everything(settings.seed)
     prepare_model(model, settings, device)
@@ -299,7 +309,7 @@ def fit(
     guard_first_step = autocast and device.type == "cpu" and not settings.compile
     terms: dict[str, float] = {}
     pending: list[tuple[int, int, dict[str, Tensor]]] = []  # loss terms not yet read from the device
-    trained_images, t0 = 0, time.perf_counter()
+    trained_images, t0, hook_seconds = 0, time.perf_counter(), 0.0
     model.train()
     bar = tqdm(
         range(start_epoch, epochs),
@@ -340,12 +350,16 @@ def fit(
             terms, pending = read_terms(pending), []
         bar.set_postfix({k: f"{v:.3f}" for k, v in terms.items()})
         done = epoch + 1
+        if on_epoch_trained is not None:
+            t_hook = time.perf_counter()
+            on_epoch_trained(done)
+            hook_seconds += time.perf_counter() - t_hook
         due = settings.checkpoint_every and done % settings.checkpoint_every == 0
         if done == epochs or (due and time.perf_counter() - last_checkpoint >= settings.checkpoint_seconds):
             checkpoint(done)
         if on_epoch_end is not None:
             on_epoch_end(done)
-    seconds = time.perf_counter() - t0
+    seconds = time.perf_counter() - t0 - hook_seconds
     return TrainResult(
         epochs=epochs,
         steps=step,
@@ -354,6 +368,7 @@ def fit(
         resumed_from_epoch=start_epoch,
         last_terms=terms,
         precision="bfloat16-autocast" if autocast else "float32",
+        hook_seconds=hook_seconds,
     )
 
 

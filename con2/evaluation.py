@@ -49,7 +49,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from con2.augment import DEFAULT_VIEWS, IDENTITY_VIEW, FixedView, ViewParams, draw_fixed_views, normalize, to_float
-from con2.views import ViewBatch, apply_views, cat_views, sample_views
+from con2.views import N_UNIFORMS, ViewBatch, apply_views, views_from_uniform
 
 if TYPE_CHECKING:
     from con2.methods.base import Method, MethodScores
@@ -228,17 +228,18 @@ def csi_image_views(
     from con2.engine import derived_seed
 
     params = replace(params, crop_scale=CSI_CROP_SCALE)
-    per_image = [
-        sample_views(
-            n_views,
-            height,
-            width,
-            params,
-            generator=torch.Generator().manual_seed(derived_seed(seed, 0xC51, context, i)),
-        )
-        for i in range(n_images)
+    blur = params.blur_p > 0
+    u = torch.empty(n_images, n_views, N_UNIFORMS)
+    blur_u = torch.empty(n_images, n_views, 2) if blur else None
+    for i in range(n_images):  # the draws of sample_views(n_views, ..., generator=g) for image i, without its ops
+        g = torch.Generator().manual_seed(derived_seed(seed, 0xC51, context, i))
+        u[i] = torch.rand(n_views, N_UNIFORMS, generator=g)
+        if blur_u is not None:
+            blur_u[i] = torch.rand(n_views, 2, generator=g)
+    return [
+        ImageViews(views_from_uniform(u[:, v], height, width, params, None if blur_u is None else blur_u[:, v]))
+        for v in range(n_views)
     ]
-    return [ImageViews(cat_views([vb.rows(v, v + 1) for vb in per_image])) for v in range(n_views)]
 
 
 def quantize(x: Tensor) -> Tensor:

@@ -82,6 +82,29 @@ RECORD_SCHEMA: dict[str, Any] = {
         "split_sha256": {"type": ["string", "null"]},  # the split manifest's checksum (same test ids <=> same value)
         "scoring": {"type": "object"},  # each score column's reading, and each score's headline reading
         "method_card": {"type": "object"},  # the method spec's labels, paper rows and tags (con2.methods.spec)
+        "curve": {  # the learning curve (config score_at; con2.curve): AUROC per column at each scored epoch
+            "type": "object",
+            "required": ["points"],
+            "properties": {
+                "views": {"type": ["integer", "null"]},  # the curve's test-time views (null: the run's full plan)
+                "points": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "required": ["epoch", "auroc"],
+                        "properties": {
+                            "epoch": {"type": "integer", "minimum": 0},
+                            "seconds": _number,
+                            "auroc": {
+                                "type": "object",
+                                "additionalProperties": {"type": "number", "minimum": 0, "maximum": 100},
+                            },
+                            "extras": {"type": "object"},
+                        },
+                    },
+                },
+            },
+        },
         "config": {"type": "object"},
         "config_hash": {"type": "string"},
         "versions": {"type": "object"},

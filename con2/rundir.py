@@ -6,6 +6,7 @@ Layout of a run directory::
     checkpoint.pt    weights + optimiser state (the resume point; tensors and plain values only)
     scores.csv       per-sample test scores (index, label, one column per score)
     features.npz     identity-view representations per split and context (float16)
+    curve.csv        the learning curve (``score_at``): one row per scored epoch, AUROC per column
     record.json      the one-run record, written last: present = run complete
     .lock            held while a process writes here (removed when it stops)
 
@@ -56,6 +57,7 @@ RECORD, CHECKPOINT, SCORES, FEATURES, CONFIG, LOCK = (
     "config.yaml",
     ".lock",
 )
+CURVE = "curve.csv"
 
 # What a command does with a run directory (see RunDir.plan).
 TRAIN, COMPLETE, REPLACE = "train", "complete", "replace"
@@ -225,6 +227,7 @@ class RunDir:
     scores = property(lambda self: self.path / SCORES)
     features = property(lambda self: self.path / FEATURES)
     config = property(lambda self: self.path / CONFIG)
+    curve = property(lambda self: self.path / CURVE)
 
     @contextmanager
     def lock(self) -> Iterator[None]:
@@ -300,8 +303,8 @@ class RunDir:
         )
 
     def discard(self) -> None:
-        """Remove the record and the checkpoint (call it holding the lock)."""
-        for p in (self.record, self.checkpoint):
+        """Remove the record, the checkpoint and the learning curve (call it holding the lock)."""
+        for p in (self.record, self.checkpoint, self.curve):
             remove(p)
 
     # ---- writes (all atomic)
@@ -328,6 +331,40 @@ class RunDir:
         buffer = io.BytesIO()
         np.savez_compressed(buffer, **arrays)
         write_bytes_atomic(self.features, buffer.getbuffer())
+
+    def write_curve(self, points: list[Mapping[str, Any]]) -> None:
+        """``curve.csv``: one row per point ``{"epoch", "seconds", "auroc": {column: %}, "extras": {...}}``,
+        columns ``epoch, seconds, auroc[<column>]..., <extra>...``."""
+        import pandas as pd
+
+        rows = [
+            {
+                "epoch": p["epoch"],
+                "seconds": p["seconds"],
+                **{f"auroc[{k}]": v for k, v in p["auroc"].items()},
+                **p.get("extras", {}),
+            }
+            for p in sorted(points, key=lambda p: p["epoch"])
+        ]
+        write_text_atomic(self.curve, pd.DataFrame(rows).to_csv(index=False))
+
+    def read_curve(self) -> list[dict[str, Any]]:
+        """The points of ``curve.csv`` (``[]`` without one), as :meth:`write_curve` takes them."""
+        import pandas as pd
+
+        if not self.curve.is_file():
+            return []
+        table = pd.read_csv(self.curve)
+        points = []
+        for row in table.to_dict("records"):
+            auroc = {k[len("auroc[") : -1]: float(v) for k, v in row.items() if k.startswith("auroc[")}
+            extras = {
+                k: float(v) for k, v in row.items() if k not in ("epoch", "seconds") and not k.startswith("auroc[")
+            }
+            points.append(
+                {"epoch": int(row["epoch"]), "seconds": float(row["seconds"]), "auroc": auroc, "extras": extras}
+            )
+        return points
 
     def write_record(self, record: dict[str, Any]) -> None:
         """``record.json``, validated; write it last: its presence marks the run complete."""
@@ -440,6 +477,7 @@ def build_record(
     training: Mapping[str, Any] | None = None,
     device: str = "external",
     peak_memory_mb: float | None = None,
+    curve: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The one-run record (schema: :data:`con2.records.RECORD_SCHEMA`) of any run, ours or external.
 
@@ -458,6 +496,8 @@ def build_record(
         method_card: the method spec's card of this run (labels, paper rows, tags).
         training: ``epochs``, ``steps``, ``resumed_from_epoch``, ``precision`` (``float32`` or
             ``bfloat16-autocast``: CPUs with native bf16 train in bf16 under ``amp``, others in fp32).
+        curve: the learning curve (:mod:`con2.curve`): ``{"views", "points": [{"epoch", "seconds",
+            "auroc": {column: %}, "extras"}]}``.
 
     Raises:
         RecordError: no scores, a score of another length than ``labels``, or labels of one class.
@@ -506,4 +546,6 @@ def build_record(
         record["scoring"] = json.loads(json.dumps(scoring))
     if method_card is not None:
         record["method_card"] = json.loads(json.dumps(method_card))
+    if curve is not None:
+        record["curve"] = json.loads(json.dumps(curve))
     return record

@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from con2.config import RunConfig
-from con2.engine import TrainSettings, fit, load_weights, select_device
+from con2.engine import TrainSettings, fit, load_weights, planned_steps, select_device
 from con2.methods import build_method, get_spec
 from con2.rundir import (
     CHECKPOINT,
@@ -102,9 +102,18 @@ def run(
 
         train_images, test_images = to_tensor(data.train), to_tensor(data.test)
         method.prepare(train_images)
+        curve = None
         if train:
-            result = fit(method, train_images, train_settings(cfg), device, rd.checkpoint, on_epoch_end)
-            fit_seconds, ips = result.fit_seconds, result.images_per_second
+            settings = train_settings(cfg)
+            if cfg.score_at:  # the learning curve: scored after those epochs, before their checkpoints
+                from con2.curve import LearningCurve
+
+                final = planned_steps(len(train_images), settings)[2]
+                curve = LearningCurve(
+                    cfg, method, train_images, test_images, data.test_labels, device, rd, final, rd.checkpoint.is_file()
+                )
+            result = fit(method, train_images, settings, device, rd.checkpoint, on_epoch_end, curve)
+            fit_seconds, ips, curve_seconds = result.fit_seconds, result.images_per_second, result.hook_seconds
             training = {
                 "epochs": result.epochs,
                 "steps": result.steps,
@@ -114,7 +123,7 @@ def run(
         else:
             method.to(device)
             load_weights(method, rd.checkpoint, device)
-            fit_seconds, ips = 0.0, None
+            fit_seconds, ips, curve_seconds = 0.0, None, 0.0
             training = {"epochs": 0, "steps": 0, "resumed_from_epoch": None}
 
         t_score = time.perf_counter()
@@ -144,6 +153,7 @@ def run(
                 "score_seconds": score_seconds,
                 "wall_seconds": time.perf_counter() - t_wall,
                 "images_per_second": ips,
+                **({"curve_seconds": curve_seconds} if curve is not None else {}),
             },
             extras=out.extras,
             scoring=out.scoring or None,
@@ -151,6 +161,7 @@ def run(
             training=training,
             device=str(device),
             peak_memory_mb=_peak_memory_mb(device),
+            curve=curve.record() if curve is not None else None,
         )
         rd.write_record(record)
     return record

@@ -109,13 +109,6 @@ class ViewBatch:
         )
 
 
-def cat_views(batches: list[ViewBatch]) -> ViewBatch:
-    """The view parameters of several batches, one after the other."""
-    blur = None if batches[0].blur is None else torch.cat([b.blur for b in batches])
-    fields = ("crop", "flip", "jitter_on", "factors", "order", "gray")
-    return replace(batches[0], blur=blur, **{f: torch.cat([getattr(b, f) for b in batches]) for f in fields})
-
-
 def _centre_fallback(height: int, width: int, ratio: tuple[float, float]) -> tuple[int, int]:
     """torchvision's fallback box ``(h, w)`` when no try fits: the whole image, ratio-clamped."""
     in_ratio = width / height

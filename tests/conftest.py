@@ -19,6 +19,7 @@ TINY = {
     "epochs": 2,
     "batch_size": 32,
     "tta": 2,
+    "csi_views": 2,  # CSI's test-time reading on 2 random views per image and context (default 10)
     "progress": False,
     "threads": 1,
     "device": "cpu",

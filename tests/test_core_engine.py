@@ -244,3 +244,77 @@ def test_steady_training_step_builds_no_tensor_from_host_data(tiny):
         train_step(method, x, 0.1, optimizer, scheduler, autocast=False)
     assert "aten.lift_fresh.default" not in ops.seen
     assert "aten.grid_sampler_2d.default" in ops.seen  # the views ran inside the recorded step
+
+
+# ------------------------------------------------------------------------------------ learning curve
+def test_a_learning_curve_changes_nothing_of_the_run(tiny, tmp_path):
+    """Scoring during training leaves the weights, the RNG streams and BatchNorm's statistics alone:
+    the run ends with the same checkpoint, scores and metrics as one without a curve."""
+    cfg = {**tiny, "epochs": 3, "batch_size": 16}
+    plain = run(make_config(cfg), tmp_path / "plain")
+    curved = run(make_config({**cfg, "score_at": [1, 2]}), tmp_path / "curved")
+    assert curved["metrics"] == plain["metrics"] and "curve" not in plain
+    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "plain" / SCORES), pd.read_csv(tmp_path / "curved" / SCORES))
+    a, b = load_checkpoint(tmp_path / "plain" / CHECKPOINT), load_checkpoint(tmp_path / "curved" / CHECKPOINT)
+    for key, value in a["model"].items():  # weights and BatchNorm running statistics alike
+        assert torch.equal(value, b["model"][key]), key
+    points = curved["curve"]["points"]
+    assert [p["epoch"] for p in points] == [1, 2, 3]  # score_at, and the last epoch
+    assert set(points[0]["auroc"]) == set(curved["metrics"]["auroc"])  # every reading, at every point
+    assert points[0]["auroc"] != points[-1]["auroc"]
+    assert -1 <= points[0]["extras"]["silhouette"] <= 1 and curved["timing"]["curve_seconds"] > 0
+    on_disk = pd.read_csv(tmp_path / "curved" / "curve.csv")
+    assert on_disk["epoch"].tolist() == [1, 2, 3]
+    np.testing.assert_allclose(on_disk["auroc[nnd]"], [p["auroc"]["nnd"] for p in points])
+
+
+def test_the_last_point_of_a_full_plan_curve_is_the_final_score(tiny, tmp_path):
+    record = run(make_config({**tiny, "tta": 4, "score_at": [1], "curve_views": None}), tmp_path)
+    last = record["curve"]["points"][-1]
+    assert last["epoch"] == record["epochs"] == 2 and record["curve"]["views"] is None
+    assert last["auroc"] == pytest.approx(record["metrics"]["auroc"], abs=1e-9)
+    assert last["extras"]["silhouette"] == pytest.approx(record["metrics"]["silhouette"])
+    # a cheap curve (2 fixed views, one CSI view) scores the same model otherwise
+    cheap = run(make_config({**tiny, "tta": 4, "score_at": [1], "curve_views": 2}), tmp_path / "cheap")
+    assert cheap["metrics"] == record["metrics"]
+    assert cheap["curve"]["points"][-1]["auroc"]["nnd"] != pytest.approx(record["metrics"]["auroc"]["nnd"], abs=1e-9)
+
+
+def test_a_resumed_run_keeps_the_curve_points_it_had(tiny, tmp_path):
+    cfg = make_config({**tiny, "epochs": 4, "batch_size": 16, "score_at": [1, 2, 3]})
+    full = run(cfg, tmp_path / "full")
+
+    def stop_after_two(epoch: int) -> None:
+        if epoch == 2:
+            raise Interrupt
+
+    with pytest.raises(Interrupt):
+        run(cfg, tmp_path / "resumed", on_epoch_end=stop_after_two)
+    curve_csv = tmp_path / "resumed" / "curve.csv"
+    kept = pd.read_csv(curve_csv)
+    assert kept["epoch"].tolist() == [1, 2]
+    kept.loc[0, "auroc[nnd]"] = 12.5  # a mark: a point computed again would lose it
+    kept.to_csv(curve_csv, index=False)
+    resumed = run(cfg, tmp_path / "resumed")
+    assert resumed["resumed_from_epoch"] == 2
+    got, want = resumed["curve"]["points"], full["curve"]["points"]
+    assert [p["epoch"] for p in got] == [1, 2, 3, 4]
+    assert got[0]["auroc"]["nnd"] == 12.5  # kept, not recomputed
+    for a, b in zip(got[1:], want[1:]):
+        assert a["auroc"] == pytest.approx(b["auroc"])
+    # a fresh start (no checkpoint) drops a stale curve
+    (tmp_path / "resumed" / CHECKPOINT).unlink()
+    (tmp_path / "resumed" / RECORD).unlink()
+    again = run(cfg, tmp_path / "resumed")
+    assert again["curve"]["points"][0]["auroc"]["nnd"] == pytest.approx(want[0]["auroc"]["nnd"])
+
+
+def test_score_at_is_a_list_of_epochs(tiny):
+    from con2.errors import ConfigError
+
+    assert make_config({**tiny, "score_at": [5, 1]}).score_at == (5, 1)
+    assert make_config({**tiny, "score_at": 3}).score_at == (3,)
+    with pytest.raises(ConfigError, match="score_at"):
+        make_config({**tiny, "score_at": [0, 2]})
+    with pytest.raises(ConfigError, match="score_at"):
+        make_config({**tiny, "score_at": [1.5]})
