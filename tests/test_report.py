@@ -36,7 +36,9 @@ def fake_record(
     silhouette: float | None = 0.5,
     epochs: int = 4,
 ) -> dict:
+    curve = {"views": 2, "points": [{"epoch": e, "auroc": {k: v - 4 + e for k, v in aurocs.items()}} for e in (1, 4)]}
     return {
+        "curve": curve,
         "schema_version": 1,
         "dataset": dataset,
         "normal_class": normal_class,
@@ -111,6 +113,7 @@ def config() -> dict:
             "medical": ["breastmnist", "pneumoniamnist"],
             "natural": ["cifar10"],
             "per_class": ["cifar10"],
+            "curves": ["breastmnist"],
             "main_variants": {"con2": "invert"},
             "contexts": ["invert", "flip", "equalize"],
             "fidelity": {
@@ -354,6 +357,7 @@ def test_every_artefact_is_made_from_exactly_the_inputs_it_declares(
         "score_runtime",
         "pca_representations",
         "per_class_cifar10",
+        "learning_curve_breastmnist",
     ]
 
 

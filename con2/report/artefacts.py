@@ -106,6 +106,12 @@ TABLES: dict[str, Artefact] = _registry(
         module="fidelity",
     ),
     _table("per_class", "AUROC per normal class of each dataset of report.per_class", ("runs",), each="per_class"),
+    _table(
+        "learning_curve",
+        "AUROC after each scored epoch (score_at), per method; read from the records runs.csv lists",
+        ("runs",),
+        module="curves",
+    ),
 )
 
 FIGURES: dict[str, Artefact] = _registry(
@@ -135,6 +141,14 @@ FIGURES: dict[str, Artefact] = _registry(
         "bars of AUROC per normal class (report.per_class)",
         each="per_class",
         table="per_class",
+    ),
+    Artefact(
+        "learning_curve",
+        "con2.report.figures:learning_curve_figure",
+        ("table",),
+        "AUROC against epoch per method, mean ± std over seeds (report.curves)",
+        each="curves",
+        table="learning_curve",
     ),
 )
 

@@ -5,7 +5,9 @@
 * :func:`score_runtime_figure`: S_NND vs S_LH runtime and memory as the training set grows and as
   the number of scored batches grows (from the CSV of ``workflow/scripts/score_runtime.py``);
 * :func:`pca_figure`: 2-D PCA of the identity-view representations of train, normal test and
-  anomalous test images in both contexts, each test image joined to its context twin.
+  anomalous test images in both contexts, each test image joined to its context twin;
+* :func:`learning_curve_figure`: AUROC against epoch per method (headline score), mean over seeds
+  with a ± std band (from the learning-curve table, :mod:`con2.report.curves`).
 
 Every figure builder has one signature, ``draw(inputs: ReportInputs, png, pdf)``, and reads the
 fields of :class:`~con2.report.artefacts.ReportInputs` that its entry in
@@ -267,4 +269,36 @@ def pca_figure(inputs: ReportInputs, png: str | Path, pdf: str | Path, seed: int
     handles, labels_ = axes[0][0].get_legend_handles_labels()
     if handles:  # below the panels, clear of the data (tight_layout first, so it does not squeeze them)
         fig.legend(handles, labels_, loc="upper center", ncol=3, fontsize=8, frameon=False, bbox_to_anchor=(0.5, 0.0))
+    save(fig, png, pdf)
+
+
+def learning_curve_figure(inputs: ReportInputs, png: str | Path, pdf: str | Path) -> None:
+    """AUROC against training epoch on ``inputs.dataset``, one line per method (its main variant and
+    headline score) with a ± std band where a point averages several seeds; ``inputs.table`` is
+    :func:`con2.report.curves.learning_curve`'s frame. A log-2 epoch axis when the epochs span a
+    factor of 16 or more (the paper profile's 64..2048)."""
+    from con2.report.curves import curve_frame
+
+    series = curve_frame(inputs.table, inputs.dataset)
+    fig, ax = plt.subplots(figsize=(5.6, 3.4))
+    if not series:
+        _empty(ax, f"no learning curve of {inputs.dataset} (config score_at)")
+    else:
+        for j, (label, g) in enumerate(series.items()):
+            colour = PALETTE[j % len(PALETTE)]
+            x, y = g["epoch"].to_numpy(float), g["mean"].to_numpy(float)
+            ax.plot(x, y, marker="o", ms=3, color=colour, label=label)
+            band = (g["n"].to_numpy(float) > 1) & np.isfinite(g["std"].to_numpy(float))
+            if band.any():
+                sd = np.where(band, g["std"].to_numpy(float), 0.0)
+                ax.fill_between(x, y - sd, y + sd, color=colour, alpha=0.15, linewidth=0)
+        epochs = np.concatenate([g["epoch"].to_numpy(float) for g in series.values()])
+        if epochs.min() > 0 and epochs.max() / epochs.min() >= 16:
+            ax.set_xscale("log", base=2)
+        ax.axhline(50, color="0.5", lw=0.8, ls=":")
+        ax.set_xlabel("epoch")
+        ax.set_ylabel("AUROC (%)")
+        ax.grid(alpha=0.3)
+        legend_outside(ax)
+    ax.set_title(f"{dataset_label(inputs.dataset)}: AUROC during training (mean ± std over seeds)")
     save(fig, png, pdf)

@@ -1,0 +1,142 @@
+"""The learning-curve table: each method's headline AUROC after each scored epoch, over seeds.
+
+Every run with ``score_at`` carries its learning curve in its record (``curve``: the AUROC of every
+score column at each scored epoch, :mod:`con2.curve`). This table reads the records that
+``runs.csv`` lists (its ``record`` column: the aggregation already validated them, and the table's
+rule reruns whenever ``runs.csv`` changes), keeps each method's main variant
+(``report.main_variants``) and its headline score (the first of the method's scores: ``nnd`` for
+CON2, ``knn`` for SimCLR), and averages like every other table: per normal class over seeds, then
+over classes. The figure ``learning_curve_<dataset>`` draws its CSV.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from con2.records import RecordError, read_record
+from con2.report.artefacts import ReportInputs
+from con2.report.collect import dataset_level, summarize
+from con2.report.format import CELL_NOTE, MISSING, Table, cell
+from con2.report.methods import Methods, method_names
+from con2.report.paper import dataset_label
+from con2.report.tables import headline, main_runs, main_variant, ordered_datasets, report_block
+
+POINT_KEYS = ["dataset", "normal_class", "method", "variant", "score", "seed", "epoch"]
+COLUMNS = [
+    "dataset",
+    "method",
+    "variant",
+    "score",
+    "label",
+    "epoch",
+    "mean",
+    "std",
+    "n",
+    "n_classes",
+    "seeds_min",
+    "seeds_max",
+    "views",
+]
+
+
+def primary_score(names: Methods, method: str, scores: list[str]) -> str:
+    """The method's first headline score (its spec's order), else the first of ``scores`` alphabetically."""
+    order = [s for s in names.info(method).score_order if s in scores]
+    return order[0] if order else sorted(scores)[0]
+
+
+def curve_points(runs: pd.DataFrame, names: Methods, rep: dict) -> tuple[pd.DataFrame, list[str]]:
+    """One row per (run, epoch) of each method's main variant and headline score, from the records'
+    curves; and the records that could not be read (missing or invalid)."""
+    sel = main_runs(headline(runs), rep) if not runs.empty else runs
+    rows, unreadable = [], []
+    for (method, record), grp in sel.groupby(["method", "record"], sort=True):
+        score = primary_score(names, method, list(grp["score"]))
+        try:
+            rec = read_record(Path(str(record)))
+        except RecordError:
+            unreadable.append(str(record))
+            continue
+        curve = rec.get("curve") or {}
+        views = curve.get("views")
+        for point in curve.get("points", []):
+            if score in point["auroc"]:
+                first = grp.iloc[0]
+                rows.append(
+                    {
+                        **{k: first[k] for k in ("dataset", "normal_class", "method", "variant", "seed")},
+                        "score": score,
+                        "epoch": int(point["epoch"]),
+                        "auroc": float(point["auroc"][score]),
+                        "views": "full plan" if views is None else f"{views} views",
+                    }
+                )
+    return pd.DataFrame(rows, columns=[*POINT_KEYS, "auroc", "views"]), unreadable
+
+
+def learning_curve(inputs: ReportInputs) -> Table:
+    """Rows: dataset x method (main variant, headline score); columns: the scored epochs."""
+    rep = report_block(inputs.config)
+    runs = inputs.runs
+    names = method_names(inputs.config, runs)
+    points, unreadable = curve_points(runs, names, rep)
+    keys = ["dataset", "method", "variant", "score", "epoch"]
+    level = dataset_level(summarize(points, "auroc", [*keys[:-1], "normal_class", "epoch"]), keys)
+    views = points.groupby(keys[:-1])["views"].agg(lambda v: ", ".join(sorted(set(v)))) if len(points) else None
+    datasets = ordered_datasets(list(dict.fromkeys(level["dataset"])), rep["medical"], rep["natural"])
+    epochs = sorted({int(e) for e in level["epoch"]})
+    body, data = [], []
+    for d in datasets:
+        sub = level[level["dataset"] == d]
+        pairs = sorted(dict.fromkeys(zip(sub["method"], sub["score"])), key=lambda p: names.pair_key(*p))
+        for m, s in pairs:
+            label = names.pair_label(m, s)
+            cells = []
+            for e in epochs:
+                hit = sub[(sub["method"] == m) & (sub["score"] == s) & (sub["epoch"] == e)]
+                if hit.empty:
+                    cells.append(MISSING)
+                    continue
+                r = hit.iloc[0]
+                cells.append(cell(r["mean"], r["std"], int(r["n_classes"]), int(r["seeds_min"]), int(r["seeds_max"])))
+                data.append(
+                    {
+                        **{k: r[k] for k in ("dataset", "method", "variant", "score")},
+                        "label": label,
+                        "epoch": e,
+                        **{k: r[k] for k in ("mean", "std", "n", "n_classes", "seeds_min", "seeds_max")},
+                        "views": views.get((d, m, main_variant(rep, m), s), "") if views is not None else "",
+                    }
+                )
+            body.append([dataset_label(d), label, *cells])
+    notes = [
+        f"AUROC (%) of each method's main variant and headline score after each scored epoch (config score_at), "
+        f"mean ± std; {CELL_NOTE}"
+    ]
+    if views is not None and len(views):
+        notes.append(
+            "Test-time plan of the curve points: "
+            + "; ".join(f"{names.label(m)} on {dataset_label(d)}: {v}" for (d, m, _, _), v in views.items())
+            + " (the final column of the other tables uses the full plan)."
+        )
+    if not body:
+        notes.append("No run of this profile carries a learning curve (set score_at in the profile's run block).")
+    if unreadable:
+        notes.append(f"{len(unreadable)} record(s) listed in runs.csv could not be read: {', '.join(unreadable[:3])}.")
+    frame = pd.DataFrame(data, columns=COLUMNS)
+    return Table(
+        "learning_curve",
+        "Learning curves: AUROC (%) after each scored epoch",
+        ["Dataset", "Method", *[f"epoch {e}" for e in epochs]],
+        body,
+        frame,
+        notes,
+    )
+
+
+def curve_frame(table: pd.DataFrame, dataset: str) -> dict[str, pd.DataFrame]:
+    """The learning-curve table's rows of ``dataset``, one frame per series label, sorted by epoch."""
+    sub = table[table["dataset"] == dataset] if len(table) else table
+    return {label: g.sort_values("epoch") for label, g in sub.groupby("label", sort=False)} if len(sub) else {}
