@@ -548,7 +548,8 @@ def load_runs_of(tmp_path: Path, seeds: int) -> pd.DataFrame:
 def test_reproduction_report_opens_with_a_summary_line(runs: pd.DataFrame, paper: pd.DataFrame, config: dict) -> None:
     t = T.reproduction(inputs_of(runs, paper, config))
     md = t.markdown().splitlines()
-    assert md[2].startswith("**Summary:") and md[4].startswith("| Table |")  # between the title and the table
+    i = next(i for i, line in enumerate(md) if line.startswith("**Summary:"))
+    assert md[2].startswith("**Verdict**") and md[i + 2].startswith("| Table |")  # verdict, summary, then the table
     matched = t.data.dropna(subset=["ours_mean"])
     with_std = matched.dropna(subset=["paper_std"])
     # reference: within = |round(ours) - round(paper)| <= round(paper std), recomputed here
@@ -556,8 +557,8 @@ def test_reproduction_report_opens_with_a_summary_line(runs: pd.DataFrame, paper
         abs(round(o, 1) - round(p, 1)) <= round(s, 1) + 1e-9
         for o, p, s in zip(with_std["ours_mean"], with_std["paper_mean"], with_std["paper_std"])
     )
-    assert f"{len(matched)} of {len(paper)} published numbers have a counterpart" in md[2]
-    assert f"{within} of the {len(with_std)} of those with a published std are within it" in md[2]
+    assert f"{len(matched)} of {len(paper)} published numbers have a counterpart" in md[i]
+    assert f"{within} of the {len(with_std)} of those with a published std are within it" in md[i]
     assert len(matched) > 0 and len(with_std) > 0
 
 
