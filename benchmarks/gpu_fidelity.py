@@ -29,12 +29,12 @@ at 224 px (10.9 s for SimCLR), +30% throughput with ``compile`` (3900 vs 3011 im
       + 7 scorings (6 curve points + the final one) x ~2.8 s (1.8 s measured for the 40 fixed views,
         ~1 s more for CSI's 10 views per image and context) = 20 s + ~6 s start-up  -> about 280 s;
     content only: the same, about 275 s (its loss drops one term);
-    SimCLR + kNN: 16 x 10.9 s / 1.3 = 134 s + 18 + 20 + 7 x 1.5 s + 6  -> about 190 s.
+    SimCLR + kNN: 16 x 10.9 s / 1.3 = 134 s + 18 + 30 + 7 x 1.5 s + 6  -> about 200 s.
 
 So the two CON2 runs take about 555 s: one call with the default budget runs CON2 as printed
 and most of content only (paused near 540 s), a second call (the same command) finishes content
-only in about 60 s plus ~30 s of recompilation, and SimCLR + kNN then runs if its 190 s fit.
-In a 15-minute slot with 1-2 minutes of start: 90 + 540 + 90 + 190 s = 15.2 minutes, so SimCLR
+only in about 60 s plus ~30 s of recompilation, and SimCLR + kNN then runs if its 200 s fit.
+In a 15-minute slot with 1-2 minutes of start: 90 + 540 + 90 + 200 s = 15.3 minutes, so SimCLR
 fits only if the runs are faster than predicted; the budget check decides, and says so.
 
     PYTHONPATH=. python benchmarks/gpu_fidelity.py --data-dir shared/data                 # the length plan

@@ -127,5 +127,5 @@ def test_gpu_fidelity_predicts_the_length_plan_from_the_measured_rate():
     gpu_fidelity = load_script("gpu_fidelity")
     con2 = gpu_fidelity.predicted_seconds("as printed", 2048, 6, compile=True)
     simclr = gpu_fidelity.predicted_seconds("SimCLR + kNN", 2048, 6, compile=True)
-    assert 16 * 16.5 / 1.3 < con2 < 300 and 16 * 10.9 / 1.3 < simclr < 200  # the docstring's ~280 s and ~190 s
+    assert 16 * 16.5 / 1.3 < con2 < 300 and 16 * 10.9 / 1.3 < simclr < 210  # the docstring's ~280 s and ~200 s
     assert gpu_fidelity.predicted_seconds("as printed", 2048, 6, compile=False) > con2
