@@ -20,6 +20,17 @@ class Interrupt(Exception):
     pass
 
 
+def interrupted_after(epoch: int, cfg, run_dir) -> None:
+    """Run ``cfg`` in ``run_dir`` and stop it (as a kill would) once ``epoch``'s checkpoint is written."""
+
+    def stop(done: int) -> None:
+        if done == epoch:
+            raise Interrupt
+
+    with pytest.raises(Interrupt):
+        run(cfg, run_dir, on_epoch_end=stop)
+
+
 def test_same_seed_same_numbers_on_cpu(tiny, tmp_path):
     a = run(make_config(tiny), tmp_path / "a")
     b = run(make_config(tiny), tmp_path / "b")
@@ -34,12 +45,7 @@ def test_interrupted_run_resumes_to_identical_metrics(tiny, tmp_path):
     cfg = make_config({**tiny, "epochs": 4, "batch_size": 16})
     full = run(cfg, tmp_path / "full")
 
-    def stop_after_two(epoch: int) -> None:
-        if epoch == 2:
-            raise Interrupt
-
-    with pytest.raises(Interrupt):
-        run(cfg, tmp_path / "resumed", on_epoch_end=stop_after_two)
+    interrupted_after(2, cfg, tmp_path / "resumed")
     assert (tmp_path / "resumed" / CHECKPOINT).is_file()
     assert not (tmp_path / "resumed" / RECORD).exists()  # an interrupted run leaves no record
     assert load_checkpoint(tmp_path / "resumed" / CHECKPOINT)["epoch"] == 2
@@ -284,12 +290,7 @@ def test_a_resumed_run_keeps_the_curve_points_it_had(tiny, tmp_path):
     cfg = make_config({**tiny, "epochs": 4, "batch_size": 16, "score_at": [1, 2, 3]})
     full = run(cfg, tmp_path / "full")
 
-    def stop_after_two(epoch: int) -> None:
-        if epoch == 2:
-            raise Interrupt
-
-    with pytest.raises(Interrupt):
-        run(cfg, tmp_path / "resumed", on_epoch_end=stop_after_two)
+    interrupted_after(2, cfg, tmp_path / "resumed")
     curve_csv = tmp_path / "resumed" / "curve.csv"
     kept = pd.read_csv(curve_csv)
     assert kept["epoch"].tolist() == [1, 2]
