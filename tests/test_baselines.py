@@ -252,7 +252,8 @@ def test_simclr_scores_one_representation_knn_over_views_and_ssd(tiny):
     ident = [view_features(method.encoder, i, IDENTITY_VIEW, lambda y: y, 16, cpu) for i in (test, train)]
     with torch.no_grad():
         out = method.score(train, test, cpu)
-    assert list(out.scores) == list(SimCLR.score_names) == ["knn", "ssd"]
+    assert list(out.scores) == [*SimCLR.score_names, "knn@encoder/matched/csi"]  # headlines, then CSI's views
+    assert list(SimCLR.score_names) == ["knn", "ssd"]
     np.testing.assert_allclose(out.scores["knn"], ref, rtol=1e-4, atol=1e-5)
     # SSD on the identity-view encoder features (its maths is checked against loops above).
     np.testing.assert_allclose(out.scores["ssd"], mahalanobis_scores(*ident, n_clusters=1).numpy(), rtol=1e-5)
