@@ -41,7 +41,7 @@ report: "workflow/report/workflow.rst"
 
 
 # Every name in a path or a shell command matches one pattern (con2.experiments.NAME_PATTERN: no
-# '/', no '.', no shell character), checked by the schema and the grid before any job, and here.
+# slash, no dot, no shell character), checked by the schema and the grid before any job, and here.
 wildcard_constraints:
     dataset=E.NAME_REGEX,
     normal_class=E.NAME_REGEX,

@@ -382,6 +382,10 @@ def expand_grid(
     return list(runs.values())
 
 
+def _key(run: Run) -> str:
+    return run.key
+
+
 def _ident(run: Run) -> tuple[str, str, str, str, int]:
     return run.dataset, run.normal_class, run.method, run.variant, run.seed
 
@@ -561,8 +565,9 @@ class WorkflowGrid:
     cli_methods: frozenset[str]
 
     def hashes(self) -> dict[str, str | None]:
-        """``{run key: config hash}`` (None for runs of own-rule methods, which keep no hash)."""
-        return {r.key: (r.config_hash if r.method in self.cli_methods else None) for r in self.runs}
+        """``{run key: config hash}`` (None for runs of own-rule methods, which keep no hash), sorted by
+        key: a param of the aggregation, so the order of a profile's experiments never reruns it."""
+        return {r.key: (r.config_hash if r.method in self.cli_methods else None) for r in sorted(self.runs, key=_key)}
 
 
 def workflow_grid(

@@ -486,7 +486,9 @@ def toy_figure(inputs, png, pdf):
 
 
 def fake_job(script: str, params: dict, inputs: dict, outputs: dict, config: dict) -> None:
-    """Run a workflow script as Snakemake's script directive does (a global `snakemake` object)."""
+    """Run a workflow script as Snakemake's script directive does (a global `snakemake` object);
+    the profile settings come as the rule gives them, the param `settings` (a rerun trigger), and
+    not as Snakemake's config (empty here)."""
     import runpy
     import types
 
@@ -495,11 +497,11 @@ def fake_job(script: str, params: dict, inputs: dict, outputs: dict, config: dic
             return list(vars(self))
 
     job = Named(
-        params=Named(**params),
+        params=Named(**params, settings=config),
         input=Named(**inputs),
         output=Named(**outputs),
         wildcards=Named(),
-        config=config,
+        config={},
         log=[],
         scriptdir=str(ROOT / "workflow" / "scripts"),
     )

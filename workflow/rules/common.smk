@@ -61,7 +61,7 @@ def method_regex(methods):
 
 def runtime_set(wildcards, threads):
     """`con2 train --set` arguments of the runtime keys the profile sets, threads the job's own (a
-    list: the rule quotes each with `:q`). A param computed from the job's threads is one
+    list, each quoted by the train command's `:q`). A param computed from the job's threads is one
     Snakemake never counts as a rerun trigger: right for keys that never change results
     (data_dir, device, ...)."""
     values = {k: config[k] for k in RUNTIME_KEYS if k in config}
@@ -310,11 +310,11 @@ def report_settings():
     order, the experiments, paper_names): every rule of an artefact takes it as a param and its
     script builds from it, so changing a setting that shapes an artefact (report.subject, ...)
     rebuilds it. Keys that never shape one (NOT_REPORT_KEYS) are left out: they rebuild nothing."""
-    return {k: v for k, v in config.items() if k not in NOT_REPORT_KEYS}
+    return {k: config[k] for k in sorted(config) if k not in NOT_REPORT_KEYS}  # sorted: key order changes nothing
 
 
 def artefact_params(artefact):
-    """The params of a table's or figure's rule beyond its name: the settings it is built from
+    """The params that make a table or figure beyond its name: the settings it is built from
     (`report_settings`, a rerun trigger) and, for the PCA figure, its panels."""
     params = {"settings": report_settings()}
     if "panels" in artefact.reads:

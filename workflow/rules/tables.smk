@@ -11,7 +11,7 @@ rule score_runtime:
     output:
         csv=SCORE_RUNTIME_CSV,
     params:
-        settings=config.get("score_runtime", {}),
+        settings=dict(sorted((config.get("score_runtime") or {}).items())),  # sorted: the YAML's key order reruns nothing
     log:
         "results/logs/score_runtime.log",
     message:
