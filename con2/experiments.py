@@ -436,10 +436,15 @@ def write_run_config(path: str | Path, config: RunConfig | Mapping[str, Any], ch
     cfg = as_run_config(config)
     if check:
         check_method(cfg)
-    text = "# resolved by con2.experiments for the workflow; read by `con2 train --config`\n"
-    text += yaml.safe_dump(config_values(cfg), sort_keys=False)
     with atomic_path(Path(path)) as tmp:
-        tmp.write_text(text)
+        tmp.write_text(run_config_text(cfg))
+
+
+def run_config_text(config: RunConfig) -> str:
+    """The YAML text of a resolved run config (what :func:`write_run_config` writes, and what the
+    workflow's ``run_config`` job writes from its param)."""
+    text = "# resolved by con2.experiments for the workflow; read by `con2 train --config`\n"
+    return text + yaml.safe_dump(config_values(config), sort_keys=False)
 
 
 def read_run_config(path: str | Path) -> dict[str, Any] | None:

@@ -113,16 +113,14 @@ def run_config_file(wildcards):
     return run_of(wildcards).config_file
 
 
-def write_config_of(wildcards, path, log):
-    """The run_config job: write the run's resolved config to ``path`` (its name carries the config
-    hash, so a file never holds another config than the grid's; files of older hashes stay, unread)
-    and say so in ``log``."""
+def run_config_text(wildcards, output):
+    """The run_config job's param: the YAML text of the run's resolved config (its method checked
+    with the grid). The file's name carries the config hash, so a file never holds another config
+    than the grid's (files of older hashes stay, unread); a name of another hash is refused."""
     run = run_of(wildcards)
-    if run.config_file != path:
-        raise WorkflowError(f"{path}: this profile's run {run.key} has config hash {run.config_hash}: target {run.config_file}")
-    E.write_run_config(path, run.run_config, check=False)  # its method was checked with the grid
-    Path(log).parent.mkdir(parents=True, exist_ok=True)
-    Path(log).write_text(f"wrote {path} (config hash {run.config_hash})\n")
+    if run.config_file != output.config:
+        raise WorkflowError(f"{output.config}: this profile's run {run.key} has config hash {run.config_hash}: {run.config_file}")
+    return E.run_config_text(run.run_config)
 
 
 def data_marker(wildcards, method=None):

@@ -13,10 +13,13 @@
 rule run_config:
     """Write one run's resolved config (checked with the grid before any job). A job, not a side
     effect of reading the Snakefile: it runs under Snakemake's lock, so a second invocation (refused
-    by the lock) never changes the config a running invocation trains with, and `-n` writes nothing."""
+    by the lock) never changes the config a running invocation trains with, and `-n` writes nothing.
+    A shell job (a `run:` job would start a Snakemake process per run); the file appears whole."""
     localrule: True
     output:
         config=E.config_file_of(E.RUN_PATTERN, "{config_hash}"),
+    params:
+        text=run_config_text,
     log:
         f"results/logs/configs/{E.RUN_PATTERN}.{{config_hash}}.log",
     message:
@@ -24,8 +27,11 @@ rule run_config:
     wildcard_constraints:
         method=method_regex(CLI_METHODS),
         config_hash=E.CONFIG_HASH_REGEX,
-    run:
-        write_config_of(wildcards, output.config, log[0])
+    conda:
+        "../envs/con2.yaml"
+    shell:
+        "printf '%s' {params.text:q} > {output.config:q}.tmp && mv {output.config:q}.tmp {output.config:q} "
+        "&& echo wrote {output.config:q} > {log:q}"
 
 
 rule train:
