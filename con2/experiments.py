@@ -188,7 +188,7 @@ def record_key(path: str | Path) -> str | None:
 def records_on_disk(root: str | Path = RUNS_ROOT) -> tuple[list[str], list[str]]:
     """``(records, others)`` under ``root``: every ``<key>/record.json`` whose path is a run key, and
     every other ``record.json`` there (a copied ``seed0.bak``, a deeper or shallower folder), which
-    aggregation must not count as a run. Both sorted, as paths below ``root``'s parent form."""
+    aggregation must not count as a run. Both sorted, each path ``root`` joined with the rest."""
     found = sorted(glob.glob(os.path.join(glob.escape(str(root)), "**", "record.json"), recursive=True))
     runs = [p for p in found if len(Path(p).relative_to(root).parts) == 6 and record_key(p) is not None]
     kept = set(runs)

@@ -14,8 +14,8 @@ from snakemake.exceptions import WorkflowError
 
 from con2 import experiments as E
 from con2.config import RUNTIME_KEYS
-from con2.workflow_status import unknown_class
 from con2.report.artefacts import FIGURES, TABLES, figure_targets, table_targets
+from con2.workflow_status import unknown_class
 
 WORKFLOW_DIR = Path(workflow.basedir)
 STARTED = time.time()
