@@ -398,9 +398,11 @@ def plan_lines(
     throughput: Path = THROUGHPUT_CSV,
     sizes: Path = SIZES_CSV,
     paper: Path = PAPER_HOURS_CSV,
+    data_dir: Path | None = None,
 ) -> list[str]:
     """Everything ``con2 plan`` prints for a profile config (reads the three tables, and the split
-    manifests under the profile's ``data_dir`` when it names one that exists)."""
+    manifests of prepared data under ``data_dir``: default the profile's, else $CON2_DATA_DIR or
+    ./data, as the workflow has it)."""
     from con2.data import normal_classes
     from con2.experiments import GridError, expand_grid
 
@@ -409,8 +411,11 @@ def plan_lines(
     except GridError as exc:
         raise ConfigError(f"invalid profile: {exc}") from None
     rates = device_rates(read_rates(throughput), device, bool(config.get("compile", False)))
-    data_dir = Path(config["data_dir"]) if config.get("data_dir") else None
-    n_train, where = train_sizes(runs, read_sizes(sizes), data_dir if data_dir and data_dir.is_dir() else None)
+    if data_dir is None:
+        from con2.data import default_data_dir
+
+        data_dir = Path(config.get("data_dir") or default_data_dir())
+    n_train, where = train_sizes(runs, read_sizes(sizes), data_dir if data_dir.is_dir() else None)
     settings = sorted({setting_of(r.config) for r in runs})
     rate_of = {s: estimate_rate(rates, *s) for s in settings}
     costs = cost_runs(runs, n_train, rate_of, paper_hours_per_run(paper, runs, config))
@@ -451,7 +456,8 @@ def load_profile(path: Path) -> dict[str, Any]:
 
 def cmd_plan(args: argparse.Namespace) -> int:
     config = load_profile(Path(args.configfile))
-    for line in plan_lines(config, args.device, Path(args.throughput), Path(args.sizes), Path(args.paper_hours)):
+    tables = Path(args.throughput), Path(args.sizes), Path(args.paper_hours)
+    for line in plan_lines(config, args.device, *tables, Path(args.data_dir) if args.data_dir else None):
         print(line)
     return 0
 
@@ -464,4 +470,5 @@ def add_plan_subcommand(sub: Any) -> None:
     p.add_argument("--throughput", default=str(THROUGHPUT_CSV), help="measured throughput table (CSV)")
     p.add_argument("--sizes", default=str(SIZES_CSV), help="training-set sizes where no manifest exists (CSV)")
     p.add_argument("--paper-hours", default=str(PAPER_HOURS_CSV), help="the paper's GPU-hours per run (CSV)")
+    p.add_argument("--data-dir", help="where prepared data (split manifests) are looked for (default: the workflow's)")
     p.set_defaults(func=cmd_plan)

@@ -11,6 +11,7 @@ import yaml
 from con2 import plan
 from con2.cli import main
 from con2.data import normal_classes
+from con2.data.cache import cache_dir
 from con2.errors import ConfigError
 from con2.experiments import expand_grid
 
@@ -162,3 +163,14 @@ def test_a_missing_size_names_the_table(tables: dict[str, Path]) -> None:
     runs = expand_grid({**seven, "experiments": {"main": PROFILE["experiments"]["main"]}}, normal_classes)
     with pytest.raises(ConfigError, match="no training-set size for digits class 7.*train_set_sizes.csv"):
         plan.train_sizes(runs, plan.read_sizes(tables["sizes"]), None)
+
+
+def test_a_prepared_split_manifest_gives_the_size(tables: dict[str, Path], tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.delenv("CON2_CACHE_DIR", raising=False)
+    splits = cache_dir(tmp_path, "digits", 16) / "splits"
+    splits.mkdir(parents=True)
+    (splits / "0__seed0.json").write_text('{"n_train": 77}')  # class 0 prepared; class 1 only in the table
+    runs = expand_grid(PROFILE, normal_classes)
+    sizes, where = plan.train_sizes(runs, plan.read_sizes(tables["sizes"]), tmp_path)
+    assert sizes[("digits", "0")] == 77 and sizes[("digits", "1")] == 101
+    assert where["digits"] == "split manifest under data_dir"
