@@ -17,6 +17,7 @@ import json
 import sys
 
 from con2.errors import Con2Error, ConfigError, write_failure
+from con2.plan import add_plan_subcommand
 
 # Start-up imports only the standard library, yaml and con2's light modules (config, errors,
 # rundir): `con2 --help` and a re-run of a finished `con2 train` answer without loading torch,
@@ -158,6 +159,7 @@ def build_parser() -> argparse.ArgumentParser:
         pass
     else:
         add_data_subcommands(sub)
+    add_plan_subcommand(sub)
     return parser
 
 
