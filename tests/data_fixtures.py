@@ -356,7 +356,8 @@ import pytest  # noqa: E402
 
 @pytest.fixture(autouse=True)
 def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Caches under ``tmp_path``, no Kaggle credentials, no real network."""
+    """Caches under ``tmp_path``, no Kaggle credentials, no real network, and this test's own copy of
+    the CIFAR checksum table (see :func:`trust_cifar`)."""
     monkeypatch.setenv("CON2_CACHE_DIR", str(tmp_path / "cache"))
     for var in ("KAGGLE_API_TOKEN", "KAGGLE_USERNAME", "KAGGLE_KEY", "CON2_DATA_DIR"):
         monkeypatch.delenv(var, raising=False)

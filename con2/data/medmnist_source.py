@@ -3,9 +3,10 @@
 File layout (official): ``{flag}.npz`` for 28 px, ``{flag}_{size}.npz`` for 64/128/224 px, with keys
 ``train_images, train_labels, val_images, val_labels, test_images, test_labels``; labels are
 ``(N, 1)`` officially and ``(N,)`` in some copies: both are accepted. A file found on disk is
-validated by content (keys, shapes, dtypes, label set) rather than by md5, since hand-supplied
-copies differ in label shape; its md5 is recorded in the cache manifest. A download must match the
-official md5 (``medmnist.INFO``, mirrored in :data:`MEDMNIST`) before it is renamed into place.
+validated by content (keys, dtypes, whole-number labels and their set, images of the size the
+file name declares in every split) rather than by md5, since hand-supplied copies differ in label
+shape; its md5 is recorded in the cache manifest. A download must match the official md5
+(``medmnist.INFO``, mirrored in :data:`MEDMNIST`) before it is renamed into place.
 
 The network is touched only in :func:`_fetch_url`: tests replace it.
 """
