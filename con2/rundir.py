@@ -269,10 +269,9 @@ class RunDir:
         if self.record.is_file():
             try:
                 r = read_record(self.record)
-            except (RecordError, ValueError) as exc:  # ValueError: not UTF-8 text (a binary file)
-                reason = str(exc) if isinstance(exc, RecordError) else f"{self.record}: not a JSON text file ({exc})"
+            except RecordError as exc:  # read_record names a binary, non-JSON or invalid file
                 raise RunDirError(
-                    f"{reason}. Fix: rerun with --force to retrain this run (it replaces the record), or restore the "
+                    f"{exc}. Fix: rerun with --force to retrain this run (it replaces the record), or restore the "
                     f"file"
                 ) from None
             return Stored(self.record, dict(r["config"]), r["config_hash"], True)

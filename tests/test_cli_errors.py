@@ -158,7 +158,7 @@ def test_run_directory_that_is_a_file(tmp_path, capsys):
 def test_binary_record_is_one_error_line(finished_run, tmp_path, capsys):
     run_dir = copy_of(finished_run, tmp_path)
     (run_dir / RECORD).write_bytes(b"\x80\x81\xfe\xff" * 64)
-    assert_refused(train(run_dir), capsys, f"{run_dir / RECORD}: not a JSON text file", "rerun with --force")
+    assert_refused(train(run_dir), capsys, f"{run_dir / RECORD}: not a text file", "rerun with --force")
     assert (run_dir / RECORD).read_bytes() == b"\x80\x81\xfe\xff" * 64  # nothing touched
 
 
