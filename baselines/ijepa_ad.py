@@ -83,29 +83,35 @@ def sample_block(
     return kept, complement
 
 
+def image_masks(
+    pred_size: tuple[int, int], ctx_size: tuple[int, int], grid: int, p: IJepaADParams
+) -> tuple[Tensor, list[Tensor]]:
+    """One image's masks: ``n_targets`` target blocks, then the context block cut to their complements
+    (unless ``allow_overlap``). Returns the context indices ``[k]`` and the target indices (untruncated)."""
+    keep = min_keep_for(p, grid)
+    blocks, complements = [], []
+    for _ in range(p.n_targets):
+        kept, complement = sample_block(pred_size, grid, keep)
+        blocks.append(kept)
+        complements.append(complement)
+    return sample_block(ctx_size, grid, keep, None if p.allow_overlap else complements)[0], blocks
+
+
 def sample_masks(batch: int, grid: int, p: IJepaADParams) -> tuple[Tensor, list[Tensor]]:
     """I-JEPA's ``MaskCollator`` for one batch on a ``grid x grid`` patch grid (torch's global RNG).
 
-    Returns the context indices ``[B, K_ctx]`` and ``n_targets`` target index tensors ``[B, K_tgt]``
-    (long, row-major patch indices), each truncated to the batch's shortest mask.
+    One target-block size and one context-block size for the batch (:func:`block_size`), the masks
+    of each image (:func:`image_masks`), each truncated to the batch's shortest so they stack.
+    Returns the context indices ``[B, K_ctx]`` and ``n_targets`` target index tensors
+    ``[B, K_tgt]`` (long, row-major patch indices).
     """
     pred_size = block_size(float(torch.rand(1)), grid, p.target_scale, p.target_aspect)
     ctx_size = block_size(float(torch.rand(1)), grid, p.context_scale, (1.0, 1.0))
-    keep = min_keep_for(p, grid)
-    targets: list[list[Tensor]] = []
-    contexts: list[Tensor] = []
-    for _ in range(batch):
-        blocks, complements = [], []
-        for _ in range(p.n_targets):
-            kept, complement = sample_block(pred_size, grid, keep)
-            blocks.append(kept)
-            complements.append(complement)
-        targets.append(blocks)
-        contexts.append(sample_block(ctx_size, grid, keep, None if p.allow_overlap else complements)[0])
-    k_tgt = min(len(m) for blocks in targets for m in blocks)
-    k_ctx = min(len(m) for m in contexts)
-    ctx = torch.stack([m[:k_ctx] for m in contexts])
-    tgt = [torch.stack([blocks[j][:k_tgt] for blocks in targets]) for j in range(p.n_targets)]
+    masks = [image_masks(pred_size, ctx_size, grid, p) for _ in range(batch)]
+    k_ctx = min(len(ctx) for ctx, _ in masks)
+    k_tgt = min(len(m) for _, blocks in masks for m in blocks)
+    ctx = torch.stack([c[:k_ctx] for c, _ in masks])
+    tgt = [torch.stack([blocks[j][:k_tgt] for _, blocks in masks]) for j in range(p.n_targets)]
     return ctx, tgt
 
 
