@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
@@ -408,7 +409,9 @@ def load_state_dict(resolved: Resolved) -> dict[str, Tensor]:
             state = load_file(str(path), device="cpu")
         elif fmt == "torchscript":
             try:
-                state = torch.jit.load(str(path), map_location="cpu").state_dict()
+                with warnings.catch_warnings():  # torch 2.14 deprecates TorchScript; OpenAI ships its CLIP so
+                    warnings.simplefilter("ignore", FutureWarning)
+                    state = torch.jit.load(str(path), map_location="cpu").state_dict()
             except RuntimeError:  # the same weights as a plain state dict (open_clip's copies on the hub)
                 state = torch.load(path, map_location="cpu", weights_only=True)
         else:
@@ -490,7 +493,9 @@ def load_hf_pretrained(resolved: Resolved, model_class: type, model_type: str) -
     if found != model_type:
         raise refuse(f"holds a {found!r} model, not {model_type!r}")
     try:
-        model, info = model_class.from_pretrained(folder, local_files_only=True, output_loading_info=True)
+        model, info = model_class.from_pretrained(
+            folder, local_files_only=True, output_loading_info=True, ignore_mismatched_sizes=True
+        )
     except Exception as exc:  # noqa: BLE001 - a folder transformers cannot load is the same user error
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         raise refuse(f"cannot be loaded as {model_class.__name__} ({type(exc).__name__}: {first})") from None
