@@ -195,12 +195,12 @@ def test_the_workflow_parses_each_run_config_once(tmp_path: Path, monkeypatch: p
         grid = E.workflow_grid(cfg, normal_classes, own_rules, strict=bool(cfg["strict"]))
         hashes = [grid.hashes(), grid.hashes()]  # rules evaluate and evaluate_scope
         identities = Counter(tuple(str(getattr(r, k)) for k in E.IDENTITY_KEYS) for r in grid.runs)
-        assert len(grid.runs) == 1428 and not grid.missing_weights
+        assert len(grid.runs) == 1446 and not grid.missing_weights
         assert parses == identities, (start, [k for k, n in parses.items() if n > 1][:3], len(parses))
         assert loads == []
         assert hashes[0] == hashes[1] and len(set(hashes[0].values())) > 100
     written = sorted(tmp_path.glob("results/configs/**/*.yaml"))
-    assert len(written) == 1428
+    assert len(written) == 1446
     some = next(r for r in grid.runs if r.variant == "k3")
     assert load_config(tmp_path / some.config_file).config_hash() == hashes[0][some.key]
 
