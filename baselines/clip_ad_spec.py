@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from con2.errors import ConfigError
 from con2.methods.spec import MethodSettings, MethodSpec
-from con2.weights import WeightSet
+from con2.weights import WeightSet, stand_in_set
 
 # open_clip model name -> OpenAI's weights (con2.weights.KNOWN)
 MODELS = {
@@ -24,14 +24,7 @@ MODELS = {
     "ViT-L-14-336": "openai/clip-vit-l-14-336",
 }
 TINY = "tiny"  # a 1-block random CLIP for pipeline checks (tests); never a result
-TINY_SET = WeightSet(
-    name="con2/clip-tiny-random",
-    family="clip",
-    architecture="baselines.clip_ad:tiny_clip",
-    files={"clip-tiny-random.pth": ""},
-    url="",
-    notes="random weights for pipeline checks, written by con2.weights.save_random_weights; never a result",
-)
+TINY_SET = stand_in_set("con2/clip-tiny-random", "clip", "baselines.clip_ad:tiny_clip", "clip-tiny-random.pth")
 
 # WinCLIP's compositional prompt ensemble: "{}" in a state is the class name, "{}" in a template the state.
 NORMAL_STATES = (

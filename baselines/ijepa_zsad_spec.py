@@ -12,17 +12,11 @@ from dataclasses import dataclass
 
 from con2.errors import ConfigError
 from con2.methods.spec import MethodSettings, MethodSpec
-from con2.weights import KNOWN, WeightSet, ijepa_hub_set
+from con2.weights import KNOWN, WeightSet, ijepa_hub_set, stand_in_set
 
 TINY = "tiny"  # a 2-block random I-JEPA for pipeline checks (tests); never a result
-TINY_SET = WeightSet(
-    name="con2/ijepa-tiny-random",
-    family="ijepa",
-    architecture="baselines.ijepa_zsad:tiny_ijepa",
-    files={"model.safetensors": ""},
-    url="",
-    fmt="hf_pretrained",
-    notes="random weights for pipeline checks, written by con2.weights.save_random_weights; never a result",
+TINY_SET = stand_in_set(
+    "con2/ijepa-tiny-random", "ijepa", "baselines.ijepa_zsad:tiny_ijepa", "model.safetensors", fmt="hf_pretrained"
 )
 
 

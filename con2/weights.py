@@ -170,6 +170,20 @@ def ijepa_hub_set(repo: str, notes: str = "") -> WeightSet:
     )
 
 
+def stand_in_set(name: str, family: str, architecture: str, filename: str, fmt: str = "state_dict") -> WeightSet:
+    """A weight set that exists only as random weights of ``architecture`` (``module:callable``), for the
+    pipeline checks of a pretrained method (:func:`save_random_weights` writes it; never a result)."""
+    return WeightSet(
+        name=name,
+        family=family,
+        architecture=architecture,
+        files={filename: ""},
+        url="",
+        fmt=fmt,
+        notes="random weights for pipeline checks, written by con2.weights.save_random_weights; never a result",
+    )
+
+
 _TV = "https://download.pytorch.org/models/"
 # torchvision's IMAGENET1K_V1 files (the 8 hex digits in a name are its sha256 prefix, as torchvision
 # checks them) and the older file names of the same weights that PANDA's code downloads.

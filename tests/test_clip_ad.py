@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 import torch.nn.functional as F
+from test_ijepa_zsad import caches  # noqa: F401  (fixture: empty model caches, the Hugging Face one included)
 
 from baselines.clip_ad import ClipAD, class_embeddings, clip_scores, tiny_clip
 from baselines.clip_ad_spec import SPEC, ClipADParams, prompts
@@ -20,14 +21,6 @@ from con2.errors import ConfigError, WeightsMissing
 
 open_clip = pytest.importorskip("open_clip")
 ROOT = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture
-def caches(tmp_path, monkeypatch):
-    monkeypatch.delenv(weights.ENV_DIR, raising=False)
-    monkeypatch.setenv("TORCH_HOME", str(tmp_path / "torch_home"))
-    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf"))
-    return tmp_path
 
 
 def config(**params):

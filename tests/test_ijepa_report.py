@@ -7,9 +7,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
+from test_ijepa_zsad import caches  # noqa: F401  (fixture: model caches that hold nothing, as on this machine)
 from test_report import RESOURCES, collect, fake_record, inputs_of
 
-from con2 import weights
 from con2.report import tables as T
 from con2.report.paper import load_paper_numbers
 
@@ -17,21 +17,11 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture
-def no_weights(tmp_path, monkeypatch):
-    """Model caches that hold nothing (this machine has no pretrained weights)."""
-    monkeypatch.delenv(weights.ENV_DIR, raising=False)
-    monkeypatch.setenv("TORCH_HOME", str(tmp_path / "torch_home"))
-    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf"))
-
-
-@pytest.fixture
 def default_profile() -> dict:
     return yaml.safe_load((ROOT / "workflow" / "config" / "default.yaml").read_text())
 
 
-def test_table1_shows_ijepa_ad_beside_the_paper_and_says_what_the_other_rows_need(
-    tmp_path, no_weights, default_profile
-):
+def test_table1_shows_ijepa_ad_beside_the_paper_and_says_what_the_other_rows_need(tmp_path, caches, default_profile):
     recs = [
         fake_record("breastmnist", "1", "con2", "invert", s, {"nnd": 58.0 + s, "lh": 42.0}, {"contexts": ["invert"]})
         for s in range(3)
