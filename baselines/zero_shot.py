@@ -3,8 +3,11 @@
 * :class:`PretrainedInput`: the harness's inputs (views normalised to mean = std = 0.5, at the
   run's ``image_size``) mapped to what a pretrained model was trained on: pixel values in [0, 1],
   resized (bicubic) to the model's input size, normalised with the model's mean and std.
-* :class:`ZeroShotMethod`: nothing to train (all weights frozen; a run with ``max_steps=0``, the
-  harness's "evaluate the untrained encoder"), one identity test view unless ``params.tta``.
+* :class:`ZeroShotMethod`: nothing to train. Every weight is frozen and the training loss is the
+  constant 0 with no parameter behind it, so whatever the budget the optimiser changes nothing and
+  the scores are those of the pretrained model; the workflow runs these methods with
+  ``max_steps=0`` (the harness's "score the untrained model"), which skips the loop and its
+  checkpoint. One identity test view unless ``params.tta``.
 * :func:`require`: the optional library a method needs, or one ``ConfigError`` with the pip command.
 """
 
@@ -13,7 +16,6 @@ from __future__ import annotations
 import importlib
 from collections.abc import Sequence
 from types import ModuleType
-from typing import ClassVar
 
 import torch
 import torch.nn.functional as F
@@ -57,17 +59,13 @@ class PretrainedInput(nn.Module):
 class ZeroShotMethod(Method):
     """A pretrained model scored as it is: frozen, never trained, one identity test view unless ``params.tta``."""
 
-    zero_shot: ClassVar[bool] = True  # read by the every-method test: it runs such methods with max_steps=0
-
     def freeze(self) -> None:
         """No parameter is trained (the engine's optimiser then updates nothing)."""
         self.requires_grad_(False)
 
     def training_loss(self, images: Tensor, progress: float) -> dict[str, Tensor]:
-        raise ConfigError(
-            f"method {self.name!r} is zero-shot: it has nothing to train; run it with max_steps=0 "
-            f"(--set max_steps=0; the workflow's `pretrained` variant sets it)"
-        )
+        """The constant 0, a leaf with no parameter behind it: a step leaves every weight as it is."""
+        return {"loss": torch.zeros((), device=images.device, requires_grad=True)}
 
     def test_plan(self) -> list[TestView]:
         """The run's test-time views with ``params.tta``, else the identity view alone."""

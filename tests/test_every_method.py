@@ -4,8 +4,7 @@ The test is parametrised over the registry when pytest collects it, so a method 
 itself (in ``baselines/``, in ``con2/methods/`` or through a ``con2.methods`` entry point) joins
 with no other edit. The last test shows that with the README's example of a new baseline. A
 method that needs pretrained weights (``MethodSpec.weights``) trains on random stand-ins of the
-right layout, written to a temporary folder; a zero-shot method (``zero_shot`` on its class: nothing
-to train) runs as the workflow runs it, with ``max_steps=0``.
+right layout, written to a temporary folder.
 """
 
 from __future__ import annotations
@@ -37,8 +36,7 @@ def check_method_run(name: str, tiny: dict[str, Any], run_dir: Path) -> dict[str
     """Run method ``name`` with its ``test_params`` on the tiny config; check record and scores."""
     cls = all_methods()[name]
     params = with_stand_in_weights(name, dict(cls.test_params), run_dir / "stand_in_weights")
-    budget = {"max_steps": 0} if zero_shot(name) else {}
-    run(make_config({**tiny_for(name, tiny), "method": name, "params": params, **budget}), run_dir)
+    run(make_config({**tiny_for(name, tiny), "method": name, "params": params}), run_dir)
     record = read_record(run_dir / RECORD)  # validates against the schema
     assert record["method"] == name
     aurocs = record["metrics"]["auroc"]
@@ -56,15 +54,10 @@ def check_method_run(name: str, tiny: dict[str, Any], run_dir: Path) -> dict[str
     return record
 
 
-def zero_shot(name: str) -> bool:
-    """A method with nothing to train (a pretrained model scored as it is)."""
-    return bool(getattr(all_methods()[name].load(), "zero_shot", False))
-
-
 @pytest.mark.parametrize("name", list(all_methods()))
 def test_every_registered_method_writes_a_valid_record(name, tiny, tmp_path):
     record = check_method_run(name, tiny, tmp_path)
-    assert record["steps"] == 0 if zero_shot(name) else record["steps"] > 0
+    assert record["steps"] > 0
     spec = all_methods()[name]
     used = record["method_card"].get("weights", {})  # the pretrained files the record names (the stand-ins here)
     assert sorted(used) == sorted(spec.weight_sets(spec.Params(**spec.test_params)))

@@ -215,3 +215,20 @@ def test_training_moves_the_target_encoder_by_ijepas_momentum_after_every_step()
     moved = [not torch.equal(p, s) for p, s in zip(m.target_encoder.parameters(), start)]
     assert not moved[0] and all(moved[1:])  # every weight but the fixed position embedding
     assert float(m.ema_momentum) == -1.0  # nothing owed any more: scoring again leaves the target as it is
+
+
+def test_evaluating_the_checkpoint_gives_the_trained_runs_scores(tiny, tmp_path):
+    """The EMA update owed for the last step travels in the checkpoint: `con2 evaluate` scores the
+    same target encoder as the run that trained it."""
+    import pandas as pd
+
+    from con2.rundir import copy_checkpoint
+    from con2.runner import SCORES, run
+
+    cfg = make_config({**tiny, "method": "ijepa_ad", "params": dict(SPEC.test_params)})
+    trained = run(cfg, tmp_path / "trained")
+    copy_checkpoint(tmp_path / "trained" / "checkpoint.pt", tmp_path / "again" / "checkpoint.pt")
+    again = run(cfg, tmp_path / "again", train=False)
+    assert trained["steps"] > 0 and again["metrics"]["auroc"] == trained["metrics"]["auroc"]
+    first, second = (pd.read_csv(tmp_path / d / SCORES) for d in ("trained", "again"))
+    pd.testing.assert_frame_equal(first, second)

@@ -15,6 +15,7 @@ from baselines.ijepa_zsad import IJepaZSAD, tiny_ijepa
 from baselines.ijepa_zsad_spec import SPEC
 from con2 import weights
 from con2.config import make_config
+from con2.engine import TrainSettings, fit
 from con2.errors import ConfigError, WeightsMissing
 
 REPO = "facebook/ijepa_vith14_1k"
@@ -109,5 +110,9 @@ def test_the_embedding_is_the_mean_last_hidden_state_of_the_resized_normalised_i
     with torch.no_grad():
         expected = reference.eval()(pixel_values=pixels).last_hidden_state.mean(1)
         torch.testing.assert_close(m.encoder(x), expected)
-    with pytest.raises(ConfigError, match="zero-shot: it has nothing to train; run it with max_steps=0"):
-        m.training_loss(torch.zeros(2, 3, 16, 16, dtype=torch.uint8), 0.0)
+    # nothing to train: steps of the engine leave every weight (and so every score) as it is
+    before = {k: v.clone() for k, v in m.state_dict().items()}
+    settings = TrainSettings(epochs=1, batch_size=4, progress=False, amp=False, channels_last=False)
+    result = fit(m, torch.randint(0, 256, (8, 3, 16, 16), dtype=torch.uint8), settings, torch.device("cpu"))
+    assert result.steps == 2 and result.last_terms == {"loss": 0.0}
+    assert all(torch.equal(before[k], v) for k, v in m.state_dict().items())
