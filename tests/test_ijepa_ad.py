@@ -217,8 +217,9 @@ def test_training_moves_the_target_encoder_by_ijepas_momentum_after_every_step()
     assert float(m.ema_momentum) == -1.0  # nothing owed any more: scoring again leaves the target as it is
 
 
-def test_evaluating_the_checkpoint_gives_the_trained_runs_scores(tiny, tmp_path):
-    """The EMA update owed for the last step travels in the checkpoint: `con2 evaluate` scores the
+def test_a_run_is_reproducible_and_its_checkpoint_scores_the_same(tiny, tmp_path):
+    """The same config and seed train the same model (masks drawn from the engine's seeded RNG), and
+    the EMA update owed for the last step travels in the checkpoint: `con2 evaluate` scores the
     same target encoder as the run that trained it."""
     import pandas as pd
 
@@ -227,8 +228,10 @@ def test_evaluating_the_checkpoint_gives_the_trained_runs_scores(tiny, tmp_path)
 
     cfg = make_config({**tiny, "method": "ijepa_ad", "params": dict(SPEC.test_params)})
     trained = run(cfg, tmp_path / "trained")
+    assert run(cfg, tmp_path / "twice")["metrics"] == trained["metrics"]
     copy_checkpoint(tmp_path / "trained" / "checkpoint.pt", tmp_path / "again" / "checkpoint.pt")
     again = run(cfg, tmp_path / "again", train=False)
     assert trained["steps"] > 0 and again["metrics"]["auroc"] == trained["metrics"]["auroc"]
-    first, second = (pd.read_csv(tmp_path / d / SCORES) for d in ("trained", "again"))
+    first, second, third = (pd.read_csv(tmp_path / d / SCORES) for d in ("trained", "twice", "again"))
     pd.testing.assert_frame_equal(first, second)
+    pd.testing.assert_frame_equal(first, third)
