@@ -271,8 +271,7 @@ class RunDir:
                 r = read_record(self.record)
             except RecordError as exc:  # read_record names a binary, non-JSON or invalid file
                 raise RunDirError(
-                    f"{exc}. Fix: rerun with --force to retrain this run (it replaces the record), or restore the "
-                    f"file"
+                    f"{exc}. Fix: rerun with --force to retrain this run (it replaces the record), or restore the file"
                 ) from None
             return Stored(self.record, dict(r["config"]), r["config_hash"], True)
         if self.checkpoint.is_file() and self.config.is_file():
