@@ -40,13 +40,16 @@ include: "workflow/rules/common.smk"
 report: "workflow/report/workflow.rst"
 
 
+# Every name in a path or a shell command matches one pattern (con2.experiments.NAME_PATTERN: no
+# slash, no dot, no shell character), checked by the schema and the grid before any job, and here.
 wildcard_constraints:
-    dataset=r"[a-z0-9][a-z0-9\-]*",
-    normal_class=r"[^/]+",
-    variant=r"[A-Za-z0-9_\-]+",
-    seed=r"\d+",
+    dataset=E.NAME_REGEX,
+    normal_class=E.NAME_REGEX,
+    method=E.NAME_REGEX,
+    variant=E.NAME_REGEX,
+    seed=E.SEED_REGEX,
     size=r"\d+",
-    scope=r"[A-Za-z0-9_\-]+",
+    scope=E.NAME_REGEX,
 
 
 rule all:

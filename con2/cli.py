@@ -2,7 +2,7 @@
 
 Examples::
 
-    con2 train --config workflow/config/run.yaml --set dataset=breastmnist data_dir=../shared/data \
+    con2 train --config my_run.yaml --set dataset=breastmnist data_dir=../shared/data \
         --run-dir results/runs/breastmnist/con2/seed0
     con2 evaluate --run-dir results/runs/breastmnist/con2/seed0 --set tta=0 --out /tmp/no_tta
     con2 methods
@@ -17,6 +17,7 @@ import json
 import sys
 
 from con2.errors import Con2Error, ConfigError, write_failure
+from con2.plan import add_plan_subcommand
 
 # Start-up imports only the standard library, yaml and con2's light modules (config, errors,
 # rundir): `con2 --help` and a re-run of a finished `con2 train` answer without loading torch,
@@ -64,21 +65,45 @@ def cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
+def evaluate_overrides(overrides: list[str], scoring_params: tuple[str, ...] = ()) -> None:
+    """Refuse every ``--set`` key of ``con2 evaluate`` that would change the model rather than how it is scored.
+
+    Allowed: :data:`con2.config.SCORING_KEYS`, :data:`con2.config.EVALUATE_RUNTIME_KEYS` and
+    ``params.<name>`` for the ``scoring_params`` the run's method declares.
+    """
+    from con2.config import EVALUATE_RUNTIME_KEYS, SCORING_KEYS, parse_override
+
+    allowed = (*SCORING_KEYS, *EVALUATE_RUNTIME_KEYS, *(f"params.{p}" for p in scoring_params))
+    refused = [key for key in (parse_override(text)[0] for text in overrides) if key not in allowed]
+    if refused:
+        raise ConfigError(
+            f"`con2 evaluate --set` changes only how the trained model is scored; refused: {', '.join(refused)} "
+            f"(the record would describe another model than the checkpoint holds). Allowed: {', '.join(allowed)}. "
+            f"Fix: drop them, or train that configuration with `con2 train` into another --run-dir"
+        )
+
+
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from con2.config import load_config
-    from con2.rundir import RunDir, copy_checkpoint
+    from con2.config import RunConfig, load_config, read_yaml_mapping
+    from con2.methods import get_spec
+    from con2.rundir import RunDir
 
     src = RunDir(args.run_dir)
     if not src.config.is_file():
         raise ConfigError(f"{src.path} holds no {src.config.name}; pass the run directory written by `con2 train`")
+    fix = (
+        f"restore it from a backup, or retrain the run (`con2 train --run-dir {src.path} --force` with its "
+        f"configuration); con2 train wrote it"
+    )
+    stored = read_yaml_mapping(src.config, what="run configuration", fix=fix)
+    spec = get_spec(str(stored.get("method", RunConfig.method)))
+    evaluate_overrides(args.set, tuple(getattr(spec, "scoring_params", ())))
     cfg = load_config(src.config, args.set)
     out = RunDir(args.out) if args.out else src
     with out.lock():
-        if out.path != src.path:
-            copy_checkpoint(src.checkpoint, out.checkpoint)
         from con2.runner import run
 
-        record = run(cfg, out.path, train=False)
+        record = run(cfg, out.path, train=False, weights=src.checkpoint)
     print(_summary(record))
     return 0
 
@@ -158,6 +183,7 @@ def build_parser() -> argparse.ArgumentParser:
         pass
     else:
         add_data_subcommands(sub)
+    add_plan_subcommand(sub)
     return parser
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,18 @@ RUNTIME_KEYS: tuple[str, ...] = (
     "nn_chunk",
     "compile",
 )
+
+# Keys that change only how a trained model is scored: `con2 evaluate --set` may change these (and
+# the runtime keys a scoring pass uses, :data:`EVALUATE_RUNTIME_KEYS`); anything else would describe
+# another model than the checkpoint holds. A method adds its own scoring-only ``params`` by listing
+# them in its spec's ``scoring_params``.
+SCORING_KEYS: tuple[str, ...] = ("tta", "tta_seed", "lh_ridge", "nn_chunk", "eval_batch_size")
+EVALUATE_RUNTIME_KEYS: tuple[str, ...] = ("data_dir", "device", "threads", "progress")
+
+# Bounds that keep a typo from running for hours (see validate): at most MAX_TTA test-time views
+# (the paper uses 40); seeds are numpy seeds (0 .. 2**32 - 1).
+MAX_TTA = 1024
+MAX_SEED = 2**32 - 1
 
 
 @dataclass
@@ -119,10 +132,13 @@ def _coerce(key: str, value: Any, default: Any, annotation: str | None = None) -
     """Coerce ``value`` to the type of the field's default (lists to tuples, ints to floats).
 
     Optional fields (default ``None``) are coerced by their annotation (``int | None``,
-    ``float | None``, ``str | None``); ``annotation`` defaults to the RunConfig field's.
+    ``float | None``, ``str | None``); ``annotation`` defaults to the RunConfig field's. A boolean
+    is never a number or a name (YAML reads ``true``, ``yes``, ``no``, ``on`` as booleans), and a
+    number must be finite.
     """
     if value is None:
         return value
+    declared = default
     if default is None:
         if annotation is None:
             annotation = str(_FIELDS[key].type) if key in _FIELDS else ""
@@ -130,11 +146,19 @@ def _coerce(key: str, value: Any, default: Any, annotation: str | None = None) -
         default = next((v for k, v in kinds.items() if annotation.startswith(k)), None)
         if default is None:
             return value
+    kind = type(default).__name__
+    words = {"int": "whole number", "float": "number", "str": "text", "tuple": "list", "dict": "mapping"}
+    fix = f"Fix: write a {words.get(kind, kind)}" + (f" (the default is {declared!r})" if declared is not None else "")
     try:
         if isinstance(default, bool):
             if not isinstance(value, bool):
                 raise TypeError
             return value
+        if isinstance(value, bool) and isinstance(default, (int, float, str)):
+            hint = (
+                " (YAML reads yes/no/on/off/true/false as booleans: quote a name, e.g. 'no')" if kind == "str" else ""
+            )
+            raise ConfigError(f"config key {key!r}: {value!r} is a boolean, not a valid {kind}{hint}. {fix}")
         if isinstance(default, tuple) and (annotation or str(getattr(_FIELDS.get(key), "type", ""))) == _INTS:
             return _int_tuple(value)
         if isinstance(default, tuple):
@@ -143,12 +167,15 @@ def _coerce(key: str, value: Any, default: Any, annotation: str | None = None) -
             if not isinstance(value, (list, tuple)):
                 raise TypeError
             if default and isinstance(default[0], str):
-                return tuple(str(v) for v in value)
+                return tuple(_element(key, v, "") for v in value)
             if len(value) != len(default):
                 raise TypeError
-            return tuple(type(d)(v) for d, v in zip(default, value))
+            return tuple(_element(key, v, d) for d, v in zip(default, value))
         if isinstance(default, float):
-            return float(value)
+            number = float(value)
+            if not math.isfinite(number):
+                raise ConfigError(f"config key {key!r}: {value!r} is not a finite number. {fix}")
+            return number
         if isinstance(default, int):
             if isinstance(value, float) and not value.is_integer():
                 raise TypeError
@@ -157,9 +184,21 @@ def _coerce(key: str, value: Any, default: Any, annotation: str | None = None) -
             if not isinstance(value, dict):
                 raise TypeError
             return dict(value)
+        if isinstance(value, (list, tuple, dict)):
+            raise TypeError
         return str(value)
-    except (TypeError, ValueError):
-        raise ConfigError(f"config key {key!r}: {value!r} is not a valid {type(default).__name__}") from None
+    except (TypeError, ValueError, OverflowError) as exc:
+        if isinstance(exc, ConfigError):
+            raise
+        raise ConfigError(f"config key {key!r}: {value!r} is not a valid {kind}. {fix}") from None
+
+
+def _element(key: str, value: Any, default: Any) -> Any:
+    """One element of a tuple value (its errors become the whole tuple's: ``TypeError``)."""
+    try:
+        return _coerce(key, value, default)
+    except ConfigError:
+        raise TypeError from None
 
 
 _INTS = "tuple[int, ...]"
@@ -181,7 +220,7 @@ _DEFAULTS = RunConfig()
 
 def make_config(values: dict[str, Any]) -> RunConfig:
     """Build a validated ``RunConfig`` from a mapping; unknown keys raise ``ConfigError`` naming them."""
-    unknown = sorted(set(values) - set(_FIELDS))
+    unknown = sorted(set(values) - set(_FIELDS), key=str)
     if unknown:
         raise ConfigError(f"unknown config key(s) {unknown}; valid keys: {sorted(_FIELDS)}")
     kwargs = {k: _coerce(k, v, getattr(_DEFAULTS, k)) for k, v in values.items()}
@@ -192,11 +231,17 @@ def make_config(values: dict[str, Any]) -> RunConfig:
 
 
 def validate(cfg: RunConfig) -> None:
-    """Range checks that a type check cannot catch."""
+    """Range checks that a type check cannot catch; the message names the key, the range and the fix."""
+
+    def out_of_range(key: str, rule: str, fix: str) -> ConfigError:
+        return ConfigError(f"config key {key!r} must be {rule}, got {getattr(cfg, key)!r}. Fix: {fix}")
+
     positive = ("image_size", "width", "epochs", "batch_size", "eval_batch_size", "nn_chunk")
     for key in positive:
         if getattr(cfg, key) <= 0:
             raise ConfigError(f"config key {key!r} must be > 0, got {getattr(cfg, key)}")
+    if cfg.data_size is not None and cfg.data_size <= 0:
+        raise out_of_range("data_size", "> 0 (or null: image_size)", "--set data_size=28 (MedMNIST) or drop the key")
     smallest = min_image_size(cfg)
     if cfg.image_size < smallest:
         raise ConfigError(
@@ -210,8 +255,34 @@ def validate(cfg: RunConfig) -> None:
         )
     if cfg.tta < 0 or cfg.tta % 2:
         raise ConfigError(f"config key 'tta' must be an even number >= 0 (half on x, half on x^C), got {cfg.tta}")
+    if cfg.tta > MAX_TTA:
+        raise out_of_range(
+            "tta",
+            f"at most {MAX_TTA} (every view is one encoder pass over the training and test images)",
+            "--set tta=40 (the paper's)",
+        )
+    for key in ("seed", "split_seed", "tta_seed"):
+        if not 0 <= getattr(cfg, key) <= MAX_SEED:
+            raise out_of_range(key, f"in 0..{MAX_SEED} (a numpy seed)", f"--set {key}=0")
+    if not cfg.lr > 0:
+        raise out_of_range("lr", "> 0 (AdamW's learning rate)", "--set lr=0.001 (the paper's)")
+    if cfg.weight_decay < 0:
+        raise out_of_range("weight_decay", ">= 0", "--set weight_decay=0.001 (the paper's; 0: none)")
+    if not all(0 <= b < 1 for b in cfg.betas):
+        raise out_of_range("betas", "two numbers in [0, 1)", "--set betas=[0.9,0.999] (AdamW's default)")
     if not 0 < cfg.crop_scale[0] <= cfg.crop_scale[1] <= 1:
         raise ConfigError(f"config key 'crop_scale' must satisfy 0 < low <= high <= 1, got {cfg.crop_scale}")
+    for key in ("jitter_p", "grayscale_p"):
+        if not 0 <= getattr(cfg, key) <= 1:
+            default = getattr(_DEFAULTS, key)
+            raise out_of_range(key, "a probability in [0, 1]", f"--set {key}={default} (SimCLR's)")
+    if min(cfg.jitter[:3]) < 0 or not 0 <= cfg.jitter[3] <= 0.5:
+        raise out_of_range(
+            "jitter",
+            "[brightness, contrast, saturation, hue] with the first three >= 0 and hue in [0, 0.5] "
+            "(torchvision's ColorJitter)",
+            "--set jitter=[0.4,0.4,0.4,0.1] (SimCLR's)",
+        )
     if cfg.channels_last and cfg.encoder.startswith("resnet18") and cfg.width < 8:
         raise ConfigError(
             f"config keys 'channels_last' and 'width': width={cfg.width} < 8 with channels_last=true aborts the "
@@ -224,7 +295,13 @@ def validate(cfg: RunConfig) -> None:
             f"{cfg.center_crop}"
         )
     if cfg.lh_ridge < 0:
-        raise ConfigError(f"config key 'lh_ridge' must be >= 0, got {cfg.lh_ridge}")
+        raise out_of_range("lh_ridge", ">= 0 (relative to the mean eigenvalue)", "--set lh_ridge=0.01 (the default)")
+    if cfg.threads is not None and cfg.threads < 1:
+        raise out_of_range("threads", ">= 1 (or null: torch's default)", "--set threads=1, or drop the key")
+    if cfg.checkpoint_every < 0:
+        raise out_of_range("checkpoint_every", ">= 0 epochs (0: only at the end)", "--set checkpoint_every=1")
+    if cfg.checkpoint_seconds < 0:
+        raise out_of_range("checkpoint_seconds", ">= 0 seconds", "--set checkpoint_seconds=60")
     if not (cfg.device in ("auto", "cpu", "cuda") or cfg.device.startswith("cuda:")):
         raise ConfigError(f"config key 'device' must be auto, cpu, cuda or cuda:N, got {cfg.device!r}")
 
@@ -257,30 +334,75 @@ def min_image_size(cfg: RunConfig) -> int:
     return 8 if cifar else 32
 
 
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    """One line for a YAML error: where, what (and that tags such as ``!!python/object`` are refused)."""
+    mark = getattr(exc, "problem_mark", None)
+    where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    if isinstance(exc, yaml.constructor.ConstructorError):
+        problem += "; YAML tags that build Python objects (!!python/...) are refused"
+    return f"{where}{problem}"
+
+
 def parse_override(text: str) -> tuple[str, Any]:
     """``"key=value"`` -> ``(key, value)`` with the value parsed as YAML (``params.temperature=0.1`` nests)."""
     if "=" not in text:
         raise ConfigError(f"override {text!r} must look like key=value")
     key, raw = text.split("=", 1)
-    return key.strip(), yaml.safe_load(raw)
+    try:
+        return key.strip(), yaml.safe_load(raw)
+    except yaml.YAMLError as exc:
+        raise ConfigError(
+            f"override {text!r}: the value is not valid YAML ({_yaml_problem(exc)}). Fix: write a plain YAML "
+            f"value, e.g. epochs=8, crop_scale=[0.2,1.0], params.contexts=[flip], or quote a text: data_dir='my [data]'"
+        ) from None
+
+
+def read_yaml_mapping(path: str | Path, what: str = "config file", fix: str | None = None) -> dict[str, Any]:
+    """The mapping a YAML file holds; ``ConfigError`` naming the file for anything else.
+
+    Refused, each in one line: a missing file, one that is not UTF-8 text (a binary file), invalid
+    YAML (with line and column), YAML tags that would build Python objects (``!!python/object``;
+    ``yaml.safe_load`` never builds them), and a top level that is not a mapping. ``fix`` replaces
+    the advice (e.g. for a file that ``con2 train`` wrote).
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"{what} {p} not found")
+    advice = fix or "pass a YAML mapping of con2.config.RunConfig keys to values (e.g. `epochs: 8`)"
+    try:
+        text = p.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"{what} {p} is not a YAML text file (byte {exc.start} is not UTF-8). Fix: {advice}"
+        ) from None
+    try:
+        loaded = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(
+            f"{what} {p} is not valid YAML ({_yaml_problem(exc)}). Fix: {fix or 'correct that line'}"
+        ) from None
+    if loaded is None:
+        return {}
+    if not isinstance(loaded, dict):
+        raise ConfigError(
+            f"{what} {p} must hold a mapping of keys to values, not a {type(loaded).__name__}. Fix: {advice}"
+        )
+    return loaded
 
 
 def load_config(path: str | Path | None = None, overrides: list[str] | None = None) -> RunConfig:
     """Load a YAML config (optional) and apply ``key=value`` overrides, then validate."""
     values: dict[str, Any] = {}
     if path is not None:
-        p = Path(path)
-        if not p.is_file():
-            raise ConfigError(f"config file {p} not found")
-        loaded = yaml.safe_load(p.read_text()) or {}
-        if not isinstance(loaded, dict):
-            raise ConfigError(f"config file {p} must hold a mapping of keys to values")
-        values.update(loaded)
+        values.update(read_yaml_mapping(path))
     for text in overrides or []:
         key, value = parse_override(text)
         if key.startswith("params."):
-            values.setdefault("params", {})
-            values["params"] = {**values["params"], key.removeprefix("params."): value}
+            params = values.get("params") or {}
+            if not isinstance(params, dict):
+                raise ConfigError(f"config key 'params': {params!r} is not a valid dict")
+            values["params"] = {**params, key.removeprefix("params."): value}
         else:
             values[key] = value
     return make_config(values)

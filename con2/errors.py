@@ -3,7 +3,8 @@
 Every error the user can cause or fix derives from :class:`Con2Error`; the command line prints
 its message as ``con2: error: ...`` and exits 2. Write failures stay ``OSError``s (so callers can
 test ``errno``); :func:`write_failure` turns the common ones (disk full, read-only, no permission)
-into that kind of message. This module imports nothing heavy: the CLI imports it at start-up.
+into that kind of message, :func:`read_failure` a file or folder that cannot be read. This module
+imports nothing heavy: the CLI imports it at start-up.
 """
 
 from __future__ import annotations
@@ -30,6 +31,10 @@ class NonFiniteLossError(Con2Error, FloatingPointError):
     """Training produced a NaN or infinite loss; the message names the step and the loss terms."""
 
 
+class NonFiniteFeaturesError(Con2Error, FloatingPointError):
+    """Scoring met NaN or infinite features (a diverged model); the message says what to change."""
+
+
 class DataError(Con2Error, RuntimeError):
     """A dataset is missing, malformed or cannot be obtained; the message says how to fix it."""
 
@@ -42,6 +47,10 @@ class RunDirError(Con2Error, RuntimeError):
     """A run directory cannot be used: another writer holds it, or its checkpoint is unreadable."""
 
 
+_NOT_READABLE_FIX = (
+    "make it readable by this user (chmod, chown, or a readable mount), or copy it to a readable folder and point "
+    "there; the file itself may be fine: do not delete it"
+)
 _NO_SPACE_FIX = (
     "free space on that file system (or write elsewhere: another --run-dir, or CON2_CACHE_DIR for prepared data), "
     "then rerun the same command: it resumes from the last checkpoint"
@@ -67,3 +76,13 @@ def write_failure(exc: OSError, fix: str | None = None) -> str | None:
     else:
         return None
     return f"{problem}. Fix: {fix or advice}"
+
+
+def read_failure(exc: OSError, fix: str | None = None) -> str:
+    """A message for a failed read (no permission, an I/O error): names the path and says what to do.
+
+    A file that cannot be *read* is not known to be damaged, so the advice never says to delete it.
+    """
+    path = exc.filename if exc.filename is not None else "(unknown path)"
+    what = (exc.strerror or str(exc)).lower()
+    return f"cannot read {path}: {what}. Fix: {fix or _NOT_READABLE_FIX}"

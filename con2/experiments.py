@@ -9,13 +9,14 @@ variants and the seeds; a cell that several experiments share is one run.
 Each run's config is resolved here, once, with :func:`con2.config.make_config` (every key checked,
 defaults filled in) and without the runtime-only keys (:data:`con2.config.RUNTIME_KEYS`, set per
 machine at the profile's top level); the :class:`Run` keeps that :class:`~con2.config.RunConfig`,
-and every later step of :func:`workflow_grid` (the method and weights checks, writing
-``results/configs/<key>.yaml``, the config hashes) reuses it: one parse per run in the Snakefile's
-process. ``con2 train --config`` reads that file (one parse in the job's process); the config
-never travels as strings.
+and every later step (the method and weights checks of :func:`workflow_grid`, the config hashes,
+the workflow's ``run_config`` job writing ``results/configs/<key>.<hash>.yaml``) reuses it: one
+parse per run in the Snakefile's process. ``con2 train --config`` reads that file (one parse in
+the job's process); the config never travels as strings.
 
 This module also owns the workflow's path conventions (where a run's record, config, log and
-benchmark live). Nothing here reads data: the caller passes the registry's ``normal_classes``.
+benchmark live) and the one pattern every name in them matches (:data:`NAME_PATTERN`). Nothing
+here reads data: the caller passes the registry's ``normal_classes``.
 
 Example:
     >>> cfg = {
@@ -35,7 +36,11 @@ Example:
 from __future__ import annotations
 
 import copy
+import functools
+import glob
 import json
+import os
+import re
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -56,9 +61,39 @@ DATA_ROOT = "results/data"
 RUN_PATTERN = "{dataset}/{normal_class}/{method}/{variant}/seed{seed}"
 IDENTITY_KEYS = ("dataset", "normal_class", "method", "variant", "seed")
 
+# The one pattern of every name that becomes a wildcard, a path component and a shell word: a
+# dataset, normal class, method or variant (a run key is four of them and ``seed<k>``). A letter or
+# digit first, then letters, digits, '_', '+' (a '+'-list of classes) and '-': no '/', no '.', so no
+# '..', no space and no shell character. The workflow's schema (workflow/schemas/config.schema.yaml,
+# ``definitions.name``) and its wildcard constraints use the same pattern (a test compares them).
+NAME_REGEX = r"[A-Za-z0-9][A-Za-z0-9_+-]{0,99}"
+NAME_PATTERN = f"^{NAME_REGEX}$"
+SEED_REGEX = r"\d{1,9}"
+CONFIG_HASH_REGEX = r"[0-9a-f]{16}"
+_NAME = re.compile(NAME_PATTERN)
+_SEED_DIR = re.compile(f"^seed({SEED_REGEX})$")
+
 
 class GridError(ValueError):
     """The profile config names something that does not exist; the message names the key."""
+
+
+def is_name(value: Any) -> bool:
+    """True for a string that matches :data:`NAME_PATTERN` (safe as a path component and a shell word)."""
+    return isinstance(value, str) and _NAME.match(value) is not None
+
+
+def check_name(value: Any, where: str) -> str:
+    """``value`` as a string if it matches :data:`NAME_PATTERN`, else :class:`GridError` naming ``where``
+    (the profile key that sets it) and the pattern."""
+    text = str(value)
+    if not is_name(text):
+        raise GridError(
+            f"{where}: {text!r} is not a valid name: it becomes a path and a shell word, so it must match "
+            f"{NAME_PATTERN} (a letter or digit, then letters, digits, '_', '+' or '-'; no '/', '.', space "
+            "or shell character); rename it in the profile"
+        )
+    return text
 
 
 @dataclass(frozen=True)
@@ -70,7 +105,7 @@ class Run:
         settings: the profile's settings of the run (``params`` included, runtime keys excluded),
             as written in the profile.
         config: the resolved config: every :class:`~con2.config.RunConfig` key but the runtime
-            ones, defaults filled in (what ``results/configs/<key>.yaml`` holds).
+            ones, defaults filled in (what ``results/configs/<key>.<hash>.yaml`` holds).
         run_config: the same, parsed once (:func:`resolve_config`): what every later check reuses.
         experiments: the experiments that asked for this cell.
     """
@@ -100,7 +135,10 @@ class Run:
 
     @property
     def config_file(self) -> str:
-        return f"{CONFIGS_ROOT}/{self.key}.yaml"
+        """``results/configs/<key>.<config hash>.yaml``: the hash in the name, so a changed setting is a
+        new file (written by the workflow's ``run_config`` job, which reruns the run), a file never
+        holds another config than its name says, and no process rewrites a file another one reads."""
+        return config_file_of(self.key, self.config_hash)
 
     @property
     def benchmark(self) -> str:
@@ -111,9 +149,9 @@ class Run:
         """The size the run's data are prepared at (``data_size``, else ``image_size``)."""
         return int(self.config.get("data_size") or self.config["image_size"])
 
-    @property
+    @functools.cached_property
     def config_hash(self) -> str:
-        """:meth:`RunConfig.config_hash` of the run (what its record will hold)."""
+        """:meth:`RunConfig.config_hash` of the run (what its record will hold; computed once)."""
         return self.run_config.config_hash()
 
 
@@ -121,12 +159,40 @@ def run_key(dataset: str, normal_class: str, method: str, variant: str, seed: in
     return RUN_PATTERN.format(dataset=dataset, normal_class=normal_class, method=method, variant=variant, seed=seed)
 
 
-def record_key(path: str | Path) -> str | None:
-    """The run key of a ``results/runs/<key>/record.json`` path (relative or absolute), else None."""
+def config_file_of(key: str, config_hash: str) -> str:
+    """Where the resolved config of run ``key`` with hash ``config_hash`` is written."""
+    return f"{CONFIGS_ROOT}/{key}.{config_hash}.yaml"
+
+
+def path_identity(path: str | Path) -> dict[str, Any] | None:
+    """``{dataset, normal_class, method, variant, seed}`` that a ``.../<dataset>/<class>/<method>/
+    <variant>/seed<k>/record.json`` path spells, or None for a path of another shape (a copied
+    ``seed0.bak``, a name outside :data:`NAME_PATTERN`)."""
     parts = Path(path).parts
-    if len(parts) < 7 or parts[-1] != "record.json" or not parts[-2].startswith("seed"):
+    if len(parts) < 6 or parts[-1] != "record.json":
         return None
-    return "/".join(parts[-6:-1])
+    *names, seed_dir = parts[-6:-1]
+    seed = _SEED_DIR.match(seed_dir)
+    if seed is None or not all(is_name(n) for n in names):
+        return None
+    return dict(zip(IDENTITY_KEYS, [*names, int(seed.group(1))], strict=True))
+
+
+def record_key(path: str | Path) -> str | None:
+    """The run key of a ``results/runs/<key>/record.json`` path (relative or absolute), else None
+    (a path that is no run directory of the grid's layout, e.g. a copy named ``seed0.bak``)."""
+    ident = path_identity(path)
+    return None if ident is None else run_key(**ident)
+
+
+def records_on_disk(root: str | Path = RUNS_ROOT) -> tuple[list[str], list[str]]:
+    """``(records, others)`` under ``root``: every ``<key>/record.json`` whose path is a run key, and
+    every other ``record.json`` there (a copied ``seed0.bak``, a deeper or shallower folder), which
+    aggregation must not count as a run. Both sorted, each path ``root`` joined with the rest."""
+    found = sorted(glob.glob(os.path.join(glob.escape(str(root)), "**", "record.json"), recursive=True))
+    runs = [p for p in found if len(Path(p).relative_to(root).parts) == 6 and record_key(p) is not None]
+    kept = set(runs)
+    return runs, [p for p in found if p not in kept]
 
 
 def data_marker(dataset: str, size: int) -> str:
@@ -206,7 +272,21 @@ def as_run_config(config: RunConfig | Mapping[str, Any]) -> RunConfig:
     return config if isinstance(config, RunConfig) else run_configs.make_config(dict(config))
 
 
-def expand_grid(config: Mapping[str, Any], normal_classes: Callable[[str], Iterable[str]]) -> list[Run]:
+def _seeds(values: Iterable[Any], where: str) -> list[int]:
+    """Seeds as integers >= 0 (each becomes ``seed<k>`` in a path); ``GridError`` naming ``where``."""
+    out = []
+    for s in values:
+        if isinstance(s, bool) or not isinstance(s, int) or s < 0:
+            raise GridError(f"{where}: {s!r} is not a seed: seeds are integers >= 0")
+        out.append(s)
+    return out
+
+
+def expand_grid(
+    config: Mapping[str, Any],
+    normal_classes: Callable[[str], Iterable[str]],
+    unknown_class: Callable[[str, str], str | None] | None = None,
+) -> list[Run]:
     """All runs of a profile config, in a stable order (experiment, dataset, class, method, variant, seed).
 
     Args:
@@ -214,14 +294,22 @@ def expand_grid(config: Mapping[str, Any], normal_classes: Callable[[str], Itera
             ``experiments``, optional ``extra_methods`` and ``only_datasets``).
         normal_classes: the registry's normal classes of a dataset (used where the dataset's
             ``normal_classes`` is missing or ``all``).
+        unknown_class: ``(dataset, class) ->`` why the registry does not know that class of the
+            dataset, or None if it does; checks the classes a profile names (the workflow passes
+            the registry's check; None: not checked).
 
     Raises:
-        GridError: an experiment names an unknown dataset or variant, a class list is empty, a run
-            block holds a runtime key, or a run's config is invalid (the message names the key and
-            where it is set).
+        GridError: an experiment names an unknown dataset or variant, a class list is empty or
+            names a class the dataset lacks, a name (dataset, class, method, variant) does not
+            match :data:`NAME_PATTERN` or a seed is not an integer >= 0, a run block holds a
+            runtime key, or a run's config is invalid (the message names the key and where it is set).
     """
     datasets_cfg = config.get("datasets") or {}
     variants_cfg = {"default": {}, **(config.get("variants") or {})}
+    for name in datasets_cfg:
+        check_name(name, "datasets")
+    for name in variants_cfg:
+        check_name(name, "variants")
     base_run = config.get("run") or {}
     _no_runtime_keys(base_run, "run")
     for name, dcfg in datasets_cfg.items():
@@ -229,9 +317,10 @@ def expand_grid(config: Mapping[str, Any], normal_classes: Callable[[str], Itera
     for name, vcfg in variants_cfg.items():
         _no_runtime_keys(vcfg, f"variants.{name}")
     keep = set(selected_datasets(config))
+    default_seeds = _seeds(config.get("seeds", [0]), "seeds")
     runs: dict[str, Run] = {}
     for exp_name, exp in (config.get("experiments") or {}).items():
-        seeds = [int(s) for s in exp.get("seeds", config.get("seeds", [0]))]
+        seeds = _seeds(exp["seeds"], f"experiments.{exp_name}.seeds") if "seeds" in exp else default_seeds
         for dataset in as_list(exp.get("datasets")):
             if dataset not in datasets_cfg:
                 raise GridError(f"experiments.{exp_name}.datasets: {dataset!r} is not a key of `datasets`")
@@ -239,13 +328,22 @@ def expand_grid(config: Mapping[str, Any], normal_classes: Callable[[str], Itera
                 continue
             dcfg = datasets_cfg[dataset] or {}
             classes = dcfg.get("normal_classes", "all")
-            classes = list(normal_classes(dataset)) if classes in ("all", None) else as_list(classes)
+            if classes in ("all", None):
+                where = f"the registry's normal classes of {dataset!r} (datasets.{dataset}.normal_classes: all)"
+                classes = [check_name(c, where) for c in normal_classes(dataset)]
+            else:
+                classes = [check_name(c, f"datasets.{dataset}.normal_classes") for c in as_list(classes)]
+                for cls in classes:
+                    why = unknown_class(dataset, cls) if unknown_class else None
+                    if why:
+                        raise GridError(f"datasets.{dataset}.normal_classes: {why}")
             if "normal_classes" in exp:
                 restrict = as_list(exp["normal_classes"])
                 classes = [c for c in classes if c in restrict] if restrict != ["all"] else classes
             if not classes:
                 raise GridError(f"datasets.{dataset}.normal_classes: no normal class to run")
             for method, variants in method_variants(exp, config.get("extra_methods")).items():
+                check_name(method, f"experiments.{exp_name}.methods (or extra_methods)")
                 for variant in variants:
                     if variant not in variants_cfg:
                         raise GridError(
@@ -282,6 +380,10 @@ def expand_grid(config: Mapping[str, Any], normal_classes: Callable[[str], Itera
                                 (exp_name,),
                             )
     return list(runs.values())
+
+
+def _key(run: Run) -> str:
+    return run.key
 
 
 def _ident(run: Run) -> tuple[str, str, str, str, int]:
@@ -334,10 +436,15 @@ def write_run_config(path: str | Path, config: RunConfig | Mapping[str, Any], ch
     cfg = as_run_config(config)
     if check:
         check_method(cfg)
-    text = "# resolved by con2.experiments for the workflow; read by `con2 train --config`\n"
-    text += yaml.safe_dump(config_values(cfg), sort_keys=False)
     with atomic_path(Path(path)) as tmp:
-        tmp.write_text(text)
+        tmp.write_text(run_config_text(cfg))
+
+
+def run_config_text(config: RunConfig) -> str:
+    """The YAML text of a resolved run config (what :func:`write_run_config` writes, and what the
+    workflow's ``run_config`` job writes from its param)."""
+    text = "# resolved by con2.experiments for the workflow; read by `con2 train --config`\n"
+    return text + yaml.safe_dump(config_values(config), sort_keys=False)
 
 
 def read_run_config(path: str | Path) -> dict[str, Any] | None:
@@ -356,7 +463,7 @@ def drop_runs_without_weights(
     """The runs whose method finds its pretrained weights, and ``{"method/variant": why}`` of the
     others (the first run of a method/variant decides for all of its runs; methods in
     ``skip_methods``, which run by their own rules, are kept unchecked). Other config errors are
-    left to :func:`sync_run_configs`, which names the key.
+    left to :func:`check_run_methods`, which names the key.
 
     Raises:
         GridError: ``strict`` and a method lacks its weights (naming the file and the fix).
@@ -382,17 +489,14 @@ def drop_runs_without_weights(
     return [r for r in runs if verdict.get(f"{r.method}/{r.variant}", True)], missing
 
 
-def sync_run_configs(runs: Iterable[Run]) -> list[Run]:
-    """Write ``results/configs/<run key>.yaml`` for every run where missing or different: a changed
-    setting rewrites the file, and so reruns that run (its input). The runs whose config is new or
-    changed have their method checked first (params included), so a bad key fails here, naming it,
-    before any file is written. Returns the runs written.
+def check_run_methods(runs: Iterable[Run]) -> None:
+    """Check every run's method and its params (:func:`check_method`; once per shared config), so a
+    bad key fails before any job, naming it and where it is set.
 
     Raises:
         GridError: a run's method refuses its settings (the message names the key and where it is set).
     """
-    changed = [r for r in runs if not Path(r.config_file).is_file() or read_run_config(r.config_file) != r.config]
-    for run in changed:
+    for run in runs:
         try:
             check_method(run.run_config)
         except ConfigError as exc:
@@ -400,9 +504,55 @@ def sync_run_configs(runs: Iterable[Run]) -> list[Run]:
                 f"dataset {run.dataset!r}, method {run.method!r}, variant {run.variant!r}: {exc} "
                 f"(set in `run:`, `datasets.{run.dataset}.run` or `variants.{run.variant}`)"
             ) from None
-    for run in changed:
-        write_run_config(run.config_file, run.run_config, check=False)
-    return changed
+
+
+def profile_methods(config: Mapping[str, Any]) -> list[str]:
+    """Every method the profile's experiments name (``extra_methods`` included), sorted."""
+    extra = config.get("extra_methods")
+    return sorted({m for exp in (config.get("experiments") or {}).values() for m in method_variants(exp, extra)})
+
+
+def check_report(config: Mapping[str, Any], tables: Collection[str] = ()) -> None:
+    """Check the ``report:`` block against the profile: ``subject`` (and each fidelity row's method)
+    must be a method of its experiments, every dataset it lists (``medical``, ``natural``,
+    ``per_class``, ``pca``, ``fidelity.datasets``) a key of ``datasets``, every variant it names
+    a key of ``variants``, every ``scopes`` entry a table (of ``tables``, when given) reading
+    experiments of the profile. Otherwise a table would be built empty ("(no runs)") without a word.
+
+    Raises:
+        GridError: naming the ``report`` key, the unknown value and what the profile has.
+    """
+    rep = config.get("report") or {}
+    datasets = list(config.get("datasets") or {})
+    variants = ["default", *[v for v in config.get("variants") or {} if v != "default"]]
+    experiments = list(config.get("experiments") or {})
+    methods = profile_methods(config)
+
+    def known(value: Any, allowed: list[str], where: str, what: str) -> None:
+        if str(value) not in allowed:
+            raise GridError(
+                f"report.{where}: {value!r} is not {what} of this profile ({', '.join(allowed) or 'none'}); "
+                "name one of them or remove it"
+            )
+
+    if rep.get("subject") is not None:
+        known(rep["subject"], methods, "subject", "a method of the experiments")
+    for key in ("medical", "natural", "per_class", "pca"):
+        for dataset in rep.get(key) or []:
+            known(dataset, datasets, key, "a key of `datasets`")
+    for method, variant in (rep.get("main_variants") or {}).items():
+        known(variant, variants, f"main_variants.{method}", "a key of `variants`")
+    for table, exps in (rep.get("scopes") or {}).items():
+        if tables:
+            known(table, sorted(tables), "scopes", "a table")
+        for exp in exps or []:
+            known(exp, experiments, f"scopes.{table}", "an experiment")
+    fidelity = rep.get("fidelity") or {}
+    for dataset in fidelity.get("datasets") or []:
+        known(dataset, datasets, "fidelity.datasets", "a key of `datasets`")
+    for i, row in enumerate(fidelity.get("rows") or []):
+        known(row.get("method"), methods, f"fidelity.rows[{i}].method", "a method of the experiments")
+        known(row.get("variant"), variants, f"fidelity.rows[{i}].variant", "a key of `variants`")
 
 
 @dataclass(frozen=True)
@@ -420,8 +570,9 @@ class WorkflowGrid:
     cli_methods: frozenset[str]
 
     def hashes(self) -> dict[str, str | None]:
-        """``{run key: config hash}`` (None for runs of own-rule methods, which keep no hash)."""
-        return {r.key: (r.config_hash if r.method in self.cli_methods else None) for r in self.runs}
+        """``{run key: config hash}`` (None for runs of own-rule methods, which keep no hash), sorted by
+        key: a param of the aggregation, so the order of a profile's experiments never reruns it."""
+        return {r.key: (r.config_hash if r.method in self.cli_methods else None) for r in sorted(self.runs, key=_key)}
 
 
 def workflow_grid(
@@ -429,16 +580,25 @@ def workflow_grid(
     normal_classes: Callable[[str], Iterable[str]],
     own_rule_methods: Collection[str] = (),
     strict: bool = False,
+    unknown_class: Callable[[str, str], str | None] | None = None,
+    tables: Collection[str] = (),
 ) -> WorkflowGrid:
     """What the Snakefile does with a profile before any job: expand the grid (each run's config
-    parsed once), leave out the runs whose method lacks its pretrained weights, and write the
-    resolved config of every run trained by ``con2 train`` where it is missing or changed.
+    parsed once; every name checked against :data:`NAME_PATTERN`, every class the profile names
+    against ``unknown_class``), check the ``report:`` block (:func:`check_report`), leave out the
+    runs whose method lacks its pretrained weights and check every other run's method. It writes
+    nothing: each run's resolved config is written to :attr:`Run.config_file` (its name carries the
+    config hash) by the workflow's ``run_config`` job (:func:`write_run_config`), under Snakemake's
+    lock, so ``snakemake -n`` leaves the disk alone and a second invocation, refused by the lock,
+    changes nothing.
 
     Raises:
-        GridError: the profile names something that does not exist, a run's config or method
-            params are invalid, or (``strict``) a method lacks its weights.
+        GridError: the profile names something that does not exist or an unsafe name, a run's
+            config or method params are invalid, or (``strict``) a method lacks its weights.
     """
-    runs, missing = drop_runs_without_weights(expand_grid(config, normal_classes), own_rule_methods, strict)
+    runs = expand_grid(config, normal_classes, unknown_class)
+    check_report(config, tables)
+    runs, missing = drop_runs_without_weights(runs, own_rule_methods, strict)
     cli_methods = frozenset({r.method for r in runs} - set(own_rule_methods))
-    sync_run_configs([r for r in runs if r.method in cli_methods])
+    check_run_methods([r for r in runs if r.method in cli_methods])
     return WorkflowGrid(runs, missing, cli_methods)

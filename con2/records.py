@@ -2,14 +2,15 @@
 
 Every run writes ``record.json`` in its run directory; tables and figures read nothing else. A
 record is written to a temporary name and renamed (:mod:`con2.atomic`), so a failed run leaves no
-record, and a reader rejects any record that does not match the schema, naming the field and the
-file. Records are built by :func:`con2.rundir.build_record`, for registered methods and external
-programs alike.
+record, and a reader rejects any record that does not match the schema (or holds a NaN or an
+infinite number: JSON Schema's ``number`` admits both), naming the field and the file. Records
+are built by :func:`con2.rundir.build_record`, for registered methods and external programs alike.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -119,10 +120,30 @@ class RecordError(Con2Error, ValueError):
     """A record file is missing, unreadable or does not match the schema."""
 
 
+def non_finite_fields(value: Any, where: tuple[str, ...] = ()) -> list[tuple[str, float]]:
+    """``(dotted path, value)`` of every NaN or infinite number inside ``value`` (JSON Schema's
+    ``number`` admits both, and a NaN metric would silently drop out of every table)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return [(".".join(where) or "(top level)", value)]
+    if isinstance(value, dict):
+        return [f for k, v in value.items() for f in non_finite_fields(v, (*where, str(k)))]
+    if isinstance(value, (list, tuple)):
+        return [f for i, v in enumerate(value) for f in non_finite_fields(v, (*where, str(i)))]
+    return []
+
+
 def validate_record(record: dict[str, Any], source: str = "<record>") -> None:
-    """Raise ``RecordError`` naming the offending field and ``source`` if ``record`` is invalid."""
+    """Raise ``RecordError`` naming the offending field and ``source`` if ``record`` is invalid
+    (schema, or a NaN or infinite number anywhere)."""
     import jsonschema
 
+    bad = non_finite_fields(record)
+    if bad:
+        field, number = bad[0]
+        raise RecordError(
+            f"{source}: invalid run record at field {field!r}: {number} is not a finite number "
+            "(NaN or infinite: the run diverged or a score is undefined)"
+        )
     validator = jsonschema.Draft202012Validator(RECORD_SCHEMA)
     errors = sorted(validator.iter_errors(record), key=lambda e: list(e.absolute_path))
     if errors:
@@ -137,18 +158,27 @@ def validate_record(record: dict[str, Any], source: str = "<record>") -> None:
 def write_record(record: dict[str, Any], path: Path) -> None:
     """Validate, then write ``record`` as JSON atomically (temporary file + rename)."""
     validate_record(record, str(path))
-    write_text_atomic(Path(path), json.dumps(record, indent=2, sort_keys=True))
+    write_text_atomic(Path(path), json.dumps(record, indent=2, sort_keys=True, allow_nan=False))
 
 
 def read_record(path: str | Path) -> dict[str, Any]:
-    """Read and validate one record; ``RecordError`` names the file and the field on failure."""
+    """Read and validate one record; ``RecordError`` names the file and the field (or what is wrong
+    with the file: missing, unreadable, binary, not JSON) on failure."""
     p = Path(path)
     try:
-        record = json.loads(p.read_text())
+        text = p.read_bytes().decode("utf-8")
     except FileNotFoundError:
         raise RecordError(f"{p}: record file not found") from None
+    except UnicodeDecodeError:
+        raise RecordError(f"{p}: not a text file (binary or damaged), so not a run record") from None
+    except OSError as exc:
+        raise RecordError(f"{p}: cannot read the record ({exc.strerror or exc})") from None
+    try:
+        record = json.loads(text)
     except json.JSONDecodeError as exc:
         raise RecordError(f"{p}: not valid JSON ({exc})") from None
+    except RecursionError:
+        raise RecordError(f"{p}: not a run record (JSON nested too deeply)") from None
     if not isinstance(record, dict):
         raise RecordError(f"{p}: a run record must be a JSON object")
     validate_record(record, str(p))

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 from con2.atomic import atomic_path, clean_partials, remove, write_bytes_atomic, write_text_atomic
 from con2.config import RUNTIME_KEYS, RunConfig, load_config
-from con2.errors import ConfigError, RunDirError
+from con2.errors import ConfigError, RunDirError, read_failure
 from con2.records import SCHEMA_VERSION, RecordError, read_record, write_record
 
 if TYPE_CHECKING:
@@ -95,12 +95,16 @@ def load_run_data(cfg: RunConfig) -> OneClassData:
     return data
 
 
-def check_batch_size(cfg: RunConfig, n_train: int) -> None:
-    """Refuse a batch larger than the training set (it would silently become the whole set)."""
+def check_batch_size(cfg: RunConfig, n_train: int, normal_class: str | None = None) -> None:
+    """Refuse a batch larger than the training set (it would silently become the whole set).
+
+    ``normal_class``: the class the data loader resolved (``cfg.normal_class`` may be ``None``, the default).
+    """
     if cfg.batch_size > n_train:
+        normal = normal_class if normal_class is not None else cfg.normal_class
         raise ConfigError(
             f"config key 'batch_size': {cfg.batch_size} is larger than the training set of {cfg.dataset} "
-            f"(normal class {cfg.normal_class if cfg.normal_class is not None else 'default'}: {n_train} images). "
+            f"(normal class {normal if normal is not None else 'default'}: {n_train} images). "
             f"Fix: --set batch_size={n_train} or smaller"
         )
 
@@ -195,12 +199,14 @@ class Stored:
         config: that configuration (a mapping of RunConfig keys; empty if unreadable).
         config_hash: its hash (``None`` if unreadable).
         complete: a record exists.
+        problem: why the configuration could not be read (empty if it could).
     """
 
     source: Path
     config: dict[str, Any]
     config_hash: str | None
     complete: bool
+    problem: str = ""
 
 
 def config_diff(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
@@ -240,7 +246,15 @@ class RunDir:
             OSError: the directory or its lock file cannot be created (read-only, full).
         """
         created = not self.path.exists()
-        self.path.mkdir(parents=True, exist_ok=True)
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+        except (FileExistsError, NotADirectoryError):
+            blocker = next((p for p in (self.path, *self.path.parents) if p.exists() and not p.is_dir()), self.path)
+            where = "is a file" if blocker == self.path else f"cannot be created: {blocker} is a file"
+            raise RunDirError(
+                f"run directory {self.path} {where}, not a folder. Fix: pass another --run-dir, or move {blocker} "
+                f"out of the way"
+            ) from None
         try:
             with _locked(self.path / LOCK):
                 clean_partials(self.path)
@@ -258,7 +272,7 @@ class RunDir:
         if self.record.is_file():
             try:
                 r = read_record(self.record)
-            except RecordError as exc:
+            except RecordError as exc:  # read_record names a binary, non-JSON or invalid file
                 raise RunDirError(
                     f"{exc}. Fix: rerun with --force to retrain this run (it replaces the record), or restore the file"
                 ) from None
@@ -266,8 +280,8 @@ class RunDir:
         if self.checkpoint.is_file() and self.config.is_file():
             try:
                 cfg = load_config(self.config)
-            except ConfigError:
-                return Stored(self.config, {}, None, False)
+            except ConfigError as exc:  # the message's own fix does not apply here: plan() gives one
+                return Stored(self.config, {}, None, False, problem=str(exc).split(". Fix: ")[0])
             return Stored(self.config, cfg.to_dict(), cfg.config_hash(), False)
         return None
 
@@ -296,6 +310,8 @@ class RunDir:
 
     def describe_change(self, stored: Stored, cfg: RunConfig) -> str:
         """One line: which file holds which hash, and the differing keys."""
+        if stored.problem:
+            return f"its {stored.source.name} cannot be read ({stored.problem})"
         diff = config_diff(stored.config, cfg.to_dict()) if stored.config else ["(unreadable)"]
         return (
             f"{stored.source.name} has config hash {stored.config_hash}, this command {cfg.config_hash()}; "
@@ -393,11 +409,13 @@ def save_checkpoint(state: Mapping[str, Any], path: Path) -> None:
     write_bytes_atomic(path, buffer.getbuffer())
 
 
-def load_checkpoint(path: Path, device: torch.device | str = "cpu") -> dict[str, Any]:
+def load_checkpoint(path: Path, device: torch.device | str = "cpu", fix: str | None = None) -> dict[str, Any]:
     """Read a checkpoint with ``weights_only=True`` (no code runs from the file).
 
+    ``fix``: what the message of a corrupt file advises (default: ``con2 train``'s ``--force``).
+
     Raises:
-        FileNotFoundError: no file; RunDirError: a truncated or corrupt file (names it and ``--force``).
+        FileNotFoundError: no file; RunDirError: a truncated or corrupt file (names it and the fix).
     """
     import pickle
 
@@ -410,13 +428,14 @@ def load_checkpoint(path: Path, device: torch.device | str = "cpu") -> dict[str,
         if not isinstance(state, dict) or "model" not in state:
             raise ValueError("not a con2 checkpoint (no 'model' entry)")
     except (RuntimeError, ValueError, EOFError, pickle.UnpicklingError, OSError) as exc:
-        if isinstance(exc, OSError) and exc.errno is not None:
-            raise
+        if isinstance(exc, OSError) and exc.errno is not None:  # the file system refused the read
+            raise RunDirError(read_failure(exc)) from exc
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise RunDirError(
-            f"checkpoint {path} is truncated or corrupt ({reason}). Fix: rerun with --force to retrain this run "
-            f"from scratch (it deletes the checkpoint), or restore the file from a backup"
-        ) from exc
+        fix = fix or (
+            "rerun with --force to retrain this run from scratch (it deletes the checkpoint), or restore the file "
+            "from a backup"
+        )
+        raise RunDirError(f"checkpoint {path} is truncated or corrupt ({reason}). Fix: {fix}") from exc
     return state
 
 

@@ -23,6 +23,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from con2.errors import NonFiniteFeaturesError
+
 
 def _inverse_norms(x: Tensor, chunk: int) -> Tensor:
     """``1 / ||x_i||`` (0 for zero rows, as ``F.normalize``) of ``x [n, d]`` -> ``[n]`` float32, in blocks."""
@@ -63,11 +65,13 @@ def knn_scores(test: Tensor, train: Tensor, k: int = 1, chunk: int = 4096) -> Te
 
 @dataclass(frozen=True)
 class GaussianModel:
-    """A Gaussian fitted to L2-normalised features: mean ``[d]``, precision ``[d, d]``, log-determinant."""
+    """A Gaussian fitted to L2-normalised features: mean ``[d]``, precision ``[d, d]``, log-determinant,
+    and the jitter (relative to the mean eigenvalue) that a singular covariance needed (0: none)."""
 
     mean: Tensor
     precision: Tensor
     logdet: float
+    jitter: float = 0.0
 
     @property
     def dim(self) -> int:
@@ -105,16 +109,53 @@ def regularised_covariance(train: Tensor, ridge: float, chunk: int = 16384) -> t
     return mean, cov
 
 
+#: Jitters tried, in order, when a covariance does not factorise (relative to its mean eigenvalue).
+JITTERS = tuple(10.0**k for k in range(-10, 1))
+
+
+def cholesky_with_jitter(cov: Tensor) -> tuple[Tensor, float]:
+    """Lower Cholesky factor ``[d, d]`` of ``cov [d, d]`` and the jitter it needed.
+
+    A covariance that is singular (``lh_ridge=0`` with no more training images than feature
+    dimensions, or feature dimensions that never vary) gets ``jitter * tr(cov)/d * I`` added, with
+    ``jitter`` the first of :data:`JITTERS` (1e-10, 1e-9, ..., 1) that factorises: a well-defined,
+    deterministic regularisation, as small as it can be. Without it, Cholesky would stop the run
+    after training.
+
+    Raises:
+        NonFiniteFeaturesError: ``cov`` holds NaN or infinite values (features of a diverged model).
+    """
+    if not bool(torch.isfinite(cov).all()):
+        raise NonFiniteFeaturesError(
+            "S_LH: the training features hold NaN or infinite values (a diverged model). Fix: retrain with a "
+            "lower lr, or with amp=false"
+        )
+    chol, info = torch.linalg.cholesky_ex(cov)
+    if int(info) == 0:
+        return chol, 0.0
+    scale = float(torch.trace(cov)) / len(cov)
+    eye = torch.eye(len(cov), dtype=cov.dtype, device=cov.device) * (scale if scale > 0 else 1.0)
+    for jitter in JITTERS:
+        chol, info = torch.linalg.cholesky_ex(cov + jitter * eye)
+        if int(info) == 0:
+            return chol, jitter
+    raise NonFiniteFeaturesError(
+        f"S_LH: the covariance of the training features does not factorise even with jitter {JITTERS[-1]} x its "
+        f"mean eigenvalue. Fix: --set lh_ridge=0.01 (the default)"
+    )
+
+
 def fit_gaussian(train: Tensor, ridge: float = 1e-2, chunk: int = 16384) -> GaussianModel:
-    """Fit s_LH's Gaussian to training features ``[n, d]`` (normalised here)."""
+    """Fit s_LH's Gaussian to training features ``[n, d]`` (normalised here); a singular covariance
+    gets the smallest jitter that factorises it (:func:`cholesky_with_jitter`)."""
     mean, cov = regularised_covariance(train, ridge, chunk)
-    chol = torch.linalg.cholesky(cov)
+    chol, jitter = cholesky_with_jitter(cov)
     # L^-1 by a triangular solve, then L^-T L^-1: cholesky_inverse took 20 ms to 1.2 s for d = 512
     # on the shared 2-core CPU, the solve a steady 12-64 ms.
     inv_chol = torch.linalg.solve_triangular(chol, torch.eye(len(cov), dtype=cov.dtype, device=cov.device), upper=False)
     precision = inv_chol.T @ inv_chol
     logdet = 2.0 * torch.log(torch.diagonal(chol)).sum()
-    return GaussianModel(mean=mean, precision=precision, logdet=float(logdet))
+    return GaussianModel(mean=mean, precision=precision, logdet=float(logdet), jitter=jitter)
 
 
 def lh_scores(test: Tensor, model: GaussianModel, chunk: int = 16384) -> Tensor:

@@ -5,8 +5,13 @@ A method that starts from pretrained weights names them in its spec (``MethodSpe
 
 * ``""`` (the default): look the weight set's file names up in the model caches, in this order:
   ``$CON2_WEIGHTS_DIR``, then torch's hub cache (``$TORCH_HOME/hub/checkpoints``, by default
-  ``~/.cache/torch/hub/checkpoints``, where ``torchvision`` keeps what it downloads);
-* a directory: a model cache of your own, searched the same way (``<dir>``, ``<dir>/hub/checkpoints``);
+  ``~/.cache/torch/hub/checkpoints``, where ``torchvision`` keeps what it downloads), then, for a
+  set published on the Hugging Face hub (``hf_repo``), the Hugging Face cache (``$HF_HUB_CACHE``,
+  else ``$HF_HOME/hub``, by default ``~/.cache/huggingface/hub``, where ``hf download`` puts it:
+  ``models--<org>--<name>/snapshots/<revision>/<file>``);
+* a directory: a model cache of your own, searched the same way (``<dir>``, ``<dir>/hub/checkpoints``,
+  and for a hub set ``<dir>/models--<org>--<name>/snapshots/...``), e.g. the ``--local-dir`` of
+  ``hf download``;
 * a file: that file;
 * a weight-set name from :data:`KNOWN` (e.g. ``torchvision/resnet18-imagenet1k-v1``): that set,
   looked up in the caches.
@@ -14,7 +19,8 @@ A method that starts from pretrained weights names them in its spec (``MethodSpe
 Checks, before any training starts (:func:`resolve`, torch-free, from the spec's validation):
 the file exists and, when its expected sha256 is known, its digest matches (the table's digest
 for a cached or known file name, or a ``<key>_sha256`` params field; torchvision's file names
-carry the first 8 hex digits of their sha256, which is what torchvision itself checks). Then,
+carry the first 8 hex digits of their sha256, which is what torchvision itself checks; a file in
+the Hugging Face cache is a link to a blob named by its sha256, which is checked the same way). Then,
 where the method builds its model (:func:`load_checked`, needs torch): the file loads with
 ``torch.load(weights_only=True)`` and its state-dict keys and tensor shapes are exactly the
 model's. Every failure is a ``ConfigError`` that names the file, what is wrong, and where to get
@@ -23,15 +29,17 @@ the right one; nothing is ever fetched from the network during a run.
 :data:`KNOWN` is the table of weight sets this project knows: name, family, the architecture the
 file must fit, accepted file names with their sha256 (full or prefix; ``""`` = not known), the
 address to get it and how the file is laid out (a plain state dict, a checkpoint holding one
-under a key, or a TorchScript archive). It lists the torchvision ResNets PANDA uses and the
-CLIP and I-JEPA checkpoints for the methods to come; only the ones with an importable
-``architecture`` can be used by :func:`save_random_weights` (tests and smoke runs).
+under a key, a TorchScript archive, or a Hugging Face ``transformers`` model folder). It lists the
+torchvision ResNets PANDA uses, OpenAI's CLIP checkpoints (CLIP-AD) and the Hugging Face I-JEPA
+model (I-JEPA-ZSAD); only the ones with an importable ``architecture`` can be used by
+:func:`save_random_weights` (tests and smoke runs).
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
@@ -44,7 +52,7 @@ if TYPE_CHECKING:
     from torch import Tensor, nn
 
 ENV_DIR = "CON2_WEIGHTS_DIR"
-FORMATS = ("state_dict", "checkpoint", "torchscript")
+FORMATS = ("state_dict", "checkpoint", "torchscript", "hf_pretrained")
 
 
 @dataclass(frozen=True)
@@ -58,13 +66,18 @@ class WeightSet:
             weights (no arguments), or a description where no importable builder exists yet.
         files: accepted file names -> sha256 (full hex digest or a prefix; ``""``: not known).
         url: where the file is published.
-        fmt: ``state_dict`` (``torch.load`` gives the tensors), ``checkpoint`` (a dict holding the
-            state dict under ``state_key``) or ``torchscript`` (``torch.jit.load``).
+        fmt: ``state_dict`` (``torch.load`` gives the tensors; a ``.safetensors`` file is read with
+            safetensors), ``checkpoint`` (a dict holding the state dict under ``state_key``),
+            ``torchscript`` (``torch.jit.load``) or ``hf_pretrained`` (the weights file of a
+            ``transformers`` model folder, ``config.json`` beside it: :func:`load_hf_pretrained`).
         state_key: the checkpoint entry holding the state dict (``fmt="checkpoint"``).
         strip_prefix: a prefix removed from every key (``module.`` of DataParallel checkpoints).
         keys: what the file holds: the model's ``state_dict`` (parameters and buffers) or its
             ``parameters`` only (e.g. a per-parameter Fisher diagonal).
         notes: anything a user must know to get or use it.
+        hf_repo: the Hugging Face hub repository that publishes ``files`` (``org/name``): searched
+            in the Hugging Face cache, fetched with ``hf download``.
+        ignore_keys: entries of the file that are not model weights (dropped when loading).
     """
 
     name: str
@@ -77,11 +90,18 @@ class WeightSet:
     strip_prefix: str = ""
     keys: str = "state_dict"
     notes: str = ""
+    hf_repo: str = ""
+    ignore_keys: tuple[str, ...] = ()
 
     @property
     def filename(self) -> str:
         """The canonical file name (the first of ``files``)."""
         return next(iter(self.files))
+
+    @property
+    def hf_filename(self) -> str:
+        """The file name the hub repository publishes (the last of ``files``)."""
+        return list(self.files)[-1]
 
     def how_to_get(self, key: str = "weights") -> str:
         """One sentence: where the file comes from and where to put it."""
@@ -89,6 +109,18 @@ class WeightSet:
             f"then put it in ${ENV_DIR} or {hub_checkpoint_dir()}, or pass params.{key}=/path/to/{self.filename} "
             f"(con2 never downloads)"
         )
+        if self.hf_repo and not self.url:
+            note = f" ({self.notes})" if self.notes else ""
+            return (
+                f"get it on a machine with internet access: `hf download {self.hf_repo}` (huggingface_hub's "
+                f"command; it fills the Hugging Face cache {hf_hub_cache_dir()}, which con2 searches: copy that "
+                f"folder here){note}, or `hf download {self.hf_repo} --local-dir DIR` and pass params.{key}=DIR "
+                f"(con2 never downloads)"
+            )
+        if self.hf_repo:
+            where += (
+                f"; or `hf download {self.hf_repo} {self.hf_filename}` into the Hugging Face cache {hf_hub_cache_dir()}"
+            )
         if not self.url:
             return f"{self.notes}; {where}"
         if "drive.google" in self.url:
@@ -106,6 +138,49 @@ def _torchvision(arch: str, files: dict[str, str], url: str) -> WeightSet:
         architecture=f"torchvision.models:{arch}",
         files=files,
         url=url,
+    )
+
+
+def _openai_clip(model: str, sha256: str, timm_name: str) -> WeightSet:
+    """OpenAI's CLIP ``model`` (an open_clip name): its TorchScript archive, or the open_clip state dict on the hub."""
+    archive = f"{model}px.pt" if model.endswith("-336") else f"{model}.pt"
+    return WeightSet(
+        name=f"openai/clip-{model.lower()}",
+        family="clip",
+        architecture=f"open_clip {model} with QuickGELU (OpenAI CLIP)",
+        files={archive: sha256, "open_clip_pytorch_model.bin": "", "open_clip_model.safetensors": ""},
+        url=f"https://openaipublic.azureedge.net/clip/models/{sha256}/{archive}",
+        fmt="torchscript",
+        hf_repo=f"timm/{timm_name}.openai",
+        ignore_keys=("input_resolution", "context_length", "vocab_size"),  # OpenAI's archives hold these as tensors
+    )
+
+
+def ijepa_hub_set(repo: str, notes: str = "") -> WeightSet:
+    """The I-JEPA model folder ``repo`` of the Hugging Face hub (``config.json`` + ``model.safetensors``)."""
+    return WeightSet(
+        name=repo,
+        family="ijepa",
+        architecture="transformers.IJepaModel",
+        files={"model.safetensors": ""},
+        url="",
+        fmt="hf_pretrained",
+        hf_repo=repo,
+        notes=notes,
+    )
+
+
+def stand_in_set(name: str, family: str, architecture: str, filename: str, fmt: str = "state_dict") -> WeightSet:
+    """A weight set that exists only as random weights of ``architecture`` (``module:callable``), for the
+    pipeline checks of a pretrained method (:func:`save_random_weights` writes it; never a result)."""
+    return WeightSet(
+        name=name,
+        family=family,
+        architecture=architecture,
+        files={filename: ""},
+        url="",
+        fmt=fmt,
+        notes="random weights for pipeline checks, written by con2.weights.save_random_weights; never a result",
     )
 
 
@@ -145,23 +220,22 @@ KNOWN: dict[str, WeightSet] = {
                 "linked from github.com/talreiss/PANDA"
             ),
         ),
-        # For the CLIP and I-JEPA families (not implemented yet): OpenAI's URLs carry the file's sha256.
-        WeightSet(
-            name="openai/clip-vit-b-16",
-            family="clip",
-            architecture="OpenAI CLIP ViT-B/16 (TorchScript archive)",
-            files={"ViT-B-16.pt": "5806e77cd80f8b59890b7e101eabd078d9fb84e6937f9e85e4ecb61988df416f"},
-            url="https://openaipublic.azureedge.net/clip/models/5806e77cd80f8b59890b7e101eabd078d9fb84e6937f9e85e4ecb61988df416f/ViT-B-16.pt",
-            fmt="torchscript",
+        # CLIP-AD (open_clip): OpenAI's TorchScript archives, whose URLs carry the file's sha256, or the same
+        # weights as open_clip state dicts in the Hugging Face repositories open_clip itself downloads from.
+        _openai_clip(
+            "ViT-B-16", "5806e77cd80f8b59890b7e101eabd078d9fb84e6937f9e85e4ecb61988df416f", "vit_base_patch16_clip_224"
         ),
-        WeightSet(
-            name="openai/clip-vit-l-14",
-            family="clip",
-            architecture="OpenAI CLIP ViT-L/14 (TorchScript archive)",
-            files={"ViT-L-14.pt": "b8cca3fd41ae0c99ba7e8951adf17d267cdb84cd88be6f7c2e0eca1737a03836"},
-            url="https://openaipublic.azureedge.net/clip/models/b8cca3fd41ae0c99ba7e8951adf17d267cdb84cd88be6f7c2e0eca1737a03836/ViT-L-14.pt",
-            fmt="torchscript",
+        _openai_clip(
+            "ViT-L-14", "b8cca3fd41ae0c99ba7e8951adf17d267cdb84cd88be6f7c2e0eca1737a03836", "vit_large_patch14_clip_224"
         ),
+        _openai_clip(
+            "ViT-L-14-336",
+            "3035c92b350959924f9f00213499208652fc7ea050643e8b385c2dac08641f02",
+            "vit_large_patch14_clip_336",
+        ),
+        # I-JEPA-ZSAD: the pretrained I-JEPA of the transformers library (a model folder on the hub).
+        ijepa_hub_set("facebook/ijepa_vith14_1k", "ViT-H/14, ImageNet-1k, 300 epochs; about 2.5 GB"),
+        # I-JEPA's own release of the same model (not read by a method here: I-JEPA-ZSAD loads the hub folder).
         WeightSet(
             name="meta/ijepa-vit-h14-in1k-300e",
             family="ijepa",
@@ -192,10 +266,36 @@ def hub_checkpoint_dir() -> Path:
     return Path(os.path.expanduser(home)) / "hub" / "checkpoints"
 
 
-def cache_dirs() -> list[Path]:
-    """The model caches searched for a weight set's files: ``$CON2_WEIGHTS_DIR`` (if set), torch's hub cache."""
+def hf_hub_cache_dir() -> Path:
+    """The Hugging Face hub cache, by huggingface_hub's rule (``$HF_HUB_CACHE``, else ``$HF_HOME/hub``), no import."""
+    if os.environ.get("HF_HUB_CACHE"):
+        return Path(os.path.expanduser(os.environ["HF_HUB_CACHE"]))
+    home = os.environ.get("HF_HOME") or os.path.join(os.environ.get("XDG_CACHE_HOME", "~/.cache"), "huggingface")
+    return Path(os.path.expanduser(home)) / "hub"
+
+
+def cache_dirs(ws: WeightSet | None = None) -> list[Path]:
+    """The model caches searched for a weight set's files: ``$CON2_WEIGHTS_DIR`` (if set), torch's hub cache,
+    and for a set published on the Hugging Face hub (``ws.hf_repo``) the Hugging Face cache."""
     dirs = [Path(os.path.expanduser(os.environ[ENV_DIR]))] if os.environ.get(ENV_DIR) else []
-    return [*dirs, hub_checkpoint_dir()]
+    return [*dirs, hub_checkpoint_dir(), *([hf_hub_cache_dir()] if ws is not None and ws.hf_repo else [])]
+
+
+def _hf_snapshots(cache: Path, repo: str) -> list[Path]:
+    """The snapshot folders of ``repo`` in a Hugging Face cache: the one ``refs/main`` names first, then the rest."""
+    root = cache / f"models--{repo.replace('/', '--')}"
+    snaps = sorted((root / "snapshots").glob("*")) if (root / "snapshots").is_dir() else []
+    main = root / "refs" / "main"
+    head = root / "snapshots" / main.read_text().strip() if main.is_file() else None
+    return [*([head] if head in snaps else []), *(p for p in snaps if p != head)]
+
+
+def hf_blob_sha256(path: Path) -> str:
+    """The sha256 a Hugging Face cache file is stored under (its link's target is ``blobs/<sha256>``), or ``""``."""
+    if not path.is_symlink():
+        return ""
+    name = Path(os.readlink(path)).name
+    return name if len(name) == 64 and all(c in "0123456789abcdef" for c in name) else ""
 
 
 @lru_cache(maxsize=64)
@@ -235,7 +335,10 @@ class Resolved:
 
 def _search(ws: WeightSet, dirs: list[Path]) -> Path | None:
     for d in dirs:
-        for sub in (d, d / "hub" / "checkpoints", d / "checkpoints"):
+        subs = [d, d / "hub" / "checkpoints", d / "checkpoints"]
+        if ws.hf_repo:
+            subs += [*_hf_snapshots(d, ws.hf_repo), *_hf_snapshots(d / "hub", ws.hf_repo)]
+        for sub in subs:
             for name in ws.files:
                 if (sub / name).is_file():
                     return sub / name
@@ -270,7 +373,7 @@ def resolve(value: str, set_name: str | WeightSet, key: str = "weights", sha256:
             )
         ws, value = KNOWN[value], ""
     if not value or Path(os.path.expanduser(value)).is_dir():
-        dirs = [Path(os.path.expanduser(value))] if value else cache_dirs()
+        dirs = [Path(os.path.expanduser(value))] if value else cache_dirs(ws)
         path = _search(ws, dirs)
         if path is None:
             raise WeightsMissing(
@@ -281,8 +384,9 @@ def resolve(value: str, set_name: str | WeightSet, key: str = "weights", sha256:
         path = Path(os.path.expanduser(value))
         if not path.is_file():
             raise WeightsMissing(f"params.{key}: no file at {path}; {need}: {ws.how_to_get(key)}")
-    path = path.resolve()
-    expected = sha256 or ws.files.get(path.name, "")
+    blob = hf_blob_sha256(path)  # a Hugging Face cache entry names its content's sha256
+    path = path.absolute() if ws.fmt == "hf_pretrained" else path.resolve()  # a model folder: keep the file in it
+    expected = sha256 or ws.files.get(path.name, "") or blob
     digest = sha256_of(path)
     if expected and not digest_matches(digest, expected):
         raise ConfigError(
@@ -311,17 +415,27 @@ def load_state_dict(resolved: Resolved) -> dict[str, Tensor]:
     import torch
 
     ws, path = resolved.weight_set, resolved.path
+    fmt = "safetensors" if path.suffix == ".safetensors" else ws.fmt
     try:
-        if ws.fmt == "torchscript":
-            state = torch.jit.load(str(path), map_location="cpu").state_dict()
+        if fmt == "safetensors":
+            from safetensors.torch import load_file
+
+            state = load_file(str(path), device="cpu")
+        elif fmt == "torchscript":
+            try:
+                with warnings.catch_warnings():  # torch 2.14 deprecates TorchScript; OpenAI ships its CLIP so
+                    warnings.simplefilter("ignore", FutureWarning)
+                    state = torch.jit.load(str(path), map_location="cpu").state_dict()
+            except RuntimeError:  # the same weights as a plain state dict (open_clip's copies on the hub)
+                state = torch.load(path, map_location="cpu", weights_only=True)
         else:
             state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # noqa: BLE001 - any unreadable file is the same user error
         raise ConfigError(
-            f"params.{resolved.key}: {path} cannot be read as {ws.fmt} weights ({type(exc).__name__}: "
+            f"params.{resolved.key}: {path} cannot be read as {fmt} weights ({type(exc).__name__}: "
             f"{str(exc).splitlines()[0] if str(exc) else ''}); {ws.how_to_get(resolved.key)}"
         ) from None
-    if ws.fmt == "checkpoint":
+    if fmt == "checkpoint":
         if not isinstance(state, dict) or ws.state_key not in state:
             found = sorted(state)[:8] if isinstance(state, dict) else type(state).__name__
             raise ConfigError(
@@ -334,7 +448,7 @@ def load_state_dict(resolved: Resolved) -> dict[str, Tensor]:
             f"params.{resolved.key}: {path} does not hold a mapping of names to tensors; {ws.how_to_get(resolved.key)}"
         )
     p = ws.strip_prefix
-    return {(k[len(p) :] if p and k.startswith(p) else k): v for k, v in state.items()}
+    return {(k[len(p) :] if p and k.startswith(p) else k): v for k, v in state.items() if k not in ws.ignore_keys}
 
 
 def expected_shapes(model: nn.Module, keys: str = "state_dict") -> dict[str, tuple[int, ...]]:
@@ -372,6 +486,47 @@ def load_checked(resolved: Resolved, expected: Mapping[str, tuple[int, ...]]) ->
     return state
 
 
+def load_hf_pretrained(resolved: Resolved, model_class: type, model_type: str) -> nn.Module:
+    """A ``transformers`` model of ``model_class`` from the folder of ``resolved`` (``config.json`` beside
+    the weights), offline. ``ConfigError`` naming the folder and how to get the right one when the
+    folder is not a ``model_type`` model or its weights leave parameters missing, unexpected or misshapen."""
+    folder, ws, key = resolved.path.parent, resolved.weight_set, resolved.key
+
+    def refuse(why: str) -> ConfigError:
+        return ConfigError(f"params.{key}: {folder} {why}; it is not {ws.name!r}: {ws.how_to_get(key)}")
+
+    config_file = folder / "config.json"
+    if not config_file.is_file():
+        raise refuse(f"has no config.json beside {resolved.path.name}")
+    import json
+
+    try:
+        found = json.loads(config_file.read_text()).get("model_type")
+    except (OSError, ValueError) as exc:
+        raise refuse(f"has an unreadable config.json ({exc})") from None
+    if found != model_type:
+        raise refuse(f"holds a {found!r} model, not {model_type!r}")
+    try:
+        model, info = model_class.from_pretrained(
+            folder, local_files_only=True, output_loading_info=True, ignore_mismatched_sizes=True
+        )
+    except Exception as exc:  # noqa: BLE001 - a folder transformers cannot load is the same user error
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        raise refuse(f"cannot be loaded as {model_class.__name__} ({type(exc).__name__}: {first})") from None
+    misfits = [
+        f"{len(v)} {what} ({', '.join(map(str, list(v)[:3]))}{', ...' if len(v) > 3 else ''})"
+        for what, v in (
+            ("missing keys", info.get("missing_keys") or []),
+            ("unexpected keys", info.get("unexpected_keys") or []),
+            ("shape mismatches", info.get("mismatched_keys") or []),
+        )
+        if v
+    ]
+    if misfits:
+        raise refuse(f"does not fit {model_class.__name__}: {'; '.join(misfits)}")
+    return model
+
+
 def build_architecture(ws: WeightSet) -> nn.Module:
     """The randomly initialised model of a weight set with an importable ``architecture``."""
     import importlib
@@ -385,15 +540,21 @@ def build_architecture(ws: WeightSet) -> nn.Module:
 def save_random_weights(set_name: str | WeightSet, path: str | Path, seed: int = 0) -> Path:
     """Write a file laid out like ``set_name``'s but with random values (tests, smoke runs; never a result).
 
-    Parameters-only sets (a Fisher diagonal) get non-negative random values.
+    Parameters-only sets (a Fisher diagonal) get non-negative random values; a ``transformers``
+    set (``hf_pretrained``) is written as a model folder at ``path``.
     """
     import torch
 
     ws = get_set(set_name)
-    if ws.fmt != "state_dict":
-        raise NotImplementedError(f"random stand-ins are written for plain state dicts only, not {ws.fmt} ({ws.name})")
+    if ws.fmt not in ("state_dict", "hf_pretrained"):
+        raise NotImplementedError(
+            f"random stand-ins are written for state dicts and transformers folders only, not {ws.fmt} ({ws.name})"
+        )
     torch.manual_seed(seed)
     model = build_architecture(ws)
+    if ws.fmt == "hf_pretrained":  # a model folder at ``path``: config.json and the weights file
+        model.save_pretrained(path)
+        return Path(path)
     if ws.keys == "parameters":
         state = {k: torch.rand_like(v) for k, v in model.named_parameters()}
     else:

@@ -1,11 +1,13 @@
 """What the workflow knows about its data and its records, and the summary it ends with.
 
+* :func:`unknown_class`: whether the registry knows a normal class a profile names;
 * :func:`check_dataset`: find (or download) one dataset at one size through the data layer and
   describe the outcome: ``ok`` with its counts, or ``skipped`` with the reason and the one command
   that fixes it (what ``prepare_data`` writes to ``results/data/<dataset>/<size>px.json``);
 * :func:`merge_status`: those files of a grid as one mapping (the ``data_status`` checkpoint);
 * :func:`summary_lines`: the block printed at the very end of a workflow run: every dataset
-  skipped (or, with ``strict``, failed) and the records aggregated although outside the grid.
+  skipped (or, with ``strict``, failed), every record the aggregation left out (corrupt, invalid,
+  misplaced) with its fix, and the records aggregated although outside the grid.
 
 No network here: downloads happen inside the data layer (``con2.data``), whose network boundary
 tests replace.
@@ -27,6 +29,20 @@ UNAVAILABLE = "con2 workflow: unavailable: "  # prefix of the line prepare_data 
 def fix_command(dataset: str, size: int, data_dir: str | Path) -> str:
     """The command that puts ``dataset`` on disk at ``size`` (downloads where it can)."""
     return f"con2 data get {dataset} --data-dir {data_dir} --size {size}"
+
+
+def unknown_class(dataset: str, normal_class: str) -> str | None:
+    """Why the registry cannot run ``normal_class`` of ``dataset`` as the normal class (its message
+    lists the valid classes and indices), or None (a name, an index, a group or a '+'-list of
+    them). The workflow checks every class a profile names with it before any job."""
+    from con2.data import DataError, get_info
+    from con2.data.registry import resolve_normal
+
+    try:
+        resolve_normal(get_info(dataset), normal_class)
+    except DataError as exc:
+        return " ".join(str(exc).split())
+    return None
 
 
 def check_dataset(dataset: str, size: int, data_dir: str | Path, download: bool) -> dict[str, Any]:
@@ -91,12 +107,33 @@ def outside_grid(runs_csv: str | Path) -> list[str]:
     return sorted({r["record"] for r in rows if r.get("in_grid", "True") in ("False", "false", "0")})
 
 
+def skipped_records(files: Iterable[str | Path]) -> list[tuple[str, str, str]]:
+    """``(record, problem, fix)`` of every record the aggregations left out (their ``skipped`` CSVs:
+    record, mtime_ns, problem, fix) that is still as it was then (a file since replaced or deleted
+    is no longer reported), once per record."""
+    out: dict[str, tuple[str, str, str]] = {}
+    for path in files:
+        if not Path(path).is_file():
+            continue
+        with open(path, newline="") as fh:
+            for row in csv.DictReader(fh):
+                record = row.get("record", "")
+                try:
+                    now = Path(record).stat().st_mtime_ns
+                except OSError:
+                    now = -1
+                if record and str(now) == row.get("mtime_ns"):
+                    out.setdefault(record, (record, row.get("problem", ""), row.get("fix", "")))
+    return sorted(out.values())
+
+
 def summary_lines(
     data_targets: Iterable[tuple[str, int]],
     config: Mapping[str, Any],
     runs_csv: str | Path,
     since: float = 0.0,
     methods_missing_weights: Mapping[str, str] | None = None,
+    skipped_files: Iterable[str | Path] = (),
 ) -> list[str]:
     """The end-of-run block (empty when there is nothing to say).
 
@@ -107,6 +144,7 @@ def summary_lines(
         since: when this workflow run started (older failure logs are not reported).
         methods_missing_weights: ``{"method/variant": message}`` of runs left out because their
             pretrained weights are not on disk.
+        skipped_files: the aggregations' lists of records they left out (:func:`skipped_records`).
     """
     data_dir = config.get("data_dir", "data")
     skipped, failed = [], []
@@ -123,7 +161,8 @@ def summary_lines(
             failed.append((dataset, size, reason, fix_command(dataset, size, data_dir)))
     outside = outside_grid(runs_csv)
     weights = dict(methods_missing_weights or {})
-    if not (skipped or failed or outside or weights):
+    bad = skipped_records(skipped_files)
+    if not (skipped or failed or outside or weights or bad):
         return []
     rule = "-" * 100
     lines = ["", rule]
@@ -147,6 +186,10 @@ def summary_lines(
         for key, message in weights.items():
             lines.append(f"  {key}: {message}")
         lines.append("  (--config strict=true turns this into an error)")
+    if bad:
+        lines.append(f"con2 workflow: {len(bad)} record(s) SKIPPED by the aggregation: they are in no table.")
+        for record, problem, fix in bad:
+            lines += [f"  {record}: {problem}", f"      fix: {fix}"]
     if outside:
         lines.append(
             f"con2 workflow: {len(outside)} record(s) outside this profile's grid are aggregated as they are "

@@ -18,11 +18,16 @@ Layouts (see spec/datasets.md):
   ``sampleSubmission.csv``.
 - CIFAR-10: ``cifar-10-batches-py/{data_batch_1..5,test_batch,batches.meta}`` pickles.
 - CIFAR-100: ``cifar-100-python/{train,test,meta}`` pickles with ``coarse_labels``.
+  The loader opens a CIFAR pickle (or extracts an archive) only if its md5 is the official one
+  (``cifar_source.OFFICIAL_MD5``). The builders add their files' md5s to that table, which
+  :func:`isolated_env` replaces by a copy for each test (``trusted=False`` leaves a file untrusted):
+  the product has no switch that turns the check off.
 - ImageNet30: ``imagenet30/one_class_{train,test}/<30 classes>/...JPEG`` (one class nested deeper).
 """
 
 from __future__ import annotations
 
+import hashlib
 import io
 import pickle
 import struct
@@ -33,6 +38,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
+from con2.data import cifar_source
 from con2.data.cifar_source import CIFAR10_CLASSES, CIFAR100_SUPERCLASSES
 from con2.data.imagenet30_source import CLASSES as IMAGENET30_CLASSES
 from con2.data.kaggle_source import KVASIR_CLASSES
@@ -205,6 +211,15 @@ class _Py2Pickler(pickle._Pickler):  # the pure-Python pickler lets us emit Pyth
         self.memoize(obj)
 
     dispatch[Py2Str] = save_py2str
+    dispatch[bytes] = save_py2str  # an array's raw data too: Python 2 had no bytes type (no _codecs.encode)
+
+    def save_global(self, obj, name=None) -> None:
+        module = getattr(obj, "__module__", "")
+        if module == "numpy._core.multiarray":  # numpy 2's name; the official files say numpy.core
+            self.write(pickle.GLOBAL + f"numpy.core.multiarray\n{obj.__name__}\n".encode())
+            self.memoize(obj)
+            return
+        super().save_global(obj, name)
 
 
 def _py2(obj):
@@ -224,12 +239,26 @@ def _pickle(path: Path, obj: dict) -> None:
         _Py2Pickler(f, protocol=2).dump(_py2(obj))
 
 
+_OFFICIAL_MD5 = cifar_source.OFFICIAL_MD5  # the real table, as imported (isolated_env swaps in a copy)
+
+
+def trust_cifar(name: str, *paths: Path) -> None:
+    """Add the md5 of each fixture file (``data_batch_1``, ``meta``, ``cifar-10-python.tar.gz``, ...) to
+    this test's copy of ``cifar_source.OFFICIAL_MD5``, as if it were the official file."""
+    table = cifar_source.OFFICIAL_MD5
+    if table is _OFFICIAL_MD5:
+        raise RuntimeError("trust_cifar needs the isolated_env fixture: it must never change the real checksum table")
+    for path in paths:
+        table[name][path.name] = hashlib.md5(path.read_bytes()).hexdigest()
+
+
 def _cifar_data(n: int, seed: int) -> np.ndarray:
     return np.random.default_rng(seed).integers(0, 256, size=(n, 3072), dtype=np.uint8)
 
 
-def make_cifar10(data_dir: Path, per_batch: int = 10, n_test: int = 20) -> Path:
-    """``cifar-10-batches-py/``: 5 train batches (labels cycling 0..9) and ``test_batch``."""
+def make_cifar10(data_dir: Path, per_batch: int = 10, n_test: int = 20, trusted: bool = True) -> Path:
+    """``cifar-10-batches-py/``: 5 train batches (labels cycling 0..9) and ``test_batch``; ``trusted``:
+    their md5s join this test's checksum table (:func:`trust_cifar`)."""
     root = data_dir / "cifar-10-batches-py"
     for b in range(1, 6):
         labels = [(i + b) % 10 for i in range(per_batch)]
@@ -260,11 +289,14 @@ def make_cifar10(data_dir: Path, per_batch: int = 10, n_test: int = 20) -> Path:
         },
     )
     (root / "readme.html").write_text("<html></html>")
+    if trusted:
+        trust_cifar("cifar10", *(p for p in root.iterdir() if p.name != "readme.html"))
     return root
 
 
-def make_cifar100(data_dir: Path, train_per: int = 2, test_per: int = 1) -> Path:
-    """``cifar-100-python/``: ``train``, ``test`` (fine + coarse labels) and ``meta``."""
+def make_cifar100(data_dir: Path, train_per: int = 2, test_per: int = 1, trusted: bool = True) -> Path:
+    """``cifar-100-python/``: ``train``, ``test`` (fine + coarse labels) and ``meta``; ``trusted`` as
+    :func:`make_cifar10`."""
     root = data_dir / "cifar-100-python"
     for split, per, seed in (("train", train_per, 1), ("test", test_per, 2)):
         coarse = [c for c in range(20) for _ in range(per)][::-1]  # not sorted, as in the real file
@@ -285,13 +317,19 @@ def make_cifar100(data_dir: Path, train_per: int = 2, test_per: int = 1) -> Path
             "coarse_label_names": [c for c in CIFAR100_SUPERCLASSES],
         },
     )
+    if trusted:
+        trust_cifar("cifar100", root / "train", root / "test", root / "meta")
     return root
 
 
-def tar_gz(folder: Path, archive: Path) -> Path:
-    """``archive`` (.tar.gz) holding ``folder`` under its own name, like the official CIFAR archives."""
+def tar_gz(folder: Path, archive: Path, trusted: bool = True) -> Path:
+    """``archive`` (.tar.gz) holding ``folder`` under its own name, like the official CIFAR archives;
+    ``trusted``: an archive named as CIFAR's joins this test's checksum table."""
     with tarfile.open(archive, "w:gz") as tf:
         tf.add(folder, arcname=folder.name)
+    named = [name for name, spec in cifar_source.SPECS.items() if spec.archive == archive.name]
+    if trusted and named:
+        trust_cifar(named[0], archive)
     return archive
 
 
@@ -318,7 +356,8 @@ import pytest  # noqa: E402
 
 @pytest.fixture(autouse=True)
 def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Caches under ``tmp_path``, no Kaggle credentials, no real network."""
+    """Caches under ``tmp_path``, no Kaggle credentials, no real network, and this test's own copy of
+    the CIFAR checksum table (see :func:`trust_cifar`)."""
     monkeypatch.setenv("CON2_CACHE_DIR", str(tmp_path / "cache"))
     for var in ("KAGGLE_API_TOKEN", "KAGGLE_USERNAME", "KAGGLE_KEY", "CON2_DATA_DIR"):
         monkeypatch.delenv(var, raising=False)
@@ -331,6 +370,8 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     import urllib.request
 
     monkeypatch.setattr(urllib.request, "urlopen", no_network)
+    # a copy of the CIFAR checksum table for this test: the builders add their fake files to it
+    monkeypatch.setattr(cifar_source, "OFFICIAL_MD5", {k: dict(v) for k, v in _OFFICIAL_MD5.items()})
     return tmp_path / "cache"
 
 

@@ -305,7 +305,7 @@ def test_cli_batch_larger_than_the_training_set(tmp_path, capsys):
     code = train(run_dir, "batch_size=1000")
     err = error_of(capsys)
     assert code == 2
-    assert "'batch_size': 1000 is larger than the training set of digits (normal class default: 119 images)" in err
+    assert "'batch_size': 1000 is larger than the training set of digits (normal class 0: 119 images)" in err
     assert "Fix: --set batch_size=119 or smaller" in err and not run_dir.exists()
 
 

@@ -3,6 +3,7 @@ the real download code paths run with the network replaced at its boundary."""
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import io
 import urllib.error
@@ -111,9 +112,110 @@ def test_truncated_dogs_cats_zip(data_dir: Path) -> None:
 def test_truncated_cifar_pickle(data_dir: Path, isolated_env: Path) -> None:
     root = make_cifar10(data_dir)
     truncate(root / "data_batch_3")
-    with pytest.raises(DataError, match=r"cifar10: .*data_batch_3 is truncated.*con2 data get cifar10"):
+    with pytest.raises(DataError, match=r"cifar10: .*data_batch_3 is not the official file .*con2 data get cifar10"):
         load_one_class("cifar10", data_dir, size=32)
     assert not (isolated_env / "cifar10" / "32px" / "manifest.json").exists()
+
+
+class WritesAFile:
+    """A pickle payload: unpickling it with ``pickle.load`` creates ``path`` (as code in a hostile file would)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = str(path)
+
+    def __reduce__(self):
+        return (open, (self.path, "w"))
+
+
+def hostile_pickle(path: Path, marker: Path) -> None:
+    import pickle
+
+    proof = marker.with_name(f"{marker.name}-proof")
+    pickle.loads(pickle.dumps(WritesAFile(proof), protocol=2)).close()
+    assert proof.exists()  # the payload is real: plain pickle runs it
+    path.write_bytes(pickle.dumps({"data": WritesAFile(marker), "labels": [0]}, protocol=2))
+
+
+def test_cifar_file_not_matching_the_official_md5_is_never_unpickled(data_dir: Path, tmp_path: Path) -> None:
+    from con2.data import cifar_source
+
+    root = make_cifar10(data_dir)
+    marker = tmp_path / "PWNED"
+    hostile_pickle(root / "data_batch_2", marker)  # replaces a trusted file: its md5 is no longer the listed one
+    with pytest.raises(DataError) as err:
+        load_one_class("cifar10", data_dir, size=32)
+    msg = str(err.value)
+    assert f"{root / 'data_batch_2'} is not the official file (md5 " in msg and "so it is not opened" in msg
+    assert f"expected {cifar_source.OFFICIAL_MD5['cifar10']['data_batch_2']}" in msg and "con2 data get cifar10" in msg
+    assert not marker.exists()
+
+
+def test_cifar_unpickler_refuses_globals_a_batch_does_not_hold(data_dir: Path, tmp_path: Path) -> None:
+    """Defence in depth: even a file whose md5 is listed builds only numpy arrays and plain values."""
+    from data_fixtures import trust_cifar
+
+    root = make_cifar10(data_dir)
+    marker = tmp_path / "PWNED"
+    hostile_pickle(root / "data_batch_2", marker)
+    trust_cifar("cifar10", root / "data_batch_2")
+    with pytest.raises(
+        DataError, match=r"data_batch_2 is truncated or not a CIFAR pickle \(global io\.open is not part"
+    ):
+        load_one_class("cifar10", data_dir, size=32)
+    assert not marker.exists()
+
+
+def test_cifar_archive_not_matching_the_official_md5_is_not_extracted(data_dir: Path, tmp_path: Path) -> None:
+    tar_gz(make_cifar10(tmp_path / "src"), data_dir / "cifar-10-python.tar.gz", trusted=False)
+    with pytest.raises(DataError, match=r"cifar-10-python\.tar\.gz is not the official file \(md5 "):
+        load_one_class("cifar10", data_dir, size=32)
+    assert sorted(p.name for p in data_dir.iterdir()) == ["cifar-10-python.tar.gz"] and not no_partials(data_dir)
+
+
+def test_cifar_checksum_table_is_torchvisions() -> None:
+    import torchvision.datasets as tvd
+    from data_fixtures import _OFFICIAL_MD5  # the real table (each test sees a copy)
+
+    from con2.data import cifar_source
+
+    for name, cls in (("cifar10", tvd.CIFAR10), ("cifar100", tvd.CIFAR100)):
+        expected = {cls.filename: cls.tgz_md5, **dict(cls.train_list), **dict(cls.test_list)}
+        expected[cls.meta["filename"]] = cls.meta["md5"]
+        assert _OFFICIAL_MD5[name] == expected
+        assert cifar_source.SPECS[name].folder == cls.base_folder and cifar_source.SPECS[name].archive == cls.filename
+    assert cifar_source.OFFICIAL_MD5 is not _OFFICIAL_MD5
+
+
+def refusing(real, blocked: Path):
+    """``real(path, ...)``, except that reading ``blocked`` fails as it does for a user without read
+    permission (we may run as root, which ignores permission bits)."""
+
+    def wrapper(path, *args, **kwargs):
+        if path == blocked:
+            raise PermissionError(errno.EACCES, "Permission denied", str(path))
+        return real(path, *args, **kwargs)
+
+    return wrapper
+
+
+@pytest.mark.parametrize("what", ["class folder", "image"])
+def test_unreadable_data_is_neither_a_write_failure_nor_damage(
+    what: str, data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from con2.data import folders
+
+    root = make_melanoma(data_dir)
+    if what == "class folder":
+        blocked = root / "test" / "benign"
+        monkeypatch.setattr(Path, "iterdir", refusing(Path.iterdir, blocked))
+    else:
+        blocked = sorted((root / "train" / "benign").iterdir())[0]
+        monkeypatch.setattr(folders, "open_image", refusing(folders.open_image, blocked))
+    with pytest.raises(DataError) as err:
+        load_one_class("melanoma", data_dir)
+    msg = str(err.value)
+    assert msg.startswith(f"melanoma: cannot read {blocked}: permission denied. Fix: make it readable"), msg
+    assert "do not delete it" in msg and "write" not in msg and "decode" not in msg
 
 
 def test_missing_cifar_batch(data_dir: Path) -> None:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections import Counter
 from pathlib import Path
@@ -52,7 +53,7 @@ def test_resolved_config_is_complete_and_round_trips_through_con2_train(tmp_path
     }
     (run,) = E.expand_grid(cfg, lambda d: ["0"])
     assert run.key == "digits/3/con2/flip/seed1"
-    assert run.config_file == "results/configs/digits/3/con2/flip/seed1.yaml"
+    assert run.config_file == f"results/configs/digits/3/con2/flip/seed1.{run.config_hash}.yaml"
     # every RunConfig key but the runtime ones, defaults filled in (the default lr, tta...)
     assert set(run.config) == set(make_config({}).to_dict()) - set(RUNTIME_KEYS)
     assert run.config["lr"] == make_config({}).lr and run.config["width"] == 8
@@ -181,28 +182,215 @@ def count_parses(monkeypatch: pytest.MonkeyPatch) -> tuple[Counter, list]:
 
 def test_the_workflow_parses_each_run_config_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """What the Snakefile does at parse time on the paper profile (expand the grid, check every
-    method's weights, write the resolved configs after checking each method, hash every run for
-    the two aggregation rules) parses each run's config once; a second start, its configs on
-    disk, again once."""
+    name, class and the report block, every method's weights and params, hash every run for the
+    two aggregation rules) parses each run's config once and writes nothing (the run_config jobs
+    write the configs, under Snakemake's lock); a config file written from a run holds its hash."""
     from con2.data import normal_classes
+    from con2.report.artefacts import TABLES
+    from con2.workflow_status import unknown_class
 
     cfg = load_profile("paper")
     own_rules = [p.stem for p in (ROOT / "workflow" / "rules" / "methods").glob("*.smk")]
     monkeypatch.chdir(tmp_path)
-    for start in ("first", "second"):
-        monkeypatch.setattr(E, "_METHODS_CHECKED", set())  # a new process
-        parses, loads = count_parses(monkeypatch)
-        grid = E.workflow_grid(cfg, normal_classes, own_rules, strict=bool(cfg["strict"]))
-        hashes = [grid.hashes(), grid.hashes()]  # rules evaluate and evaluate_scope
-        identities = Counter(tuple(str(getattr(r, k)) for k in E.IDENTITY_KEYS) for r in grid.runs)
-        assert len(grid.runs) == 1443 and not grid.missing_weights
-        assert parses == identities, (start, [k for k, n in parses.items() if n > 1][:3], len(parses))
-        assert loads == []
-        assert hashes[0] == hashes[1] and len(set(hashes[0].values())) > 100
-    written = sorted(tmp_path.glob("results/configs/**/*.yaml"))
-    assert len(written) == 1443
+    monkeypatch.setattr(E, "_METHODS_CHECKED", set())  # a new process
+    parses, loads = count_parses(monkeypatch)
+    grid = E.workflow_grid(cfg, normal_classes, own_rules, bool(cfg["strict"]), unknown_class, TABLES)
+    hashes = [grid.hashes(), grid.hashes()]  # rules evaluate and evaluate_scope
+    identities = Counter(tuple(str(getattr(r, k)) for k in E.IDENTITY_KEYS) for r in grid.runs)
+    assert len(grid.runs) == 1461 and not grid.missing_weights
+    assert parses == identities, ([k for k, n in parses.items() if n > 1][:3], len(parses))
+    assert loads == []
+    assert hashes[0] == hashes[1] and len(set(hashes[0].values())) > 100
+    assert list(tmp_path.iterdir()) == []  # nothing written before Snakemake takes its lock
     some = next(r for r in grid.runs if r.variant == "k3")
+    E.write_run_config(some.config_file, some.run_config, check=False)  # what its run_config job does
+    assert Path(some.config_file).name == f"seed{some.seed}.{hashes[0][some.key]}.yaml"
     assert load_config(tmp_path / some.config_file).config_hash() == hashes[0][some.key]
+
+
+# ----------------------------------------------------------------------------- names, classes, report
+def small_profile() -> dict:
+    return {
+        "seeds": [0],
+        "run": {},
+        "datasets": {"digits": {"normal_classes": ["0"]}},
+        "variants": {"v": {}},
+        "experiments": {"e": {"datasets": ["digits"], "methods": {"con2": ["v"]}}},
+        "report": {"subject": "con2", "natural": ["digits"], "per_class": ["digits"], "pca": ["digits"]},
+    }
+
+
+HOSTILE = [
+    "0||touch PWNED;#",
+    "../../../../outside/TRAVERSAL",
+    "..",
+    ".hidden",
+    "a b",
+    "$(id)",
+    "x`id`",
+    "-rf",
+    "",
+    "é",
+]
+
+
+@pytest.mark.parametrize("value", HOSTILE)
+@pytest.mark.parametrize(
+    ("where", "edit"),
+    [
+        ("datasets.digits.normal_classes", lambda c, v: c["datasets"]["digits"].update(normal_classes=[v])),
+        ("datasets", lambda c, v: c["datasets"].update({v: {}})),
+        ("variants", lambda c, v: c["variants"].update({v: {}})),
+        ("experiments.e.methods", lambda c, v: c["experiments"]["e"]["methods"].update({v: ["v"]})),
+    ],
+)
+def test_every_name_that_becomes_a_path_matches_one_pattern(where: str, edit, value: str) -> None:
+    """Issue 16, cases 1-2: a class, dataset, variant or method name that is no safe path component
+    and shell word stops the grid, naming the key and the pattern (before any file is written)."""
+    cfg = small_profile()
+    edit(cfg, value)
+    with pytest.raises(
+        E.GridError,
+        match=rf"^{re.escape(where)}.*{re.escape(repr(value))} is not a valid name.*{re.escape(E.NAME_PATTERN)}",
+    ):
+        E.expand_grid(cfg, lambda d: ["0"])
+
+
+def test_the_registry_s_classes_and_negative_seeds_are_checked_too() -> None:
+    cfg = small_profile()
+    cfg["datasets"]["digits"] = {}  # `all`: the registry's classes
+    with pytest.raises(E.GridError, match=r"the registry's normal classes of 'digits'.*'a/b' is not a valid name"):
+        E.expand_grid(cfg, lambda d: ["0", "a/b"])
+    cfg = small_profile()
+    cfg["seeds"] = [-1]
+    with pytest.raises(E.GridError, match=r"^seeds: -1 is not a seed"):
+        E.expand_grid(cfg, lambda d: ["0"])
+    cfg = small_profile()
+    cfg["experiments"]["e"]["seeds"] = ["0;x"]
+    with pytest.raises(E.GridError, match=r"^experiments.e.seeds: '0;x' is not a seed"):
+        E.expand_grid(cfg, lambda d: ["0"])
+
+
+def test_the_schema_and_the_workflow_use_the_grid_s_one_name_pattern() -> None:
+    import jsonschema
+
+    schema = yaml.safe_load((ROOT / "workflow" / "schemas" / "config.schema.yaml").read_text())
+    defs = schema["definitions"]
+    assert defs["name"]["pattern"] == defs["class_name"]["pattern"] == E.NAME_PATTERN == f"^{E.NAME_REGEX}$"
+    for name in ("digits", "muffin-vs-chihuahua", "aquatic_mammals", "0+1", "NORMAL", "k3"):
+        assert E.is_name(name)
+    validator = jsonschema.Draft202012Validator(schema)
+    for profile in ("default", "paper", "test"):
+        assert not list(validator.iter_errors(load_profile(profile))), profile
+    edits = [
+        (["datasets", "digits", "normal_classes", 0], lambda c, v: c["datasets"]["digits"].update(normal_classes=[v])),
+        (["report", "per_class", 0], lambda c, v: c["report"].update(per_class=[v])),
+        (["report", "subject"], lambda c, v: c["report"].update(subject=v)),
+        (["only_datasets"], lambda c, v: c.update(only_datasets=f"digits,{v}")),
+        (
+            ["experiments", "main", "normal_classes", 0],
+            lambda c, v: c["experiments"]["main"].update(normal_classes=[v]),
+        ),
+    ]
+    for value in HOSTILE:
+        for path, edit in edits:
+            cfg = load_profile("test")
+            edit(cfg, value)
+            errors = list(validator.iter_errors(cfg))
+            assert [list(e.absolute_path) for e in errors] == [path], (value, path, [e.message for e in errors])
+            assert errors[0].validator == "pattern"
+    snakefile = (ROOT / "Snakefile").read_text()
+    for wildcard in ("dataset", "normal_class", "method", "variant", "scope"):
+        assert f"    {wildcard}=E.NAME_REGEX," in snakefile
+
+
+def test_a_class_the_dataset_lacks_fails_naming_the_key() -> None:
+    """Issue 16, case 15: digits has the classes 0-9; `normal_classes: ["11"]` stops the grid."""
+    from con2.data import normal_classes
+    from con2.workflow_status import unknown_class
+
+    cfg = small_profile()
+    cfg["datasets"]["digits"]["normal_classes"] = ["0", "11"]
+    with pytest.raises(
+        E.GridError, match=r"^datasets.digits.normal_classes: digits: unknown normal class '11'; classes: 0, 1"
+    ):
+        E.expand_grid(cfg, normal_classes, unknown_class)
+    assert unknown_class("digits", "3") is None and unknown_class("cifar10", "cat") is None
+    assert unknown_class("cifar10", "3") is None and unknown_class("digits", "0+1") is None  # an index, a '+'-list
+    assert "unknown normal class 'kat'" in unknown_class("cifar10", "kat")
+    assert [
+        r.normal_class
+        for r in E.expand_grid(
+            {**cfg, "datasets": {"digits": {"normal_classes": ["0", "9"]}}}, normal_classes, unknown_class
+        )
+    ] == ["0", "9"]
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda r: r.update(subject="con3"), r"report.subject: 'con3' is not a method of the experiments.*\(con2\)"),
+        (
+            lambda r: r.update(per_class=["digitz"]),
+            r"report.per_class: 'digitz' is not a key of `datasets`.*\(digits\)",
+        ),
+        (lambda r: r.update(pca=["cifar10"]), r"report.pca: 'cifar10' is not a key of `datasets`"),
+        (lambda r: r.update(medical=["breastmnist"]), r"report.medical: 'breastmnist'"),
+        (lambda r: r.update(natural=["x"]), r"report.natural: 'x'"),
+        (
+            lambda r: r.update(main_variants={"con2": "nope"}),
+            r"report.main_variants.con2: 'nope' is not a key of `variants`",
+        ),
+        (lambda r: r.update(scopes={"fidelity": ["nope"]}), r"report.scopes.fidelity: 'nope' is not an experiment"),
+        (lambda r: r.update(scopes={"tabel1": ["e"]}), r"report.scopes: 'tabel1' is not a table"),
+        (
+            lambda r: r.update(
+                fidelity={
+                    "datasets": ["digits"],
+                    "rows": [{"label": "a", "method": "simclr", "variant": "v", "score": "knn"}],
+                }
+            ),
+            r"report.fidelity.rows\[0\].method: 'simclr' is not a method",
+        ),
+    ],
+)
+def test_the_report_block_names_only_what_the_profile_has(edit, message: str) -> None:
+    """Issue 16, case 9: an unknown subject or dataset in `report:` built empty tables without a word."""
+    from con2.report.artefacts import TABLES
+
+    cfg = small_profile()
+    E.check_report(cfg, TABLES)
+    edit(cfg["report"])
+    with pytest.raises(E.GridError, match=message):
+        E.check_report(cfg, TABLES)
+
+
+def test_the_shipped_profiles_pass_the_report_check() -> None:
+    from con2.report.artefacts import TABLES
+
+    for profile in ("default", "paper", "test"):
+        E.check_report(load_profile(profile), TABLES)
+
+
+def test_records_on_disk_counts_only_run_directories(tmp_path: Path) -> None:
+    """Issue 16, case 6: a copied `seed0.bak` (or a record elsewhere under results/runs) is never a seed."""
+    root = tmp_path / "results" / "runs"
+    good = [root / "digits/0/con2/invert/seed0/record.json", root / "digits/0/con2/invert/seed12/record.json"]
+    other = [
+        root / "digits/0/con2/invert/seed0.bak/record.json",
+        root / "digits/0/con2/invert/seed0 (copy)/record.json",
+        root / "digits/0/con2/invert/seedx/record.json",
+        root / "digits/0/con2/record.json",
+        root / "digits/0/con2/invert/seed0/old/record.json",
+        root / "dig its/0/con2/invert/seed0/record.json",
+    ]
+    for p in good + other:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text("{}")
+    runs, others = E.records_on_disk(root)
+    assert runs == sorted(map(str, good)) and sorted(others) == sorted(map(str, other))
+    assert E.record_key(good[1]) == "digits/0/con2/invert/seed12"
+    assert all(E.record_key(p) is None for p in other)
 
 
 # ----------------------------------------------------------------------------- con2 train --replace-stale

@@ -12,6 +12,8 @@
 import sys
 from pathlib import Path
 
+from con2.experiments import NAME_REGEX, SEED_REGEX
+
 _PIXEL_NN_PROGRAM = Path(workflow.current_basedir) / "pixel_nn.py"
 
 
@@ -24,24 +26,29 @@ def _pixel_nn_data(wildcards):
     else:
         settings = dict(config.get("run") or {})
     keys = ("split_seed", "image_size", "data_size")
-    return " ".join(f"{k}={settings[k]}" for k in keys if settings.get(k) is not None)
+    return [f"{k}={settings[k]}" for k in keys if settings.get(k) is not None]  # a list: `:q` quotes each
 
 
 rule pixel_nn:
     output:
         record="results/runs/{dataset}/{normal_class}/pixel_nn/{variant}/seed{seed}/record.json",
         scores="results/runs/{dataset}/{normal_class}/pixel_nn/{variant}/seed{seed}/scores.csv",
-    wildcard_constraints:
-        seed=r"\d+",
+    wildcard_constraints:  # the workflow's one name pattern (also when run standalone)
+        dataset=NAME_REGEX,
+        normal_class=NAME_REGEX,
+        variant=NAME_REGEX,
+        seed=SEED_REGEX,
     params:
         python=sys.executable,
         program=_PIXEL_NN_PROGRAM,
         data_dir=lambda wc: config.get("data_dir", "data"),
         run_dir=lambda wc, output: Path(output.record).parent,
         data=_pixel_nn_data,
+        raw_scores=lambda wc, output: Path(output.record).parent / "raw_scores.csv",
+    # every value quoted with `:q`: a data_dir such as '/x;touch PWNED;#' stays one argument
     shell:
-        "{params.python} {params.program} --data-dir {params.data_dir} --dataset {wildcards.dataset} "
-        "--normal-class {wildcards.normal_class} --set {params.data} --out {params.run_dir}/raw_scores.csv && "
-        "{params.python} -m baselines.external --scores {params.run_dir}/raw_scores.csv --run-dir {params.run_dir} "
-        "--dataset {wildcards.dataset} --normal-class {wildcards.normal_class} --method pixel_nn "
-        "--variant {wildcards.variant} --seed {wildcards.seed} --set {params.data} --data-dir {params.data_dir}"
+        "{params.python:q} {params.program:q} --data-dir {params.data_dir:q} --dataset {wildcards.dataset:q} "
+        "--normal-class {wildcards.normal_class:q} --set {params.data:q} --out {params.raw_scores:q} && "
+        "{params.python:q} -m baselines.external --scores {params.raw_scores:q} --run-dir {params.run_dir:q} "
+        "--dataset {wildcards.dataset:q} --normal-class {wildcards.normal_class:q} --method pixel_nn "
+        "--variant {wildcards.variant:q} --seed {wildcards.seed:q} --set {params.data:q} --data-dir {params.data_dir:q}"

@@ -195,6 +195,8 @@ def prepare(table: SourceTable, size: int, directory: Path, progress: bool = Tru
             try:
                 out[row] = preprocess(table.read(int(i)), table.recipe, size, table.channels)
             except (OSError, ValueError, SyntaxError) as exc:
+                if isinstance(exc, OSError) and exc.errno in (errno.EACCES, errno.EPERM, errno.EIO):
+                    raise  # the file cannot be read (Source.prepare says so), which is no sign of damage
                 raise DataError(
                     f"{table.dataset}: cannot decode {table.ids[i]} in {table.location} ({exc}). "
                     f"Fix: delete that file or the dataset folder and run `con2 data get {table.dataset}`."

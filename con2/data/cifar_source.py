@@ -5,8 +5,16 @@ Found on disk first: ``cifar-10-batches-py/`` (``data_batch_1..5``, ``test_batch
 ``data_dir/cifar10`` / ``data_dir/cifar100``; or the official ``.tar.gz`` there, which is
 extracted. CIFAR-100 classes are the 20 superclasses: ``coarse_labels`` of the pickles and
 ``coarse_label_names`` of ``meta`` (torchvision exposes only the fine labels), checked against
-:data:`CIFAR100_SUPERCLASSES`. Files found on disk are checked by content (keys, shapes, lengths);
-a download is checked by torchvision against the official md5 before we move it into place.
+:data:`CIFAR100_SUPERCLASSES`.
+
+A pickle can run code when it is loaded, so nothing is unpickled before it is known to be the
+official file: every pickle (and a local archive, before it is extracted) must match the official
+md5 of :data:`OFFICIAL_MD5` (torchvision's table; a download is also checked by torchvision). As
+defence in depth the pickles are then read by :class:`CifarUnpickler`, which builds only the
+numpy arrays, lists, strings and numbers a CIFAR batch holds and refuses any other global. The
+files are then checked by content (keys, shapes, lengths, labels). There is no switch that turns
+the checksums off: the tests, whose fixtures copy the layout with fake content, add their files'
+md5s to the table in-process (``tests/data_fixtures.py``).
 
 The network is touched only in :func:`_torchvision_fetch` (``torchvision.datasets.CIFAR10/100``
 with ``download=True``): tests replace it, or the ``urlopen`` it uses.
@@ -22,10 +30,11 @@ from typing import Any
 
 import numpy as np
 
-from con2.data.atomic import atomic_path, extract_into, partial_name, remove, text_digest
+from con2.data.atomic import atomic_path, extract_into, file_digest, partial_name, remove, text_digest
 from con2.data.base import DataError, DatasetMissing
 from con2.data.cache import Found, SourceTable
 from con2.data.source import DatasetInfo, Source
+from con2.errors import read_failure
 
 CIFAR10_CLASSES = (
     "airplane",
@@ -61,6 +70,61 @@ CIFAR100_SUPERCLASSES = (
     "vehicles_1",
     "vehicles_2",
 )
+
+
+#: The official md5 of every file, as in torchvision.datasets.CIFAR10 / CIFAR100 (``tgz_md5``,
+#: ``train_list``, ``test_list``, ``meta``; tests/test_data_errors.py compares the two): a CIFAR
+#: pickle is unpickled, and a local archive extracted, only if its md5 is the one listed here.
+OFFICIAL_MD5: dict[str, dict[str, str]] = {
+    "cifar10": {
+        "cifar-10-python.tar.gz": "c58f30108f718f92721af3b95e74349a",
+        "data_batch_1": "c99cafc152244af753f735de768cd75f",
+        "data_batch_2": "d4bba439e000b95fd0a9bffe97cbabec",
+        "data_batch_3": "54ebc095f3ab1f0389bbae665268c751",
+        "data_batch_4": "634d18415352ddfa80567beed471001a",
+        "data_batch_5": "482c414d41f54cd18b22e5b47cb7c3cb",
+        "test_batch": "40351d587109b95175f43aff81a1287e",
+        "batches.meta": "5ff9c542aee3614f3951f8cda6e48888",
+    },
+    "cifar100": {
+        "cifar-100-python.tar.gz": "eb9058c3a382ffc7106e4002c42a8d85",
+        "train": "16019d7e3df5f24257cddd939b257f8d",
+        "test": "f0ef6b0ae62326f3e7ffdfab6717acfc",
+        "meta": "7973b15100ade9c7d40fb424638fde48",
+    },
+}
+
+# The only globals a CIFAR batch refers to: numpy arrays (the ``data`` matrix) and their dtypes
+# (``numpy.core`` in the official Python 2 files, ``numpy._core`` when written by numpy 2).
+_CIFAR_GLOBALS = {
+    (module, name)
+    for module in ("numpy.core.multiarray", "numpy._core.multiarray")
+    for name in ("_reconstruct", "scalar")
+} | {("numpy", "ndarray"), ("numpy", "dtype")}
+
+
+class CifarUnpickler(pickle.Unpickler):
+    """An unpickler that builds only what a CIFAR batch holds (numpy arrays, built-in values) and
+    refuses every other global: a file that passed the checksum still cannot run code."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        if (module, name) in _CIFAR_GLOBALS:
+            return super().find_class(module, name)
+        raise pickle.UnpicklingError(f"global {module}.{name} is not part of a CIFAR batch; refused")
+
+
+def check_official(path: Path, name: str, fix: str) -> None:
+    """Raise ``DataError`` unless ``path`` has the official md5 of its file name (:data:`OFFICIAL_MD5`)."""
+    expected = OFFICIAL_MD5[name].get(path.name)
+    try:
+        got = file_digest(path, "md5")
+    except OSError as exc:
+        raise DataError(f"{name}: {read_failure(exc)}") from exc
+    if got != expected:
+        raise DataError(
+            f"{name}: {path} is not the official file (md5 {got}, expected {expected}): truncated, changed or not "
+            f"from the official archive, so it is not opened (a pickle can run code). Delete it. {fix}"
+        )
 
 
 @dataclass(frozen=True)
@@ -128,13 +192,16 @@ def _decode(obj: Any) -> Any:
 
 
 def unpickle(path: Path, name: str, fix: str) -> dict[str, Any]:
-    """Read one CIFAR pickle (keys as str)."""
+    """Read one CIFAR pickle (keys as str), once its md5 is the official one (:func:`check_official`)."""
     if not path.is_file():
         raise DataError(f"{name}: {path} is missing. {fix}")
+    check_official(path, name, fix)
     try:
         with open(path, "rb") as f:
-            return _decode(pickle.load(f, encoding="latin1"))
-    except (pickle.UnpicklingError, EOFError, OSError, ValueError, TypeError, AttributeError, IndexError) as exc:
+            return _decode(CifarUnpickler(f, encoding="latin1").load())
+    except OSError as exc:
+        raise DataError(f"{name}: {read_failure(exc)}") from exc
+    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, IndexError) as exc:
         raise DataError(f"{name}: {path} is truncated or not a CIFAR pickle ({exc}). Delete it. {fix}") from exc
 
 
@@ -183,6 +250,7 @@ def locate(name: str, data_dir: Path) -> Path:
             return c
     for base in (data_dir, data_dir / name):
         if (base / spec.archive).is_file():
+            check_official(base / spec.archive, name, fix)
             extract_into(base / spec.archive, base, name, lambda tmp: read_folder(tmp / spec.folder, name, fix))
             return base / spec.folder
     looked = " or ".join(str(c) for c in _candidates(name, data_dir))

@@ -3,9 +3,10 @@
 File layout (official): ``{flag}.npz`` for 28 px, ``{flag}_{size}.npz`` for 64/128/224 px, with keys
 ``train_images, train_labels, val_images, val_labels, test_images, test_labels``; labels are
 ``(N, 1)`` officially and ``(N,)`` in some copies: both are accepted. A file found on disk is
-validated by content (keys, shapes, dtypes, label set) rather than by md5, since hand-supplied
-copies differ in label shape; its md5 is recorded in the cache manifest. A download must match the
-official md5 (``medmnist.INFO``, mirrored in :data:`MEDMNIST`) before it is renamed into place.
+validated by content (keys, dtypes, whole-number labels and their set, images of the size the
+file name declares in every split) rather than by md5, since hand-supplied copies differ in label
+shape; its md5 is recorded in the cache manifest. A download must match the official md5
+(``medmnist.INFO``, mirrored in :data:`MEDMNIST`) before it is renamed into place.
 
 The network is touched only in :func:`_fetch_url`: tests replace it.
 """
@@ -24,6 +25,7 @@ from con2.data.atomic import atomic_path, file_digest
 from con2.data.base import DataError, DatasetMissing
 from con2.data.cache import Found, SourceTable
 from con2.data.source import DatasetInfo, Source
+from con2.errors import read_failure
 
 SPLIT_KEYS = ("train_images", "train_labels", "val_images", "val_labels", "test_images", "test_labels")
 SIZES = (28, 64, 128, 224)
@@ -94,8 +96,25 @@ def find_npz(flag: str, size: int, data_dir: Path) -> Path:
     )
 
 
-def read_npz(path: Path, flag: str) -> dict[str, np.ndarray]:
-    """Read and validate a MedMNIST npz; labels are flattened to ``(N,)``, images get a channel axis."""
+def _integer_labels(labels: np.ndarray) -> np.ndarray | None:
+    """``labels`` as int64 if every value is a whole number (integer dtype, or floats like ``1.0``), else ``None``."""
+    if np.issubdtype(labels.dtype, np.integer) or labels.dtype == np.bool_:
+        return labels.astype(np.int64)
+    if np.issubdtype(labels.dtype, np.floating) and np.all(np.isfinite(labels)) and np.all(labels == np.round(labels)):
+        return labels.astype(np.int64)
+    return None
+
+
+def read_npz(path: Path, flag: str, size: int | None = None) -> dict[str, np.ndarray]:
+    """Read and validate a MedMNIST npz; labels are flattened to ``(N,)``, images get a channel axis.
+
+    Every split must hold uint8 images ``[N, size, size(, C)]`` (``size``: the resolution the file
+    name declares; ``None``: any, but the same for every split) and whole-number labels.
+
+    Raises:
+        DataError: a file that cannot be read (no permission: nothing is said to be wrong with it),
+            one that is not a readable npz, or content of the wrong keys, shapes, sizes or types.
+    """
     fix = f"Fix: delete {path} and run `con2 data get {flag}`."
     try:
         with np.load(path) as f:
@@ -103,8 +122,13 @@ def read_npz(path: Path, flag: str) -> dict[str, np.ndarray]:
             if missing:
                 raise DataError(f"{flag}: {path} lacks keys {missing}; it is not a MedMNIST npz. {fix}")
             arrays = {k: np.asarray(f[k]) for k in SPLIT_KEYS}
-    except (zipfile.BadZipFile, OSError, ValueError, EOFError, KeyError) as exc:
+    except OSError as exc:
+        if exc.errno is not None:  # the file system refused the read: the file may be fine
+            raise DataError(f"{flag}: {read_failure(exc)}") from exc
         raise DataError(f"{flag}: {path} is not a readable npz ({exc}); it may be truncated. {fix}") from exc
+    except (zipfile.BadZipFile, ValueError, EOFError, KeyError) as exc:
+        raise DataError(f"{flag}: {path} is not a readable npz ({exc}); it may be truncated. {fix}") from exc
+    shapes = set()
     for split in ("train", "val", "test"):
         images, labels = arrays[f"{split}_images"], arrays[f"{split}_labels"]
         if (
@@ -115,6 +139,14 @@ def read_npz(path: Path, flag: str) -> dict[str, np.ndarray]:
             raise DataError(
                 f"{flag}: {path} {split}_images must be uint8 [N,H,W(,C)], got {images.dtype} {images.shape}. {fix}"
             )
+        hwc = (*images.shape[1:3], images.shape[3] if images.ndim == 4 else 1)
+        if size is not None and hwc[:2] != (size, size):
+            raise DataError(
+                f"{flag}: {path} is named for {size} px images but its {split}_images are {hwc[0]}x{hwc[1]} px "
+                f"(they would be silently resized). Fix: name the file for its size (`{npz_filename(flag, hwc[0])}` "
+                f"for square images) or replace it: delete it and run `con2 data get {flag} --size {size}`."
+            )
+        shapes.add(hwc)
         if labels.ndim == 2 and labels.shape[1] == 1:
             labels = labels[:, 0]
         if labels.ndim != 1 or len(labels) != len(images):
@@ -122,17 +154,29 @@ def read_npz(path: Path, flag: str) -> dict[str, np.ndarray]:
                 f"{flag}: {path} {split}_labels shape {arrays[f'{split}_labels'].shape} does not match "
                 f"{len(images)} images. {fix}"
             )
-        if len(labels) and (labels.min() < 0 or labels.max() > 255):
+        integers = _integer_labels(labels)
+        if integers is None:
+            example = next((v for v in labels.tolist() if not isinstance(v, int) or isinstance(v, bool)), None)
+            raise DataError(
+                f"{flag}: {path} {split}_labels must be whole-number class indices, got {labels.dtype} values such "
+                f"as {example!r} (they would be truncated). {fix}"
+            )
+        if len(integers) and (integers.min() < 0 or integers.max() > 255):
             raise DataError(f"{flag}: {path} {split}_labels out of range. {fix}")
-        arrays[f"{split}_labels"] = labels.astype(np.int64)
+        arrays[f"{split}_labels"] = integers
         if images.ndim == 3:
             arrays[f"{split}_images"] = images[..., None]
+    if len(shapes) > 1:
+        found = ", ".join(f"{h}x{w}x{c}" for h, w, c in sorted(shapes))
+        raise DataError(
+            f"{flag}: {path} mixes image shapes across its splits ({found}); a MedMNIST file holds one size. {fix}"
+        )
     return arrays
 
 
 def npz_table(path: Path, flag: str, size: int, classes: Sequence[str], fingerprint: str) -> SourceTable:
     """Read and validate the npz; one row per image of the three official splits."""
-    arrays = read_npz(path, flag)
+    arrays = read_npz(path, flag, size)
     bad = set(np.concatenate([arrays[f"{s}_labels"] for s in ("train", "val", "test")]).tolist()) - set(
         range(len(classes))
     )
@@ -204,7 +248,7 @@ def download_npz(flag: str, size: int, data_dir: Path, progress: bool = True) ->
                 f"{flag}: the download of {url} has md5 {got}, expected {md5} (truncated or changed); it was deleted. "
                 f"{get_fix(flag, size, data_dir)}"
             )
-        read_npz(tmp, flag)
+        read_npz(tmp, flag, size)
     return final
 
 

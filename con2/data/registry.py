@@ -387,7 +387,9 @@ def load_one_class(
     )
     if len(train_idx) == 0:
         raise DataError(
-            f"{info.name}: no training images of normal class {normal_name} in {source.get('location', 'the data')}"
+            f"{info.name}: no training images of normal class {normal_name} in {source.get('location', 'the data')}. "
+            f"Fix: check that the copy of {info.name} is complete (delete it and run `con2 data get {info.name}`), "
+            f"or choose another normal class (--set normal_class=..., one of: {', '.join(info.normals)})"
         )
     check_both_classes(info, normal_name, test_labels, source.get("location", "the data"))
     manifest = split_manifest(

@@ -18,15 +18,17 @@ samples need no files (the embedded digits) overrides it and keeps them in memor
 
 from __future__ import annotations
 
+import errno
+import os
 import sys
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
-from con2.data.atomic import file_lock
+from con2.data.atomic import PARTIAL, file_lock
 from con2.data.cache import Found, Prepared, SourceTable, cache_dir, load_prepared, prepare
-from con2.errors import DataError, DatasetMissing, write_failure
+from con2.errors import NO_SPACE, DataError, DatasetMissing, read_failure, write_failure
 
 
 @dataclass(frozen=True)
@@ -89,6 +91,21 @@ def resolve_data_dir(data_dir: str | Path | None) -> Path:
             f"(`con2 train --set data_dir=DIR`, `con2 data get NAME --data-dir DIR`), e.g. {d.parent}"
         )
     return d
+
+
+def _is_write(exc: OSError, cache: Path | None = None) -> bool:
+    """Whether a failed file operation was a write: a full or read-only disk, one of our temporary
+    names (``.partial-``), or a path in the ``cache`` folder or one of the folders above it (created
+    on the way); an unknown path counts as a write. Anything else was reading the dataset."""
+    if exc.errno in (*NO_SPACE, errno.EROFS) or exc.filename is None:
+        return True
+    path = Path(os.fsdecode(exc.filename)).absolute()
+    if PARTIAL in path.name:
+        return True
+    if cache is None:
+        return False
+    cache = cache.absolute()
+    return path == cache or cache in path.parents or path in cache.parents
 
 
 class Source(ABC):
@@ -162,6 +179,10 @@ class Source(ABC):
                 raise
             self.download(info, d, size, show)
             found = self.find(info, d, size)
+        except OSError as exc:  # a folder or file of the dataset that cannot be listed or read
+            if _is_write(exc):  # extracting a local archive: a full or read-only disk
+                raise
+            raise DataError(f"{info.name}: {read_failure(exc)}") from exc
         directory = cache_dir(d, info.name, size)
         prepared = load_prepared(directory, found.fingerprint, verify=verify)
         if prepared is not None:
@@ -172,6 +193,8 @@ class Source(ABC):
                 if prepared is None:
                     prepared = prepare(self.table(info, found, size), size, directory, progress=show)
         except OSError as exc:
+            if not _is_write(exc, directory):  # reading the source, not writing the cache
+                raise DataError(f"{info.name}: {read_failure(exc)}") from exc
             fix = (
                 f"point CON2_CACHE_DIR at a writable folder with free space (or make room or write access there), "
                 f"then rerun (or run `con2 data get {info.name} --size {size}`)"

@@ -1,9 +1,11 @@
 """Run records -> tidy tables: one row per (run, score), then means and stds over seeds.
 
 Only records are read (through :func:`con2.records.read_record`, which validates them and names
-the file and field on failure); the optional Snakemake ``benchmark:`` TSV of a run adds its
-measured wall time, peak memory and CPU time (hence ``cpu_share``, how much of the CPU it asked
-for the job got: about 1 when idle, lower under load). The record's ``method_card`` gives the
+the file and field on failure; :func:`collect_valid_runs` leaves a bad record out with one line
+naming the file, the problem and the fix, and checks each record against the run directory it
+sits in); the optional Snakemake ``benchmark:`` TSV of a run adds its measured wall time, peak
+memory and CPU time (hence ``cpu_share``, how much of the CPU it asked for the job got: about 1
+when idle, lower under load). The record's ``method_card`` gives the
 method's labels and paper rows and the tags its tables group runs by (``contexts``, ``n_contexts``,
 ``loss``; see :mod:`con2.report.methods`; a record without a card gets the one its method's spec
 gives its params). Every score of a record is a row; ``headline`` marks the plain score names
@@ -22,14 +24,17 @@ Aggregation conventions (documented because the paper does not spell them out):
 
 from __future__ import annotations
 
+import os
+import shlex
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from con2.records import read_record
+from con2.records import RecordError, read_record
 from con2.report.methods import CARD_COLUMNS, card_fields, record_card
 
 RUN_KEYS = ["dataset", "normal_class", "method", "variant", "seed"]
@@ -142,19 +147,112 @@ def record_rows(
     ]
 
 
-def collect_runs(records: Iterable[str | Path], benchmarks: Mapping[str, str | Path] | None = None) -> pd.DataFrame:
-    """Read every record (validated) into one tidy frame with :data:`RUN_COLUMNS`.
+@dataclass(frozen=True)
+class SkippedRecord:
+    """A ``record.json`` that aggregation left out: the file, what is wrong with it, and the fix."""
+
+    record: str
+    problem: str
+    fix: str
+
+    def line(self) -> str:
+        """The one line the evaluate log and the workflow's last lines print."""
+        return f"skipped {self.record}: {self.problem}; fix: {self.fix}"
+
+
+def _fix_broken(path: str) -> str:
+    return (
+        f"delete it (rm {shlex.quote(path)}) and run the same command again: a run of the profile's grid "
+        "is re-scored from its checkpoint (or retrained), any other is dropped"
+    )
+
+
+def _fix_misplaced(path: str) -> str:
+    folder = shlex.quote(str(Path(path).parent))
+    return f"move its folder out of results/runs (mv {folder} elsewhere) or delete it: a copy is not a run"
+
+
+def path_problem(record: Mapping[str, Any], path: str | Path, runs_root: str | Path | None = None) -> str | None:
+    """Why a valid record may not be aggregated from ``path``, or None.
+
+    A record counts as the run its own fields name (dataset, normal class, method, variant, seed)
+    only from the folder those fields spell, ``<runs_root>/<dataset>/<class>/<method>/<variant>/
+    seed<k>/record.json``: a copied folder (``seed0.bak``, or ``seed0`` copied to ``seed7``) is not
+    another seed. With ``runs_root`` every path must have that shape; without it only paths that
+    have it are checked against the record.
+    """
+    from con2.experiments import path_identity, run_key
+
+    ident = path_identity(path)
+    full = Path(os.path.abspath(path))
+    inside = runs_root is not None and len(full.parents) > 5 and full.parents[5] == Path(os.path.abspath(runs_root))
+    if runs_root is not None and (ident is None or not inside):
+        return f"its folder is not a run directory <dataset>/<class>/<method>/<variant>/seed<k> of {runs_root}"
+    if ident is None:
+        return None
+    own = {k: record[k] if k == "seed" else str(record[k]) for k in ident}
+    if own != ident:
+        return f"the record is run {run_key(**own)} but sits in {run_key(**ident)}"
+    return None
+
+
+def read_run_record(path: str | Path, runs_root: str | Path | None = None) -> dict[str, Any]:
+    """:func:`~con2.records.read_record` plus :func:`path_problem`: ``RecordError`` naming the file."""
+    rec = read_record(path)
+    problem = path_problem(rec, path, runs_root)
+    if problem:
+        raise RecordError(f"{path}: {problem}")
+    return rec
+
+
+def collect_runs(
+    records: Iterable[str | Path],
+    benchmarks: Mapping[str, str | Path] | None = None,
+    runs_root: str | Path | None = None,
+) -> pd.DataFrame:
+    """Read every record (validated, and checked against its path: :func:`path_problem`) into one
+    tidy frame with :data:`RUN_COLUMNS`; the first bad record raises ``RecordError`` naming it.
 
     Args:
         records: paths of ``record.json`` files.
         benchmarks: optional ``{record path: benchmark TSV path}``.
+        runs_root: the folder every record must sit in as ``<run key>/record.json`` (None: only
+            paths of that shape are checked).
+    """
+    frame, skipped = collect_valid_runs(records, benchmarks, runs_root)
+    if skipped:
+        raise RecordError(f"{skipped[0].record}: {skipped[0].problem}")
+    return frame
+
+
+def collect_valid_runs(
+    records: Iterable[str | Path],
+    benchmarks: Mapping[str, str | Path] | None = None,
+    runs_root: str | Path | None = None,
+) -> tuple[pd.DataFrame, list[SkippedRecord]]:
+    """As :func:`collect_runs`, but a bad record (missing, unreadable, binary, not JSON, against the
+    schema, a NaN metric, a path that disagrees with its fields) is left out and returned with
+    what is wrong and the fix, so one record never stops the aggregation of the others.
+
+    Returns:
+        ``(frame, skipped)``: the tidy frame of the good records and one :class:`SkippedRecord` per bad one.
     """
     rows: list[dict[str, Any]] = []
+    skipped: list[SkippedRecord] = []
     for path in records:
-        rec = read_record(path)
+        try:
+            rec = read_record(path)
+        except RecordError as exc:
+            problem = str(exc).removeprefix(f"{path}: ")
+            skipped.append(SkippedRecord(str(path), problem, _fix_broken(str(path))))
+            continue
+        problem = path_problem(rec, path, runs_root)
+        if problem:
+            skipped.append(SkippedRecord(str(path), problem, _fix_misplaced(str(path))))
+            continue
         rows += record_rows(rec, str(path), (benchmarks or {}).get(str(path)))
     df = pd.DataFrame(rows, columns=RUN_COLUMNS)
-    return df.sort_values([*RUN_KEYS, "score"], kind="stable").reset_index(drop=True)
+    return df.sort_values([*RUN_KEYS, "score"], kind="stable").reset_index(drop=True), skipped
 
 
 def summarize(runs: pd.DataFrame, value: str = "auroc", keys: list[str] | None = None) -> pd.DataFrame:

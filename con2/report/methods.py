@@ -291,14 +291,21 @@ def _missing(value: Any) -> bool:
 
 
 # ----------------------------------------------------------------------------- runs that need weights
-def missing_weights_notes(config: Mapping[str, Any], runs: pd.DataFrame, datasets: list[str]) -> list[str]:
-    """One note per (method, variant) of the profile's experiments on ``datasets`` that has no runs
-    there because the pretrained weights its method needs are missing (torch-free).
+def missing_weights_notes(config: Mapping[str, Any], runs: pd.DataFrame, datasets: list[str] | None) -> list[str]:
+    """One note per (method, variant) of the profile's experiments on ``datasets`` (``None``: all)
+    that has no runs there because the pretrained weights its method needs are missing (torch-free).
 
     For each such pair whose spec needs weights (``spec.weight_sets(params)`` not empty) and that
     has no row in ``runs``, the weights are looked up as a run would (``spec.resolve_weights``);
     the note says what is missing and how to get it. Pairs whose weights are found say nothing.
     """
+    return list(lacking_weights(config, runs, datasets).values())
+
+
+def lacking_weights(
+    config: Mapping[str, Any], runs: pd.DataFrame, datasets: list[str] | None
+) -> dict[tuple[str, str], str]:
+    """``{(method, variant): note}`` of :func:`missing_weights_notes`."""
     from con2.config import dataclass_from_params
     from con2.experiments import as_list, deep_merge, method_variants
 
@@ -310,7 +317,9 @@ def missing_weights_notes(config: Mapping[str, Any], runs: pd.DataFrame, dataset
     base = (config.get("run") or {}).get("params") or {}
     notes: dict[tuple[str, str], str] = {}
     for exp in (config.get("experiments") or {}).values():
-        wanted = [d for d in as_list(exp.get("datasets")) if d in datasets and (not only or d in only)]
+        wanted = [
+            d for d in as_list(exp.get("datasets")) if (datasets is None or d in datasets) and (not only or d in only)
+        ]
         for method, variants in method_variants(exp, config.get("extra_methods")).items():
             spec = specs.get(method)
             if spec is None or spec.weights is None:
@@ -337,7 +346,7 @@ def missing_weights_notes(config: Mapping[str, Any], runs: pd.DataFrame, dataset
                         spec.resolve_weights(params)
                     except ConfigError as exc:
                         notes[(method, variant)] = _weights_note(names.label(method), method, variant, str(exc))
-    return list(notes.values())
+    return notes
 
 
 def _weights_note(label: str, method: str, variant: str, message: str) -> str:

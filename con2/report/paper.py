@@ -11,7 +11,7 @@ a score or ""): each method's spec says which row each of its scores is compared
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,15 @@ PAPER_DATASETS: dict[str, str] = {
     "imagenet30": "ImageNet30",
     "dogs-vs-cats": "DogsVsCats",
     "muffin-vs-chihuahua": "MuffinVsChihuahua",
+}
+
+# Table 1's rows of methods the harness does not run, and the code that produced them: each is a way
+# in through README "(b)" (a Snakemake rule around the program, its scores turned into a record by
+# `python -m baselines.external`).
+EXTERNAL_CODE: dict[str, str] = {
+    "AnomalyCLIP": "github.com/zqhang/AnomalyCLIP",
+    "MVFA": "github.com/MediaBrain-SJTU/MVFA-AD",
+    "MediCLIP": "github.com/cnulab/MediCLIP",
 }
 
 # display names of registry datasets the paper does not report
@@ -51,6 +60,16 @@ def dataset_names(config: Mapping[str, Any] | None = None) -> dict[str, str]:
     extra = (config or {}).get("paper_names") or {}
     datasets.update({str(k): str(v) for k, v in (extra.get("datasets") or {}).items()})
     return datasets
+
+
+def external_code_notes(methods: Iterable[str]) -> list[str]:
+    """One note per paper-only row of :data:`EXTERNAL_CODE` among ``methods``: its code, and how to add it."""
+    return [
+        f"{m}: the paper's number only; its code is {EXTERNAL_CODE[m]}: add it as an external program "
+        '(README "(b)": a Snakemake rule that runs it and `python -m baselines.external` for the record).'
+        for m in dict.fromkeys(methods)
+        if m in EXTERNAL_CODE
+    ]
 
 
 def load_paper_numbers(path: str | Path) -> pd.DataFrame:

@@ -41,8 +41,8 @@ import pandas as pd
 from con2.report.artefacts import TABLES, ReportInputs
 from con2.report.collect import dataset_level, summarize
 from con2.report.format import CELL_NOTE, MISSING, Table, cell, shown, shown_diff, signed
-from con2.report.methods import Methods, Subject, method_names, missing_weights_notes, subject_of
-from con2.report.paper import dataset_label, dataset_names, paper_value
+from con2.report.methods import Methods, Subject, lacking_weights, method_names, missing_weights_notes, subject_of
+from con2.report.paper import dataset_label, dataset_names, external_code_notes, paper_value
 
 LOADED_CPU_SHARE = 0.8  # a training job that got less of the CPU it asked for ran under load
 ReportCfg = Mapping[str, Any]
@@ -302,6 +302,7 @@ def method_table(
     if missing:
         notes.append(f"Not run in this profile: {', '.join(missing)}.")
     notes += missing_weights_notes(config, runs, cols)
+    notes += external_code_notes(m for m in psel["method"] if m not in used_paper)
     frame = pd.DataFrame(
         data,
         columns=[
@@ -1091,6 +1092,8 @@ def reproduction(inputs: ReportInputs) -> Table:
     runs, paper, config = inputs.runs, inputs.paper, inputs.config
     runs = headline(runs)
     names = method_names(config, runs)
+    lacking = {m for m, _ in lacking_weights(config, runs, None)}  # methods left out for want of their weights
+    needs_weights = {row[0] for (m, _), row in names.paper_rows().items() if m in lacking}
     data, rows = [], []
     for r in paper.to_dict("records"):
         st, what = _ours_for_paper_row(runs, r, config, names)
@@ -1112,6 +1115,7 @@ def reproduction(inputs: ReportInputs) -> Table:
             }
         )
         note = "not run" if pd.isna(st.mean) else ("n/a" if not what else ("within std" if within else ""))
+        note = "needs weights (Table 1's notes)" if pd.isna(st.mean) and r["method"] in needs_weights else note
         rows.append(
             [
                 r["table"],

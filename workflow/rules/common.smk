@@ -6,7 +6,6 @@ import atexit
 import glob
 import json
 import os
-import shlex
 import sys
 import time
 from pathlib import Path
@@ -16,6 +15,7 @@ from snakemake.exceptions import WorkflowError
 from con2 import experiments as E
 from con2.config import RUNTIME_KEYS
 from con2.report.artefacts import FIGURES, TABLES, figure_targets, table_targets
+from con2.workflow_status import unknown_class
 
 WORKFLOW_DIR = Path(workflow.basedir)
 STARTED = time.time()
@@ -43,13 +43,13 @@ def grid_error(message):
 
 
 def workflow_grid():
-    """The grid of runs: every run config resolved and checked once (errors name the key); the runs
+    """The grid of runs: every name checked against one pattern, every run config resolved and
+    checked once, the report block checked against the profile (errors name the key); the runs
     whose method lacks its pretrained weights left out and listed at the end (with strict=true the
-    first one fails the workflow, naming the file and the fix); results/configs/<run key>.yaml
-    written for every run trained by `con2 train`, where missing or different (a changed setting
-    rewrites the file, and so reruns that run)."""
+    first one fails the workflow, naming the file and the fix). Nothing is written here: each
+    run's config file is the output of its `run_config` job (rules/train.smk)."""
     try:
-        return E.workflow_grid(config, registry_normal_classes, OWN_RULE_METHODS, STRICT)
+        return E.workflow_grid(config, registry_normal_classes, OWN_RULE_METHODS, STRICT, unknown_class, TABLES)
     except E.GridError as exc:
         raise grid_error(exc) from None
 
@@ -60,12 +60,13 @@ def method_regex(methods):
 
 
 def runtime_set(wildcards, threads):
-    """`con2 train --set` arguments of the runtime keys the profile sets, threads the job's own.
-    A param computed from the job's threads is one Snakemake never counts as a rerun trigger:
-    right for keys that never change results (data_dir, device, ...)."""
+    """`con2 train --set` arguments of the runtime keys the profile sets, threads the job's own (a
+    list, each quoted by the train command's `:q`). A param computed from the job's threads is one
+    Snakemake never counts as a rerun trigger: right for keys that never change results
+    (data_dir, device, ...)."""
     values = {k: config[k] for k in RUNTIME_KEYS if k in config}
     values["threads"] = threads
-    return " ".join(shlex.quote(f"{k}={json.dumps(v)}") for k, v in values.items())
+    return [f"{k}={json.dumps(v)}" for k, v in values.items()]
 
 
 # ------------------------------------------------------------------------------------------ the grid
@@ -75,8 +76,9 @@ GRID = workflow_grid()
 RUNS, WEIGHTS_MISSING, CLI_METHODS = GRID.runs, GRID.missing_weights, GRID.cli_methods
 RUN_INDEX = E.run_index(RUNS)
 DATA_TARGETS = E.data_targets(RUNS)
-# every record on disk when the workflow starts (aggregation reads all of them, not only the grid's)
-RECORDS_ON_DISK = sorted(glob.glob(f"{E.RUNS_ROOT}/*/*/*/*/seed*/record.json"))
+# every record on disk when the workflow starts (aggregation reads all of them, not only the grid's),
+# and the record.json files whose folders are not a run key (a copied seed0.bak): never a run
+RECORDS_ON_DISK, NOT_RUN_RECORDS = E.records_on_disk()
 
 REPORT = config.get("report") or {}
 SCOPED_TABLES = list(REPORT.get("scopes") or {})  # studies: built when named (or by `snakemake studies`)
@@ -89,6 +91,7 @@ PAPER_HOURS = os.path.relpath(WORKFLOW_DIR / "workflow" / "resources" / "paper_c
 RUNS_CSV = "results/evaluation/runs.csv"
 SCORE_RUNTIME_CSV = "results/score_runtime/score_runtime.csv"
 SUMMARY_CSV = "results/evaluation/summary.csv"
+SKIPPED_CSV = "results/evaluation/skipped.csv"  # the records evaluate left out: file, problem, fix
 DATA_STATUS = f"{E.DATA_ROOT}/status.json"
 
 
@@ -105,8 +108,19 @@ def run_of(wildcards, method=None):
 
 
 def run_config_file(wildcards):
-    """The resolved config a `con2 train` job reads (written by con2.experiments.workflow_grid)."""
+    """The resolved config a `con2 train` job reads (results/configs/<key>.<hash>.yaml: the output of
+    its run_config job)."""
     return run_of(wildcards).config_file
+
+
+def run_config_text(wildcards, output):
+    """The run_config job's param: the YAML text of the run's resolved config (its method checked
+    with the grid). The file's name carries the config hash, so a file never holds another config
+    than the grid's (files of older hashes stay, unread); a name of another hash is refused."""
+    run = run_of(wildcards)
+    if run.config_file != output.config:
+        raise WorkflowError(f"{output.config}: this profile's run {run.key} has config hash {run.config_hash}: {run.config_file}")
+    return E.run_config_text(run.run_config)
 
 
 def data_marker(wildcards, method=None):
@@ -284,9 +298,26 @@ def artefact_inputs(artefact):
     return inputs
 
 
+# profile keys that never shape a table or figure (where things run, how data are fetched, the
+# training jobs' resources, extra rule files, the score-runtime measurement's own settings)
+NOT_REPORT_KEYS = {*RUNTIME_KEYS, "download", "strict", "resources", "extra_rules", "score_runtime"}
+
+
+def report_settings():
+    """The profile as the table and figure builders read it (`report:` above all; also the variants'
+    order, the experiments, paper_names): every rule of an artefact takes it as a param and its
+    script builds from it, so changing a setting that shapes an artefact (report.subject, ...)
+    rebuilds it. Keys that never shape one (NOT_REPORT_KEYS) are left out: they rebuild nothing."""
+    return {k: config[k] for k in sorted(config) if k not in NOT_REPORT_KEYS}  # sorted: key order changes nothing
+
+
 def artefact_params(artefact):
-    """The params a figure needs beyond its name (the PCA panels, where it reads them)."""
-    return {"panels": pca_panels} if "panels" in artefact.reads else {}
+    """The params that make a table or figure beyond its name: the settings it is built from
+    (`report_settings`, a rerun trigger) and, for the PCA figure, its panels."""
+    params = {"settings": report_settings()}
+    if "panels" in artefact.reads:
+        params["panels"] = pca_panels
+    return params
 
 
 def artefact_label(artefact):
@@ -302,11 +333,15 @@ def caption(name):
 
 # ------------------------------------------------------------------------------------------ the end
 def end_summary():
-    """Lines for the end of the run: every dataset skipped (why, the command that fixes it) and
-    the records aggregated although outside this profile's grid."""
+    """Lines for the end of the run: every dataset skipped (why, the command that fixes it), every
+    record the aggregation left out (what is wrong, the fix) and the records aggregated although
+    outside this profile's grid."""
     from con2.workflow_status import summary_lines
 
-    return summary_lines(DATA_TARGETS, config, RUNS_CSV, since=STARTED, methods_missing_weights=WEIGHTS_MISSING)
+    skipped = [SKIPPED_CSV, *sorted(glob.glob("results/evaluation/scopes/*.skipped.csv"))]
+    return summary_lines(
+        DATA_TARGETS, config, RUNS_CSV, since=STARTED, methods_missing_weights=WEIGHTS_MISSING, skipped_files=skipped
+    )
 
 
 def print_at_exit(lines):

@@ -1,7 +1,10 @@
 # Evaluate: every record on disk (validated by con2.records.read_record) -> one tidy table, one row
 # per run and score, plus the means and stds over seeds. Tables read only this. The grid decides
 # what to train, never what to show: records outside it (another profile's, or a dataset that is
-# unavailable now) are aggregated as they are and flagged (column in_grid), never dropped.
+# unavailable now) are aggregated as they are and flagged (column in_grid), never dropped. A bad
+# record (corrupt, against the schema, in a folder that is not its run's, e.g. a copied seed0.bak)
+# is left out with one line naming it and the fix (the log, `skipped`, the workflow's last lines):
+# one record never stops the aggregation, so the outputs are never lost to it.
 
 
 rule evaluate:
@@ -17,8 +20,10 @@ rule evaluate:
             caption="../report/summary.rst",
             category="Runs",
         ),
+        skipped=SKIPPED_CSV,
     params:
         outside=records_outside,
+        not_runs=NOT_RUN_RECORDS,
         grid=grid_hashes(),
     log:
         "results/logs/evaluate.log",
@@ -38,6 +43,7 @@ rule evaluate_scope:
         status=status_input,
     output:
         runs="results/evaluation/scopes/{scope}.csv",
+        skipped="results/evaluation/scopes/{scope}.skipped.csv",
     params:
         outside=scope_outside,
         grid=grid_hashes(),

@@ -2,6 +2,8 @@
 # (numbers), Markdown and LaTeX (booktabs, "mean ± std") from the files its builder reads
 # (results/evaluation/runs.csv, the paper's numbers, ...), so deleting a table and naming it as
 # the target rebuilds that table alone. A table made per dataset (`each`) has a {dataset} wildcard.
+# The profile settings a table is built from (report:, ...) are a param of its rule: changing one
+# rebuilds the tables it shapes.
 
 
 rule score_runtime:
@@ -9,7 +11,7 @@ rule score_runtime:
     output:
         csv=SCORE_RUNTIME_CSV,
     params:
-        settings=config.get("score_runtime", {}),
+        settings=dict(sorted((config.get("score_runtime") or {}).items())),  # sorted: the YAML's key order reruns nothing
     log:
         "results/logs/score_runtime.log",
     message:
@@ -39,6 +41,7 @@ for _name, _table in TABLES.items():
             tex=f"results/tables/{_table.stem}.tex",
         params:
             table=_name,
+            **artefact_params(_table),
         log:
             f"results/logs/tables/{_table.stem}.log",
         message:

@@ -1,12 +1,37 @@
 # Train and evaluate one run: `con2 train` reads the run's resolved config
-# (results/configs/<run key>.yaml, rewritten when a setting changes, which reruns the run), fits
-# the method, scores the test split (AUROC of every score, silhouette) and writes the run
-# directory with record.json last. Where the data live, the device, threads and progress come from
-# the profile's top level (runtime keys: never a rerun). A killed run leaves a checkpoint and no
-# record; the same command resumes it; a checkpoint of an older config is replaced
-# (--replace-stale). Runs trained this way are those of every method without its own rule file
-# (see workflow/rules/methods/). The console gets one line per finished run; the epochs go to
-# the run's log.
+# (results/configs/<run key>.<config hash>.yaml, written by the run_config job: a changed setting is
+# a new hash, so a new file, which reruns that run alone), fits the method, scores the test split
+# (AUROC of every score, silhouette) and writes the run directory with record.json last. Where the
+# data live, the device, threads and progress come from the profile's top level (runtime keys:
+# never in the hash, never a rerun). A killed run leaves a checkpoint and no record; the same
+# command resumes it; a checkpoint of an older config is replaced (--replace-stale). Runs trained
+# this way are those of every method without its own rule file (see workflow/rules/methods/). The
+# console gets one line per finished run; the epochs go to the run's log. Every path and value in
+# the shell command is quoted (`:q`), and every name in it matches con2.experiments.NAME_PATTERN.
+
+
+rule run_config:
+    """Write one run's resolved config (checked with the grid before any job). A job, not a side
+    effect of reading the Snakefile: it runs under Snakemake's lock, so a second invocation (refused
+    by the lock) never changes the config a running invocation trains with, and `-n` writes nothing.
+    A shell job (a `run:` job would start a Snakemake process per run); the file appears whole."""
+    localrule: True
+    output:
+        config=E.config_file_of(E.RUN_PATTERN, "{config_hash}"),
+    params:
+        text=run_config_text,
+    log:
+        f"results/logs/configs/{E.RUN_PATTERN}.{{config_hash}}.log",
+    message:
+        "config of {wildcards.dataset}/{wildcards.normal_class} {wildcards.method}/{wildcards.variant} seed {wildcards.seed}"
+    wildcard_constraints:
+        method=method_regex(CLI_METHODS),
+        config_hash=E.CONFIG_HASH_REGEX,
+    conda:
+        "../envs/con2.yaml"
+    shell:
+        "printf '%s' {params.text:q} > {output.config:q}.tmp && mv {output.config:q}.tmp {output.config:q} "
+        "&& echo wrote {output.config:q} > {log:q}"
 
 
 rule train:
@@ -36,5 +61,5 @@ rule train:
     conda:
         "../envs/con2.yaml"
     shell:
-        "con2 train --config {input.config} --set {params.runtime} --run-dir {params.run_dir} --replace-stale "
-        "> {log} 2>&1 && tail -n 1 {log}"
+        "con2 train --config {input.config:q} --set {params.runtime:q} --run-dir {params.run_dir:q} --replace-stale "
+        "> {log:q} 2>&1 && tail -n 1 {log:q}"

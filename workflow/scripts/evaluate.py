@@ -4,10 +4,14 @@
 benchmark TSV's wall time, RSS and CPU time, what the resolved config says (contexts, loss,
 sizes) and ``in_grid``: whether the run belongs to this profile's grid with this config (records
 outside it are kept, and listed in the log). ``summary.csv`` has mean, std and count over seeds per
-(dataset, normal class, method, variant, score). Records are validated on reading; a broken one
-fails here naming the file and field.
+(dataset, normal class, method, variant, score). A bad record (unreadable, binary, not JSON,
+against the schema, a NaN metric, or in a folder that is not its run's, e.g. a copied
+``seed0.bak``) never stops the aggregation: it is left out, with one line naming the file, the
+problem and the fix in the log and in ``skipped`` (read by the workflow's last lines), and every
+other record is aggregated.
 """
 
+import os
 import sys
 from pathlib import Path
 
@@ -17,20 +21,28 @@ from _log import logged  # noqa: E402
 
 
 def main() -> None:
+    import pandas as pd
+
     from con2.atomic import atomic_path
-    from con2.experiments import BENCH_ROOT, record_key
-    from con2.report.collect import collect_runs, summarize
+    from con2.experiments import BENCH_ROOT, RUNS_ROOT, record_key
+    from con2.report.collect import collect_valid_runs, summarize
 
     grid = dict(snakemake.params.grid)  # run key -> config hash (None: a method that keeps none)
     records = [str(p) for p in snakemake.input.records] + [p.rsplit("@", 1)[0] for p in snakemake.params.outside]
-    runs = collect_runs(records, {r: f"{BENCH_ROOT}/{record_key(r)}.tsv" for r in records})
+    records += list(snakemake.params.get("not_runs", []))  # record.json files in folders that are no run key
+    bench = {r: f"{BENCH_ROOT}/{key}.tsv" for r in records if (key := record_key(r))}
+    runs, skipped = collect_valid_runs(records, bench, runs_root=RUNS_ROOT)
 
     def belongs(path: str, config_hash: str) -> bool:
         key = record_key(path)
         return key in grid and grid[key] in (None, config_hash)
 
-    runs["in_grid"] = [belongs(p, h) for p, h in zip(runs["record"], runs["config_hash"])]
-    outputs = [(runs, snakemake.output.runs)]
+    runs["in_grid"] = [belongs(p, h) for p, h in zip(runs["record"], runs["config_hash"], strict=True)]
+    skipped_frame = pd.DataFrame(
+        [(s.record, _mtime_ns(s.record), s.problem, s.fix) for s in skipped],
+        columns=["record", "mtime_ns", "problem", "fix"],
+    )
+    outputs = [(runs, snakemake.output.runs), (skipped_frame, snakemake.output.skipped)]
     if "summary" in snakemake.output.keys():  # the scoped aggregation (rule evaluate_scope) writes none
         outputs.append((summarize(runs), snakemake.output.summary))
     for frame, path in outputs:
@@ -38,12 +50,22 @@ def main() -> None:
         with atomic_path(Path(path)) as tmp:
             frame.to_csv(tmp, index=False)
     print(f"{len(records)} records, {len(runs)} rows -> {snakemake.output.runs}")
+    for s in skipped:
+        print(s.line())
     outside = runs.loc[~runs["in_grid"], ["record"]].drop_duplicates()["record"].tolist()
     if outside:
         print(f"{len(outside)} record(s) outside this profile's grid, aggregated as they are (in_grid = False):")
         for path in outside:
             why = "not a run of this profile's grid" if record_key(path) not in grid else "trained under another config"
             print(f"  {path}: {why}")
+
+
+def _mtime_ns(path: str) -> int:
+    """The file's modification time (the end summary reports a skipped file only while it is unchanged)."""
+    try:
+        return os.stat(path).st_mtime_ns
+    except OSError:
+        return -1
 
 
 with logged(snakemake):

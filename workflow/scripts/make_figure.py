@@ -1,8 +1,10 @@
 """Snakemake script of the figure rules: one figure of con2.report.artefacts.FIGURES (PNG + PDF).
 
-``params.figure`` names the figure; the rule's inputs are the files it reads (a table's CSV as
-``table``, ``measured``, ...), ``params.panels`` the run directories of the PCA figure, and the
-``dataset`` wildcard, where there is one, the dataset of a figure made per dataset.
+``params.figure`` names the figure, ``params.settings`` gives the profile settings it is built
+from (a rerun trigger: a changed ``report:`` setting redraws it); the rule's inputs are the files
+it reads (a table's CSV as ``table``, ``measured``, ...), ``params.panels`` the run directories of
+the PCA figure, and the ``dataset`` wildcard, where there is one, the dataset of a figure made
+per dataset.
 """
 
 import sys
@@ -19,7 +21,7 @@ def main() -> None:
     files = {name: str(getattr(snakemake.input, name)) for name in FILE_INPUTS if name in snakemake.input.keys()}
     dataset = str(getattr(snakemake.wildcards, "dataset", ""))
     panels = getattr(snakemake.params, "panels", ())
-    inputs = ReportInputs.load(artefact, files, snakemake.config, dataset, panels)
+    inputs = ReportInputs.load(artefact, files, dict(snakemake.params.settings), dataset, panels)
     png, pdf = snakemake.output.png, snakemake.output.pdf
     artefact.builder()(inputs, png, pdf)
     print(f"wrote {png} and {pdf}")

@@ -1,8 +1,9 @@
 """Snakemake script of the table rules: one table of con2.report.artefacts.TABLES (CSV + MD + TeX).
 
-``params.table`` names the table; the rule's inputs are the files it reads (``runs``, ``paper``,
-``hours``, ``measured``), and the ``dataset`` wildcard, where there is one, the dataset of a table
-made per dataset.
+``params.table`` names the table, ``params.settings`` gives the profile settings it is built from
+(a rerun trigger: a changed ``report:`` setting rebuilds it); the rule's inputs are the files it
+reads (``runs``, ``paper``, ``hours``, ``measured``), and the ``dataset`` wildcard, where there is
+one, the dataset of a table made per dataset.
 """
 
 import sys
@@ -19,7 +20,7 @@ def main() -> None:
     artefact = TABLES[snakemake.params.table]
     files = {name: str(getattr(snakemake.input, name)) for name in FILE_INPUTS if name in snakemake.input.keys()}
     dataset = str(getattr(snakemake.wildcards, "dataset", ""))
-    table = build_table(artefact.name, ReportInputs.load(artefact, files, snakemake.config, dataset))
+    table = build_table(artefact.name, ReportInputs.load(artefact, files, dict(snakemake.params.settings), dataset))
     table.write(snakemake.output.csv, snakemake.output.md, snakemake.output.tex)
     print(table.markdown())
 

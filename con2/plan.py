@@ -1,0 +1,474 @@
+"""The cost of a profile before it starts: ``con2 plan --configfile workflow/config/paper.yaml``.
+
+Per experiment of the profile and in total: the training runs, the training images they process
+and the estimated GPU-hours on one device, beside the paper's reported GPU-hours. The arithmetic
+is pure functions of the profile's runs (:func:`con2.experiments.expand_grid`), a table of
+training-set sizes and a table of measured throughput; the command reads those and prints.
+
+- images of a run = epochs x steps per epoch x batch size (the engine drops the last partial
+  batch: :func:`con2.engine.steps_per_epoch`, repeated here to stay torch-free);
+- views of a run = images x views per image (encoder passes per training image: CON2 2 per
+  context, SimCLR 2, CSI 8, UniCon-HA 8 per aggregated stage, counted as whole passes);
+- GPU-hours = views / the measured views per second of (device, resolution, width, batch) from
+  ``benchmarks/measured/throughput.csv`` (the training step alone: no data preparation, scoring
+  or checkpoints). A setting without its own measurement takes the same device's measurement at
+  the nearest resolution (then the nearest width, then batch), scaled by pixels (views/s x
+  measured px^2 / px^2) and by width (x measured width^2 / width^2: a ResNet's FLOPs); the batch
+  size is not scaled. Each estimate says how it was obtained.
+- training-set sizes come from the split manifests of prepared data where present (the data
+  cache under ``data_dir``), else from ``workflow/resources/train_set_sizes.csv`` (its sources).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from con2.errors import ConfigError
+
+REPO = Path(__file__).resolve().parents[1]
+THROUGHPUT_CSV = REPO / "benchmarks" / "measured" / "throughput.csv"
+SIZES_CSV = REPO / "workflow" / "resources" / "train_set_sizes.csv"
+PAPER_HOURS_CSV = REPO / "workflow" / "resources" / "paper_compute_hours.csv"
+THROUGHPUT_COLUMNS = (
+    "device",
+    "image_size",
+    "width",
+    "batch_size",
+    "views_per_image",
+    "compile",
+    "images_per_s",
+    "source",
+)
+
+
+@dataclass(frozen=True)
+class Rate:
+    """One measured training throughput: ``images_per_s`` images (``views_per_image`` views each)."""
+
+    device: str
+    image_size: int
+    width: int
+    batch_size: int
+    views_per_image: int
+    compile: bool
+    images_per_s: float
+    source: str
+
+    @property
+    def views_per_s(self) -> float:
+        return self.images_per_s * self.views_per_image
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """Views per second for one (image size, width, batch) and how it was obtained."""
+
+    views_per_s: float
+    how: str
+
+
+@dataclass(frozen=True)
+class RunCost:
+    """One run of the grid, costed (``hours`` ``None``: views per image unknown for its method)."""
+
+    key: str
+    experiments: tuple[str, ...]
+    dataset: str
+    method: str
+    n_train: int
+    epochs: int
+    images: int
+    views: int | None
+    hours: float | None
+    paper_hours: float | None
+
+
+# ----------------------------------------------------------------------------------------- arithmetic
+def steps_per_epoch(n_images: int, batch_size: int) -> int:
+    """Optimiser steps per epoch: the last partial batch is dropped (as in ``con2.engine``)."""
+    return max(1, n_images // batch_size)
+
+
+def images_per_run(n_train: int, batch_size: int, epochs: int) -> int:
+    """Training images one run processes: ``epochs x steps per epoch x batch size``."""
+    return epochs * steps_per_epoch(n_train, batch_size) * batch_size
+
+
+def views_per_image(method: str, params: Mapping[str, Any]) -> int | None:
+    """Encoder passes per training image per step, by method; ``None`` where unknown (a method
+    without a rule here, or PANDA's ResNet152, which the ResNet18 throughput does not describe)."""
+    if method == "con2":
+        k = int(params.get("n_contexts") or 0) or len(params.get("contexts") or ("invert",)) + 1
+        return 2 * k
+    if method == "simclr":
+        return 2
+    if method == "csi":
+        return 8  # 4 rotations x 2 views
+    if method == "unicon_ha":
+        weights = params.get("stage_weights") or (0.0, 1.0, 1.0, 1.0)
+        return 8 * sum(1 for w in weights if float(w) > 0)  # 4N rotated images x 2 views per stage
+    return None
+
+
+def estimate_rate(rates: Sequence[Rate], image_size: int, width: int, batch_size: int) -> Estimate:
+    """Views/s for a setting from measured ``rates`` (one device): the exact measurement, else the
+    nearest resolution (log-ratio), width and batch, scaled by pixels and width squared.
+
+    Raises:
+        ConfigError: no rate at all.
+    """
+    if not rates:
+        raise ConfigError("no throughput measurement to estimate from")
+
+    def distance(r: Rate) -> tuple[float, float, float]:
+        return (
+            abs(math.log(r.image_size / image_size)),
+            abs(math.log(r.width / width)),
+            abs(math.log(r.batch_size / batch_size)),
+        )
+
+    best = min(rates, key=distance)
+    scale = (best.image_size / image_size) ** 2 * (best.width / width) ** 2
+    if (best.image_size, best.width, best.batch_size) == (image_size, width, batch_size):
+        return Estimate(best.views_per_s, f"measured ({best.source})")
+    parts = [f"{best.image_size} px"]
+    if best.image_size != image_size:
+        parts.append(f"x ({best.image_size}/{image_size})^2 pixels")
+    if best.width != width:
+        parts.append(f"x ({best.width}/{width})^2 width")
+    if best.batch_size != batch_size:
+        parts.append(f"(measured at N = {best.batch_size})")
+    return Estimate(best.views_per_s * scale, "from " + " ".join(parts))
+
+
+def setting_of(config: Mapping[str, Any]) -> tuple[int, int, int]:
+    """``(image_size, width, batch_size)`` of a resolved run config: what a throughput is measured at."""
+    return int(config["image_size"]), int(config["width"]), int(config["batch_size"])
+
+
+def hours(views: int, views_per_s: float) -> float:
+    """GPU-hours to process ``views`` at ``views_per_s``."""
+    return views / views_per_s / 3600.0
+
+
+@dataclass(frozen=True)
+class Summary:
+    """Totals of a set of runs (one experiment, or all unique runs)."""
+
+    name: str
+    runs: int
+    images: int
+    views: int
+    hours: float
+    runs_without_estimate: int
+    paper_hours: float
+    runs_with_paper_hours: int
+    hours_on_paper_runs: float  # our estimate over the runs the paper gives hours for
+
+
+def summarise(name: str, costs: Iterable[RunCost]) -> Summary:
+    """Sums over ``costs`` (runs without an estimate or a paper number are counted, not summed)."""
+    costs = list(costs)
+    estimated = [c for c in costs if c.hours is not None]
+    with_paper = [c for c in costs if c.paper_hours is not None]
+    return Summary(
+        name,
+        len(costs),
+        sum(c.images for c in costs),
+        sum(c.views or 0 for c in estimated),
+        sum(c.hours or 0.0 for c in estimated),
+        len(costs) - len(estimated),
+        sum(c.paper_hours or 0.0 for c in with_paper),
+        len(with_paper),
+        sum(c.hours or 0.0 for c in with_paper),
+    )
+
+
+def per_experiment(costs: Sequence[RunCost]) -> list[Summary]:
+    """One summary per experiment (a run two experiments ask for counts in both), then the total
+    over unique runs."""
+    names = list(dict.fromkeys(e for c in costs for e in c.experiments))
+    return [summarise(n, (c for c in costs if n in c.experiments)) for n in names] + [summarise("total", costs)]
+
+
+def cost_runs(
+    runs: Iterable[Any],
+    n_train: Mapping[tuple[str, str], int],
+    rate_of: Mapping[tuple[int, int, int], Estimate],
+    paper_hours: Mapping[tuple[str, str], float],
+) -> list[RunCost]:
+    """Cost every run: ``runs`` are :class:`con2.experiments.Run` (``config`` holds ``epochs``,
+    ``batch_size``, ``image_size``, ``width``, ``params``); ``n_train[(dataset, normal_class)]``;
+    ``rate_of[(image_size, width, batch_size)]``; ``paper_hours[(method, dataset)]`` per run."""
+    out = []
+    for run in runs:
+        cfg = run.config
+        n = n_train[(run.dataset, run.normal_class)]
+        images = images_per_run(n, int(cfg["batch_size"]), int(cfg["epochs"]))
+        vpi = views_per_image(run.method, cfg.get("params") or {})
+        views = None if vpi is None else images * vpi
+        rate = rate_of[setting_of(cfg)]
+        out.append(
+            RunCost(
+                run.key,
+                tuple(run.experiments),
+                run.dataset,
+                run.method,
+                n,
+                int(cfg["epochs"]),
+                images,
+                views,
+                None if views is None else hours(views, rate.views_per_s),
+                paper_hours.get((run.method, run.dataset)),
+            )
+        )
+    return out
+
+
+# ----------------------------------------------------------------------------------------- tables
+def rates_from_jsonl(lines: Iterable[str], source: str) -> list[Rate]:
+    """The throughput lines of a ``gpu_check.py`` / ``throughput.py`` JSON-lines file as rates."""
+    out = []
+    for line in lines:
+        if not line.strip().startswith("{"):
+            continue
+        row = json.loads(line)
+        if row.get("check") != "throughput" or "ours_images_per_s" not in row:
+            continue
+        out.append(
+            Rate(
+                str(row["device"]),
+                int(row["image_size"]),
+                int(row["width"]),
+                int(row["batch_size"]),
+                int(row["views_per_step"]) // int(row["batch_size"]),
+                bool(row.get("compile", False)),
+                float(row["ours_images_per_s"]),
+                source,
+            )
+        )
+    return out
+
+
+def read_rates(path: Path) -> list[Rate]:
+    with open(path, newline="") as f:
+        return [
+            Rate(
+                r["device"],
+                int(r["image_size"]),
+                int(r["width"]),
+                int(r["batch_size"]),
+                int(r["views_per_image"]),
+                r["compile"].strip().lower() == "true",
+                float(r["images_per_s"]),
+                r["source"],
+            )
+            for r in csv.DictReader(f)
+        ]
+
+
+def write_rates(rates: Iterable[Rate], path: Path) -> None:
+    """The throughput table (CSV, one measured setting per line)."""
+    from con2.atomic import write_text_atomic
+
+    lines = [",".join(THROUGHPUT_COLUMNS)]
+    for r in rates:
+        lines.append(
+            f"{r.device},{r.image_size},{r.width},{r.batch_size},{r.views_per_image},{str(r.compile).lower()},"
+            f"{r.images_per_s:.1f},{r.source}"
+        )
+    write_text_atomic(path, "\n".join(lines) + "\n")
+
+
+def read_sizes(path: Path) -> dict[tuple[str, str], tuple[int, str]]:
+    """``{(dataset, normal_class or '*'): (n_train, source)}`` from the sizes table."""
+    with open(path, newline="") as f:
+        return {(r["dataset"], r["normal_class"]): (int(r["n_train"]), r["source"]) for r in csv.DictReader(f)}
+
+
+def manifest_size(data_dir: Path, dataset: str, normal_class: str, size: int) -> int | None:
+    """``n_train`` of a prepared split's manifest under ``data_dir`` (any seed), or ``None``."""
+    from con2.data.cache import cache_dir
+    from con2.data.manifest import manifest_filename
+
+    folder = cache_dir(data_dir, dataset, size) / "splits"
+    stem = manifest_filename(normal_class, 0).rsplit("__seed", 1)[0]
+    for path in sorted(folder.glob(f"{stem}__seed*.json")):
+        try:
+            return int(json.loads(path.read_text())["n_train"])
+        except (OSError, ValueError, KeyError):
+            continue
+    return None
+
+
+def train_sizes(
+    runs: Iterable[Any], table: Mapping[tuple[str, str], tuple[int, str]], data_dir: Path | None
+) -> tuple[dict[tuple[str, str], int], dict[str, str]]:
+    """Training-set size of every (dataset, normal class) of ``runs`` and where each came from.
+
+    Raises:
+        ConfigError: a dataset in neither a manifest nor the table (names the table to extend).
+    """
+    sizes: dict[tuple[str, str], int] = {}
+    where: dict[str, str] = {}
+    for run in runs:
+        key = (run.dataset, run.normal_class)
+        if key in sizes:
+            continue
+        found = manifest_size(data_dir, *key, run.data_size) if data_dir is not None else None
+        if found is not None:
+            sizes[key], where[run.dataset] = found, "split manifest under data_dir"
+            continue
+        hit = table.get(key) or table.get((run.dataset, "*"))
+        if hit is None:
+            raise ConfigError(
+                f"no training-set size for {run.dataset} class {run.normal_class}: prepare the data "
+                f"(`con2 data get {run.dataset}`) or add a line to {SIZES_CSV.relative_to(REPO)}"
+            )
+        sizes[key] = hit[0]
+        where.setdefault(run.dataset, hit[1])
+    return sizes, where
+
+
+def paper_hours_per_run(
+    path: Path, runs: Iterable[Any], config: Mapping[str, Any] | None = None
+) -> dict[tuple[str, str], float]:
+    """``{(method, dataset): GPU-hours per run}`` from the paper's compute table, joined by the
+    methods' ``compute_name`` and the datasets' paper names (the profile's ``paper_names`` too)."""
+    from con2.methods import all_methods
+    from con2.report.paper import dataset_names
+
+    with open(path, newline="") as f:
+        table = {(r["method"], r["dataset"]): float(r["gpu_hours_per_run"]) for r in csv.DictReader(f)}
+    specs, names = all_methods(), dataset_names(config)
+    out = {}
+    for run in runs:
+        spec = specs.get(run.method)
+        value = table.get((getattr(spec, "compute_name", None), names.get(run.dataset, run.dataset)))
+        if value is not None:
+            out[(run.method, run.dataset)] = value
+    return out
+
+
+# ----------------------------------------------------------------------------------------- output
+def format_plan(summaries: Sequence[Summary], device: str) -> list[str]:
+    """The table ``con2 plan`` prints: per experiment and in total, our runs, images, views and
+    GPU-hours, then, over the runs the paper gives hours for, our hours beside the paper's."""
+    head = (
+        f"{'experiment':<16} {'runs':>6} {'images':>14} {'views':>15} {'GPU-h ' + device:>16}"
+        f"   {'runs the paper costs: GPU-h ours / paper':>42}"
+    )
+    lines = [head, "-" * len(head)]
+    for s in summaries:
+        ours = f"{s.hours:,.1f}" + (f" (+{s.runs_without_estimate} n/a)" if s.runs_without_estimate else "")
+        paper = "-"
+        if s.runs_with_paper_hours:
+            paper = f"{s.runs_with_paper_hours} runs: {s.hours_on_paper_runs:,.1f} / {s.paper_hours:,.0f}"
+        if s.name == "total":
+            lines.append("-" * len(head))
+        lines.append(f"{s.name:<16} {s.runs:>6,} {s.images:>14,} {s.views:>15,} {ours:>16}   {paper:>42}")
+    return lines
+
+
+def device_rates(rates: Sequence[Rate], device: str, compile: bool) -> list[Rate]:
+    """The measured rates of one device (name matched case-insensitively as a substring), with
+    ``compile`` as the profile has it where both were measured.
+
+    Raises:
+        ConfigError: nothing measured on that device (the message lists what was).
+    """
+    hits = [r for r in rates if device.lower() in r.device.lower()]
+    if not hits:
+        known = sorted({r.device for r in rates})
+        raise ConfigError(f"no throughput measured on a device matching {device!r}; measured: {', '.join(known)}")
+    same = [r for r in hits if r.compile == compile]
+    return same or hits
+
+
+def plan_lines(
+    config: Mapping[str, Any],
+    device: str = "h200",
+    throughput: Path = THROUGHPUT_CSV,
+    sizes: Path = SIZES_CSV,
+    paper: Path = PAPER_HOURS_CSV,
+    data_dir: Path | None = None,
+) -> list[str]:
+    """Everything ``con2 plan`` prints for a profile config (reads the three tables, and the split
+    manifests of prepared data under ``data_dir``: default the profile's, else $CON2_DATA_DIR or
+    ./data, as the workflow has it)."""
+    from con2.data import normal_classes
+    from con2.experiments import GridError, expand_grid
+
+    try:
+        runs = expand_grid(config, normal_classes)
+    except GridError as exc:
+        raise ConfigError(f"invalid profile: {exc}") from None
+    rates = device_rates(read_rates(throughput), device, bool(config.get("compile", False)))
+    if data_dir is None:
+        from con2.data import default_data_dir
+
+        data_dir = Path(config.get("data_dir") or default_data_dir())
+    n_train, where = train_sizes(runs, read_sizes(sizes), data_dir if data_dir.is_dir() else None)
+    settings = sorted({setting_of(r.config) for r in runs})
+    rate_of = {s: estimate_rate(rates, *s) for s in settings}
+    costs = cost_runs(runs, n_train, rate_of, paper_hours_per_run(paper, runs, config))
+    name = rates[0].device
+    lines = [f"{len(costs):,} training runs on one {name} (throughput: {throughput.name}; compile={rates[0].compile})"]
+    lines += format_plan(per_experiment(costs), name.split()[-1])
+    lines.append("")
+    lines.append("views/s per (image size, width, batch):")
+    for s in settings:
+        rate = rate_of[s]
+        lines.append(f"  {s[0]:>4} px  width {s[1]:>3}  N = {s[2]:>4}: {rate.views_per_s:>10,.0f}  {rate.how}")
+    lines.append("training images per run (normal class):")
+    for dataset in dict.fromkeys(r.dataset for r in runs):
+        ns = sorted({n for (d, _), n in n_train.items() if d == dataset})
+        shown = f"{ns[0]:,}" if len(ns) == 1 else f"{ns[0]:,}-{ns[-1]:,}"
+        lines.append(f"  {dataset:<20} {shown:>11}  {where[dataset]}")
+    lines.append(
+        "GPU-h: training steps alone at the measured rate (no scoring, data preparation or checkpoints); "
+        "paper GPU-h: the paper's hours per run (its compute table, medical datasets) summed over the runs it covers"
+    )
+    return lines
+
+
+def load_profile(path: Path) -> dict[str, Any]:
+    """A workflow profile config (YAML), as Snakemake's ``--configfile`` reads it."""
+    import yaml
+
+    try:
+        config = yaml.safe_load(path.read_text())
+    except OSError as exc:
+        raise ConfigError(f"cannot read --configfile {path}: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"--configfile {path} is not valid YAML: {exc}") from None
+    if not isinstance(config, dict) or "experiments" not in config:
+        raise ConfigError(f"--configfile {path} is not a workflow profile (no `experiments:`); see workflow/config/")
+    return config
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    config = load_profile(Path(args.configfile))
+    tables = Path(args.throughput), Path(args.sizes), Path(args.paper_hours)
+    for line in plan_lines(config, args.device, *tables, Path(args.data_dir) if args.data_dir else None):
+        print(line)
+    return 0
+
+
+def add_plan_subcommand(sub: Any) -> None:
+    """``con2 plan``: registered on the CLI's subparsers."""
+    p = sub.add_parser("plan", help="runs, training images and estimated GPU-hours of a workflow profile")
+    p.add_argument("--configfile", required=True, help="a workflow profile, e.g. workflow/config/paper.yaml")
+    p.add_argument("--device", default="h200", help="device whose measured throughput to use (default: h200)")
+    p.add_argument("--throughput", default=str(THROUGHPUT_CSV), help="measured throughput table (CSV)")
+    p.add_argument("--sizes", default=str(SIZES_CSV), help="training-set sizes where no manifest exists (CSV)")
+    p.add_argument("--paper-hours", default=str(PAPER_HOURS_CSV), help="the paper's GPU-hours per run (CSV)")
+    p.add_argument("--data-dir", help="where prepared data (split manifests) are looked for (default: the workflow's)")
+    p.set_defaults(func=cmd_plan)
