@@ -50,10 +50,11 @@ def runs(tmp_path: Path):
     paths = []
     for method in ("con2", "simclr"):
         for seed, curve in CURVES.items():
-            p = tmp_path / "runs" / method / f"seed{seed}" / "record.json"
-            write_record(record(method, seed, curve), p)
+            rec = record(method, seed, curve)
+            p = tmp_path / "runs" / "breastmnist" / "1" / method / rec["variant"] / f"seed{seed}" / "record.json"
+            write_record(rec, p)
             paths.append(p)
-    p = tmp_path / "runs" / "con2_flip" / "record.json"  # not a main variant: left out
+    p = tmp_path / "runs" / "breastmnist" / "1" / "con2" / "flip" / "seed0" / "record.json"  # not a main variant
     write_record({**record("con2", 0, {2: 1.0}), "variant": "flip"}, p)
     paths.append(p)
     return collect_runs(paths)
