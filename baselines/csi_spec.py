@@ -41,4 +41,5 @@ SPEC = MethodSpec(
     compute_name="CSI",
     test_params={"samples": 1},
     check=check,
+    scoring_params=("samples", "test_norm"),  # test-time only: `con2 evaluate --set params.samples=0` re-scores
 )

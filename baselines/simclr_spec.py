@@ -42,4 +42,5 @@ SPEC = MethodSpec(
     compute_name="SimCLR/SSD",
     test_params={"k": 2, "ssd_clusters": 2},
     check=check,
+    scoring_params=("k", "ssd_clusters"),  # read by the scorers only: `con2 evaluate --set params.k=50` re-scores
 )

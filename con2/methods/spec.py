@@ -85,6 +85,9 @@ class MethodSpec:
             Validation finds and checks each one
             (:func:`con2.weights.resolve`: present, checksum when known) before anything runs,
             and the record's card names the file used. ``None``: no pretrained weights.
+        scoring_params: names of ``Params`` fields read only when scoring (SimCLR's ``k``), so
+            ``con2 evaluate --set params.NAME=...`` may re-score a trained model with another value;
+            every other ``params`` key changes the model and is refused there.
     """
 
     name: str
@@ -100,6 +103,13 @@ class MethodSpec:
     check: Callable[[Any, MethodSettings], None] | None = None
     tags: Callable[[Any], dict[str, Any]] | None = None
     weights: Callable[[Any], Mapping[str, str | WeightSet]] | None = None
+    scoring_params: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        names = {f.name for f in fields(self.Params)}
+        unknown = [p for p in self.scoring_params if p not in names]
+        if unknown:
+            raise TypeError(f"method {self.name!r}: scoring_params {unknown} are not fields of {self.Params.__name__}")
 
     def params_for(self, cfg: RunConfig) -> Any:
         """``cfg.params`` as this method's validated ``Params`` (unknown keys and bad values named)."""
@@ -144,4 +154,5 @@ def spec_from_class(cls: type) -> MethodSpec:
         description=getattr(cls, "description", ""),
         label=getattr(cls, "label", "") or cls.name,
         test_params=dict(getattr(cls, "test_params", {}) or {}),
+        scoring_params=tuple(getattr(cls, "scoring_params", ())),
     )
