@@ -39,7 +39,7 @@ RUNTIME_KEYS: tuple[str, ...] = (
 # the runtime keys a scoring pass uses, :data:`EVALUATE_RUNTIME_KEYS`); anything else would describe
 # another model than the checkpoint holds. A method adds its own scoring-only ``params`` by listing
 # them in its spec's ``scoring_params``.
-SCORING_KEYS: tuple[str, ...] = ("tta", "tta_seed", "lh_ridge", "nn_chunk", "eval_batch_size")
+SCORING_KEYS: tuple[str, ...] = ("tta", "tta_seed", "csi_views", "lh_ridge", "nn_chunk", "eval_batch_size")
 EVALUATE_RUNTIME_KEYS: tuple[str, ...] = ("data_dir", "device", "threads", "progress")
 
 # Bounds that keep a typo from running for hours (see validate): at most MAX_TTA test-time views
