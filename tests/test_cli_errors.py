@@ -186,7 +186,7 @@ def test_evaluate_refuses_keys_that_change_the_model(overrides, refused, finishe
     out = tmp_path / "out"
     code = main(["evaluate", "--run-dir", str(finished_run), "--set", *overrides, "--out", str(out)])
     line = assert_refused(code, capsys, f"changes only how the trained model is scored; refused: {refused} (")
-    assert "Allowed: tta, tta_seed, lh_ridge, nn_chunk, eval_batch_size, data_dir" in line
+    assert "Allowed: tta, tta_seed, csi_views, lh_ridge, nn_chunk, eval_batch_size, data_dir" in line
     assert not out.exists()
 
 
