@@ -263,8 +263,13 @@ def test_console_has_one_line_per_finished_run_and_logs_one_per_epoch(tiny: Path
     finished = re.findall(r"^digits/\d \S+/\S+ seed=\d: AUROC\[\w+\]=\d+\.\d.*$", console, re.M)
     assert len(finished) == len(records(tiny)) == 6, console[-3000:]
     assert "rule train:" not in console and "    wildcards:" not in console  # job blocks are one-line messages
-    log = (tiny / "results/logs/train/digits/0/con2/invert/seed0.log").read_text()
-    assert "train: 100%" in log and "1/1 [" in log  # the engine's per-epoch progress goes to the job's log
+    log_file = "results/logs/train/digits/0/con2/invert/seed0.log"
+    log = (tiny / log_file).read_text()
+    # the job's log (not a terminal) gets one line per epoch with its ETA, no carriage-return bar
+    assert re.search(r"^epoch 1/1  loss=\S+.*  \d+ img/s  ETA \d+s$", log, re.M) and "\r" not in log, log
+    # and the console the first epoch's line of each run, with its ETA and where its log is
+    started = re.findall(r"^digits/\d \S+/\S+ seed=\d: epoch 1/1 .* ETA \d+s \(log: (\S+)\)$", console, re.M)
+    assert len(started) == 6 and log_file in started, console[-3000:]
 
 
 def test_deleting_one_table_rebuilds_only_that_table(tiny: Path, tmp_path: Path) -> None:
