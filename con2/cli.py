@@ -176,21 +176,38 @@ def _method_params(cls: type) -> dict:
     }
 
 
+def rule_methods(args: argparse.Namespace) -> dict[str, dict[str, str]]:
+    """The rule-based methods ``con2 methods`` lists: ``workflow/rules/methods/*.smk`` under
+    ``--workflow`` (the workflow includes each) and the files given with ``--rules``."""
+    from con2.experiments import RULE_METHODS_DIR, rule_file_methods
+
+    found = sorted((Path(args.workflow) / RULE_METHODS_DIR).glob("*.smk"))
+    missing = [f for f in args.rules if not Path(f).is_file()]
+    if missing:
+        raise ConfigError(f"--rules: no such rule file: {', '.join(missing)}")
+    return rule_file_methods([*found, *args.rules])
+
+
 def cmd_methods(args: argparse.Namespace) -> int:
+    from con2.experiments import RULE_METHODS_DIR
     from con2.methods import all_methods
 
     methods = all_methods()
+    rules = rule_methods(args)
     if args.json:
         print(
             json.dumps(
                 {
-                    name: {
-                        "description": cls.description,
-                        "scores": list(cls.score_names),
-                        "params": _method_params(cls),
-                        "test_params": cls.test_params,
-                    }
-                    for name, cls in methods.items()
+                    **{
+                        name: {
+                            "description": cls.description,
+                            "scores": list(cls.score_names),
+                            "params": _method_params(cls),
+                            "test_params": cls.test_params,
+                        }
+                        for name, cls in methods.items()
+                    },
+                    **rules,
                 },
                 indent=2,
                 default=list,
@@ -202,6 +219,12 @@ def cmd_methods(args: argparse.Namespace) -> int:
         print(f"  scores: {', '.join(cls.score_names)}")
         for k, v in _method_params(cls).items():
             print(f"  params.{k} = {v!r}")
+    where = Path(args.workflow) / RULE_METHODS_DIR
+    if not rules:
+        print(f"rule-based methods: none in {where}/ (list a rule file with --rules FILE)")
+    for name, info in rules.items():
+        print(f"{name}: {info['description'] or '(rule-based method)'}")
+        print(f"  rule file: {info['rule_file']} (trained by its own rule; a profile adds it with extra_methods)")
     return 0
 
 
@@ -240,8 +263,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", help="write the new record here instead of overwriting the run's")
     p.set_defaults(func=cmd_evaluate)
 
-    p = sub.add_parser("methods", help="list registered methods and their parameters")
+    p = sub.add_parser(
+        "methods", help="list registered methods and their parameters, and the workflow's rule-based methods"
+    )
     p.add_argument("--json", action="store_true")
+    p.add_argument(
+        "--workflow",
+        default=".",
+        metavar="DIR",
+        help="the checkout whose workflow/rules/methods/*.smk to list (default: the current directory)",
+    )
+    p.add_argument(
+        "--rules", nargs="*", default=[], metavar="FILE", help="more rule files to list (a profile's extra_rules)"
+    )
     p.set_defaults(func=cmd_methods)
 
     try:
