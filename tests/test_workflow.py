@@ -562,7 +562,9 @@ def test_offline_without_data_ends_with_the_skipped_data_summary(tmp_path: Path)
     assert "fix: con2 data get pneumonia --data-dir ../data --size 28" in text
     assert "data already on disk elsewhere: add `--config data_dir=DIR` (or `export CON2_DATA_DIR=DIR`)" in text
     assert "no network" in text.lower() and "credentials" in text.lower()
-    assert str(empty) in text and "/../" not in res.stdout + res.stderr, text  # every path normalised
+    assert str(empty) in text and "/../" not in text, text  # every path normalised (the data layer's too)
+    markers = [p.read_text() for p in (wd / "results/data").rglob("*px.json")]
+    assert len(markers) == 3 and not any("/../" in m for m in markers), markers
     assert [Path(p).parts[2] for p in records(wd)] == ["digits"]  # the rest ran
     assert (wd / "results/tables/table1_medical.md").is_file()
     assert not list(empty.rglob("*.npz")) and not any(p.name.startswith(".") for p in empty.rglob("*"))
