@@ -57,7 +57,7 @@ def check_dataset(dataset: str, size: int, data_dir: str | Path, download: bool)
     """
     from con2.data import DataError, load_one_class
 
-    out: dict[str, Any] = {"dataset": dataset, "size": int(size), "data_dir": str(data_dir)}
+    out: dict[str, Any] = {"dataset": dataset, "size": int(size), "data_dir": os.path.normpath(data_dir)}
     try:
         data = load_one_class(dataset, data_dir, None, 0, int(size), download=download)
     except DataError as exc:
