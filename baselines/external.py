@@ -53,6 +53,8 @@ def write_external_run(
     split_seed: int | None = 0,
     split_sha256: str | None = None,
     scoring: Mapping[str, Any] | None = None,
+    label: str | None = None,
+    score_labels: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """Write ``scores.csv`` and a validated ``record.json`` for one external run; return the record.
 
@@ -66,6 +68,10 @@ def write_external_run(
         split_seed: the split seed of the test set scored (not the training seed).
         split_sha256: the split manifest's checksum (``data.manifest["split_sha256"]``), if known.
         scoring: per score, which reading is its headline (stored as is).
+        label: the method's display name in tables (``Pixel NN``; default: its name), and
+        score_labels: a score's display name (``{"nnd": "NND"}``; default: the score's name):
+            stored as the record's ``method_card``, which the tables read for a method that is not
+            registered with con2.
     """
     config = {
         "method": method,
@@ -91,6 +97,7 @@ def write_external_run(
         extras=extras,
         scoring=scoring,
         device=device,
+        method_card=method_card(label, score_labels, scores) if label or score_labels else None,
     )
     rd = RunDir(run_dir)
     with rd.lock():
@@ -124,6 +131,16 @@ def read_score_table(path: str | Path) -> tuple[np.ndarray, dict[str, np.ndarray
     return table["label"].to_numpy(), {c: table[c].to_numpy(dtype=np.float64) for c in names}, ids
 
 
+def method_card(label: str | None, score_labels: Mapping[str, str] | None, scores: Mapping[str, Any]) -> dict:
+    """The record's ``method_card`` of an external method: its labels (as a registered spec's card)."""
+    named = dict(score_labels or {})
+    unknown = sorted(set(named) - set(scores))
+    if unknown:
+        raise RecordError(f"--score-label names no score column: {', '.join(unknown)}; scores: {', '.join(scores)}")
+    card: dict[str, Any] = {"label": label} if label else {}
+    return {**card, "score_labels": {s: named.get(s, s) for s in scores}}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m baselines.external", description=__doc__.split("\n\n")[0])
     parser.add_argument("--scores", required=True, help="CSV with a 'label' column and one column per score")
@@ -147,6 +164,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--score-seconds", type=float, default=0.0)
     parser.add_argument("--config-json", help="JSON file with the program's settings, stored in the record")
     parser.add_argument("--data-dir", help="check the labels against the harness's split of the dataset")
+    parser.add_argument("--label", help="the method's display name in tables (default: --method)")
+    parser.add_argument(
+        "--score-label",
+        nargs="*",
+        default=[],
+        metavar="SCORE=LABEL",
+        help="a score's display name in tables, e.g. nnd=NND (default: the column's name)",
+    )
     args = parser.parse_args(argv)
     try:
         labels, scores, ids = read_score_table(args.scores)
@@ -192,6 +217,8 @@ def main(argv: list[str] | None = None) -> int:
             },
             split_seed=cfg.split_seed,
             split_sha256=split_sha256,
+            label=args.label,
+            score_labels=dict(item.partition("=")[::2] for item in args.score_label),
         )
     except (Con2Error, ValueError, OSError) as exc:
         message = write_failure(exc) if isinstance(exc, OSError) else None

@@ -14,10 +14,18 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
 
 from con2.errors import Con2Error, ConfigError, write_failure
 from con2.plan import add_plan_subcommand
+
+if TYPE_CHECKING:
+    from con2.config import RunConfig
+    from con2.rundir import RunDir
 
 # Start-up imports only the standard library, yaml and con2's light modules (config, errors,
 # rundir): `con2 --help` and a re-run of a finished `con2 train` answer without loading torch,
@@ -33,20 +41,70 @@ def _summary(record: dict) -> str:
     return f"{run}: {aurocs}{sil}  (fit {t['fit_seconds']:.0f}s, score {t['score_seconds']:.0f}s)"
 
 
+def output_to_log(path: str) -> TextIO:
+    """Send everything this process writes to stdout and stderr (progress, warnings, errors, also
+    from C code) to the file ``path`` (created with its folder, truncated) and return a stream on the
+    original stdout: the console, which then gets only what the caller writes to it."""
+    log = Path(path)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    console = os.fdopen(os.dup(sys.stdout.fileno()), "w", buffering=1)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.dup2(fd, sys.stdout.fileno())
+    os.dup2(fd, sys.stderr.fileno())
+    os.close(fd)
+    return console
+
+
+def first_epoch_notice(log: str, run: str, console: TextIO) -> Callable[[int], None]:
+    """An ``on_epoch_end`` hook that copies the first epoch line of this process (with its ETA) from
+    the log to the console, once: ``digits/0 con2/invert seed=0: epoch 1/10 ... ETA 1m05s (log: PATH)``."""
+    shown = False
+
+    def hook(epoch: int) -> None:
+        nonlocal shown
+        if shown:
+            return
+        shown = True
+        sys.stdout.flush()
+        lines = [line for line in Path(log).read_text(errors="replace").splitlines() if line.startswith("epoch ")]
+        if lines:
+            print(f"{run}: {lines[-1]} (log: {log})", file=console, flush=True)
+
+    return hook
+
+
 def cmd_train(args: argparse.Namespace) -> int:
     from con2.config import load_config
-    from con2.rundir import CHECKPOINT, COMPLETE, RECORD, REPLACE, RunDir
+    from con2.rundir import RunDir
 
-    cfg = load_config(args.config, args.set)
-    rd = RunDir(args.run_dir)
+    console = output_to_log(args.log) if args.log else None
+    try:
+        return _train(args, load_config(args.config, args.set), RunDir(args.run_dir), console)
+    except (Con2Error, OSError) as exc:
+        if console is not None:  # the error line on the console too (the traceback-free one; the log has it)
+            print(f"con2: error: {error_message(exc)}", file=console, flush=True)
+        raise
+
+
+def _train(args: argparse.Namespace, cfg: RunConfig, rd: RunDir, console: TextIO | None) -> int:
+    """``con2 train`` once its config is loaded (``console``: the terminal when ``--log`` took stdout)."""
+    from con2.rundir import CHECKPOINT, COMPLETE, RECORD, REPLACE
+
+    def say(line: str) -> None:  # to stdout (the log, with --log) and, with --log, to the console too
+        print(line, flush=True)
+        if console is not None:
+            print(line, file=console, flush=True)
+
     done = f"{rd.record} exists: run already complete (use --force to retrain)"
     if rd.plan(cfg, force=args.force, replace_stale=args.replace_stale) == COMPLETE:  # no torch needed
-        print(done)
+        say(done)
         return 0
     with rd.lock():
         action = rd.plan(cfg, force=args.force, replace_stale=args.replace_stale)  # again, as the one writer
         if action == COMPLETE:
-            print(done)
+            say(done)
             return 0
         if action == REPLACE:
             stored = rd.stored()
@@ -60,8 +118,11 @@ def cmd_train(args: argparse.Namespace) -> int:
             rd.discard()
         from con2.runner import run
 
-        record = run(cfg, rd.path)
-    print(_summary(record))
+        where = f"{cfg.dataset}/{cfg.normal_class}" if cfg.normal_class is not None else cfg.dataset
+        name = f"{where} {cfg.method}/{cfg.variant} seed={cfg.seed}"
+        notice = first_epoch_notice(args.log, name, console) if console is not None and cfg.progress else None
+        record = run(cfg, rd.path, on_epoch_end=notice)
+    say(_summary(record))
     return 0
 
 
@@ -115,21 +176,38 @@ def _method_params(cls: type) -> dict:
     }
 
 
+def rule_methods(args: argparse.Namespace) -> dict[str, dict[str, str]]:
+    """The rule-based methods ``con2 methods`` lists: ``workflow/rules/methods/*.smk`` under
+    ``--workflow`` (the workflow includes each) and the files given with ``--rules``."""
+    from con2.experiments import RULE_METHODS_DIR, rule_file_methods
+
+    found = sorted((Path(args.workflow) / RULE_METHODS_DIR).glob("*.smk"))
+    missing = [f for f in args.rules if not Path(f).is_file()]
+    if missing:
+        raise ConfigError(f"--rules: no such rule file: {', '.join(missing)}")
+    return rule_file_methods([*found, *args.rules])
+
+
 def cmd_methods(args: argparse.Namespace) -> int:
+    from con2.experiments import RULE_METHODS_DIR
     from con2.methods import all_methods
 
     methods = all_methods()
+    rules = rule_methods(args)
     if args.json:
         print(
             json.dumps(
                 {
-                    name: {
-                        "description": cls.description,
-                        "scores": list(cls.score_names),
-                        "params": _method_params(cls),
-                        "test_params": cls.test_params,
-                    }
-                    for name, cls in methods.items()
+                    **{
+                        name: {
+                            "description": cls.description,
+                            "scores": list(cls.score_names),
+                            "params": _method_params(cls),
+                            "test_params": cls.test_params,
+                        }
+                        for name, cls in methods.items()
+                    },
+                    **rules,
                 },
                 indent=2,
                 default=list,
@@ -141,6 +219,12 @@ def cmd_methods(args: argparse.Namespace) -> int:
         print(f"  scores: {', '.join(cls.score_names)}")
         for k, v in _method_params(cls).items():
             print(f"  params.{k} = {v!r}")
+    where = Path(args.workflow) / RULE_METHODS_DIR
+    if not rules:
+        print(f"rule-based methods: none in {where}/ (list a rule file with --rules FILE)")
+    for name, info in rules.items():
+        print(f"{name}: {info['description'] or '(rule-based method)'}")
+        print(f"  rule file: {info['rule_file']} (trained by its own rule; a profile adds it with extra_methods)")
     return 0
 
 
@@ -165,6 +249,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="if the run directory holds a checkpoint/record of another configuration, delete them and train "
         "(a finished run of this configuration stays complete)",
     )
+    p.add_argument(
+        "--log",
+        metavar="PATH",
+        help="write all output (one line per epoch, warnings, errors) to PATH; the console gets the first "
+        "epoch's line with the ETA and the result line (what the workflow's train jobs do)",
+    )
     p.set_defaults(func=cmd_train)
 
     p = sub.add_parser("evaluate", help="re-score a trained run (e.g. other test-time augmentations)")
@@ -173,8 +263,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", help="write the new record here instead of overwriting the run's")
     p.set_defaults(func=cmd_evaluate)
 
-    p = sub.add_parser("methods", help="list registered methods and their parameters")
+    p = sub.add_parser(
+        "methods", help="list registered methods and their parameters, and the workflow's rule-based methods"
+    )
     p.add_argument("--json", action="store_true")
+    p.add_argument(
+        "--workflow",
+        default=".",
+        metavar="DIR",
+        help="the checkout whose workflow/rules/methods/*.smk to list (default: the current directory)",
+    )
+    p.add_argument(
+        "--rules", nargs="*", default=[], metavar="FILE", help="more rule files to list (a profile's extra_rules)"
+    )
     p.set_defaults(func=cmd_methods)
 
     try:
@@ -187,16 +288,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def error_message(exc: Con2Error | OSError) -> str:
+    """The text after ``con2: error:`` for an error a user can fix (an OSError names its path and the fix)."""
+    if isinstance(exc, Con2Error):
+        return str(exc)
+    return write_failure(exc) or (
+        str(exc) if exc.filename is None or str(exc.filename) in str(exc) else f"{exc} ({exc.filename})"
+    )
+
+
 def run_command(args: argparse.Namespace) -> int:
     """Run a parsed command; errors a user can fix print as ``con2: error: ...`` and return 2."""
     try:
         return int(args.func(args))
-    except Con2Error as exc:
-        message = str(exc)
-    except OSError as exc:  # disk full, read-only, missing file: say which path and what to do
-        message = write_failure(exc) or (
-            str(exc) if exc.filename is None or str(exc.filename) in str(exc) else f"{exc} ({exc.filename})"
-        )
+    except (Con2Error, OSError) as exc:  # disk full, read-only, missing file: say which path and what to do
+        message = error_message(exc)
     except KeyboardInterrupt:
         print("con2: interrupted; rerun the same command to resume from the last checkpoint", file=sys.stderr)
         return 130

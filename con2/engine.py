@@ -3,8 +3,8 @@
 A model is any ``nn.Module`` with ``training_loss(images, progress) -> dict[str, Tensor]`` (the
 ``"loss"`` entry is minimised; the others are logged). The loop owns what every method shares:
 device and seeding, the epoch shuffle, AdamW with a per-step cosine schedule, bfloat16 autocast
-and channels-last memory format, optional ``torch.compile``, a progress bar, periodic checkpoints
-and resume.
+and channels-last memory format, optional ``torch.compile``, progress (a bar on a terminal, else one
+line per epoch: :func:`epoch_line`), periodic checkpoints and resume.
 
 Speed: the uint8 training set is moved to the device once and batches are gathered there; a step
 (:func:`train_step`) never waits for the device. The loss terms of each step are kept on the
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 import random
+import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
@@ -235,6 +236,27 @@ def read_terms(pending: list[tuple[int, int, dict[str, Tensor]]]) -> dict[str, f
     return dict(zip(names, values[-1].tolist()))
 
 
+def format_duration(seconds: float) -> str:
+    """``75.2`` -> ``"1m15s"``, ``3725`` -> ``"1h02m05s"``, ``4.4`` -> ``"4s"`` (whole seconds, rounded)."""
+    s = max(0, round(seconds))
+    h, rest = divmod(s, 3600)
+    m, s = divmod(rest, 60)
+    return f"{h}h{m:02d}m{s:02d}s" if h else f"{m}m{s:02d}s" if m else f"{s}s"
+
+
+def epoch_line(epoch: int, epochs: int, terms: dict[str, float], images_per_second: float, eta_seconds: float) -> str:
+    """The progress line of one finished epoch (1-based), written where no terminal shows a bar:
+    ``epoch 3/10  loss=1.234 context=0.567  412 img/s  ETA 1m05s`` (the ETA of the remaining epochs
+    at this process's pace so far, learning-curve scoring included; the final scoring not)."""
+    loss = " ".join(f"{k}={v:.4g}" for k, v in sorted(terms.items(), key=lambda kv: kv[0] != "loss"))
+    return f"epoch {epoch}/{epochs}  {loss}  {images_per_second:.0f} img/s  ETA {format_duration(eta_seconds)}"
+
+
+def on_terminal() -> bool:
+    """True when progress goes to a terminal (tqdm's stream, stderr), where a bar redraws in place."""
+    return sys.stderr.isatty()
+
+
 def save_atomic(obj: dict, path: Path) -> None:
     """Write a checkpoint atomically (see :func:`con2.rundir.save_checkpoint`)."""
     save_checkpoint(obj, path)
@@ -310,6 +332,7 @@ def fit(
     terms: dict[str, float] = {}
     pending: list[tuple[int, int, dict[str, Tensor]]] = []  # loss terms not yet read from the device
     trained_images, t0, hook_seconds = 0, time.perf_counter(), 0.0
+    lines = settings.progress and not on_terminal()  # a log file: one line per epoch, not a redrawn bar
     model.train()
     bar = tqdm(
         range(start_epoch, epochs),
@@ -317,10 +340,11 @@ def fit(
         total=epochs,
         desc="train",
         unit="ep",
-        disable=not settings.progress,
+        disable=not settings.progress or lines,
         dynamic_ncols=True,
     )
     for epoch in bar:
+        t_epoch, epoch_images = time.perf_counter(), trained_images
         order = torch.randperm(n, generator=torch.Generator().manual_seed(derived_seed(settings.seed, epoch))).to(
             device
         )
@@ -350,10 +374,16 @@ def fit(
             terms, pending = read_terms(pending), []
         bar.set_postfix({k: f"{v:.3f}" for k, v in terms.items()})
         done = epoch + 1
+        t_hook = time.perf_counter()
         if on_epoch_trained is not None:
-            t_hook = time.perf_counter()
             on_epoch_trained(done)
             hook_seconds += time.perf_counter() - t_hook
+        if lines:
+            now = time.perf_counter()
+            train_seconds = t_hook - t_epoch
+            ips = (trained_images - epoch_images) / train_seconds if train_seconds > 0 else float("nan")
+            eta = (now - t0) / (done - start_epoch) * (epochs - done)
+            print(epoch_line(done, epochs, terms, ips, eta), flush=True)
         due = settings.checkpoint_every and done % settings.checkpoint_every == 0
         if done == epochs or (due and time.perf_counter() - last_checkpoint >= settings.checkpoint_seconds):
             checkpoint(done)

@@ -602,3 +602,21 @@ def workflow_grid(
     cli_methods = frozenset({r.method for r in runs} - set(own_rule_methods))
     check_run_methods([r for r in runs if r.method in cli_methods])
     return WorkflowGrid(runs, missing, cli_methods)
+
+
+# ------------------------------------------------------------------------------------------ rule-based methods
+RULE_METHODS_DIR = "workflow/rules/methods"  # the workflow includes every <method>.smk here (and `extra_rules`)
+
+
+def rule_file_methods(paths: Iterable[str | Path]) -> dict[str, dict[str, str]]:
+    """Methods trained by their own Snakemake rule file: ``{name: {"description", "rule_file"}}``.
+
+    The name is the file's stem (as the workflow reads it); the description is the file's first
+    comment line (``# Pixel NN: raw-pixel nearest neighbour, ...``), or ``""`` without one.
+    """
+    out: dict[str, dict[str, str]] = {}
+    for path in sorted(Path(p) for p in paths):
+        lines = path.read_text(errors="replace").splitlines()
+        first = next((line.lstrip("#").strip() for line in lines if line.startswith("#")), "")
+        out[path.stem] = {"description": first, "rule_file": str(path)}
+    return out

@@ -29,6 +29,9 @@ def center_crop(images: Tensor, fraction: float) -> Tensor:
 
 
 def center_crop_array(images: np.ndarray, fraction: float) -> np.ndarray:
-    """:func:`center_crop` on uint8 ``[N, H, W, C]`` arrays (the data layer's layout)."""
-    x = torch.from_numpy(np.ascontiguousarray(images).transpose(0, 3, 1, 2))
+    """:func:`center_crop` on uint8 ``[N, H, W, C]`` arrays (the data layer's layout).
+
+    ``images`` may be a read-only memmap of the prepared cache: it is copied into a writable array
+    first (torch refuses to share read-only memory without a warning)."""
+    x = torch.from_numpy(np.array(images, copy=True).transpose(0, 3, 1, 2))
     return center_crop(x, fraction).permute(0, 2, 3, 1).contiguous().numpy()

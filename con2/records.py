@@ -78,6 +78,7 @@ RECORD_SCHEMA: dict[str, Any] = {
         "steps": {"type": "integer"},
         "resumed_from_epoch": {"type": ["integer", "null"]},
         "precision": {"enum": ["float32", "bfloat16-autocast"]},  # what the training steps ran in
+        "cpu": {"type": "string"},  # the CPU's model name: equal numbers need the same kind of CPU (README)
         "batch_size": {"type": ["integer", "null"], "minimum": 1},  # the effective batch (images per step)
         "split_seed": {"type": ["integer", "null"]},
         "split_sha256": {"type": ["string", "null"]},  # the split manifest's checksum (same test ids <=> same value)

@@ -26,9 +26,11 @@ them: the command line answers "already complete" without loading torch.
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import io
 import json
 import os
+import platform
 import socket
 import sys
 import time
@@ -474,6 +476,23 @@ def hash_config(config: Mapping[str, Any]) -> str:
     return hashlib.sha256(json.dumps(dict(config), sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
+@functools.cache
+def cpu_model() -> str:
+    """The CPU's model name (``AMD EPYC 7B13``): ``model name`` of ``/proc/cpuinfo`` on Linux, else
+    what :mod:`platform` says (``arm``, ``x86_64``, ...). Stored in every record: the same config and
+    seed give identical numbers on the same kind of CPU only (bf16 autocast runs where the CPU has
+    native bf16, and kernels differ between instruction sets)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                key, _, value = line.partition(":")
+                if key.strip() in ("model name", "Model", "cpu model") and value.strip():
+                    return " ".join(value.split())
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown"
+
+
 def build_record(
     *,
     dataset: str,
@@ -556,6 +575,7 @@ def build_record(
         "versions": _versions(),
         "git_commit": _git_commit(),
         "device": device,
+        "cpu": cpu_model(),
         "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
     }
     for key in ("epochs", "steps", "resumed_from_epoch", "precision"):

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -27,8 +28,9 @@ UNAVAILABLE = "con2 workflow: unavailable: "  # prefix of the line prepare_data 
 
 
 def fix_command(dataset: str, size: int, data_dir: str | Path) -> str:
-    """The command that puts ``dataset`` on disk at ``size`` (downloads where it can)."""
-    return f"con2 data get {dataset} --data-dir {data_dir} --size {size}"
+    """The command that puts ``dataset`` on disk at ``size`` (downloads where it can); ``data_dir``
+    as given, normalised (``a/../b`` is ``b``)."""
+    return f"con2 data get {dataset} --data-dir {os.path.normpath(data_dir)} --size {size}"
 
 
 def unknown_class(dataset: str, normal_class: str) -> str | None:
@@ -55,7 +57,7 @@ def check_dataset(dataset: str, size: int, data_dir: str | Path, download: bool)
     """
     from con2.data import DataError, load_one_class
 
-    out: dict[str, Any] = {"dataset": dataset, "size": int(size), "data_dir": str(data_dir)}
+    out: dict[str, Any] = {"dataset": dataset, "size": int(size), "data_dir": os.path.normpath(data_dir)}
     try:
         data = load_one_class(dataset, data_dir, None, 0, int(size), download=download)
     except DataError as exc:
@@ -177,6 +179,11 @@ def summary_lines(
             f"  {dataset} ({size} px): {reason}",
             f"      fix: {fix}   (then run the same snakemake command again)",
         ]
+    if skipped or failed:
+        lines.append(
+            "  data already on disk elsewhere: add `--config data_dir=DIR` (or `export CON2_DATA_DIR=DIR`), "
+            "DIR the folder that holds them (e.g. DIR/medmnist/breastmnist.npz)"
+        )
     if skipped:
         lines.append("  (--config strict=true turns a skipped dataset into an error)")
     if weights:

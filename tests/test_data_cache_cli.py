@@ -114,19 +114,29 @@ def test_split_manifest_written(data_dir: Path, isolated_env: Path) -> None:
     assert on_disk["images_sha256"] and on_disk["split_sha256"]
 
 
-def test_read_only_data_dir_caches_elsewhere(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_cache_is_the_users_never_the_data_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 19, point 12: prepared data go to $CON2_CACHE_DIR, else $XDG_CACHE_HOME/con2/prepared
+    (~/.cache/con2/prepared), for a writable data folder too; nothing is written into data_dir."""
     monkeypatch.delenv("CON2_CACHE_DIR")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    ro = tmp_path / "ro"
-    write_medmnist_npz(ro / "medmnist" / "breastmnist.npz", MED)
-    assert cache_root(ro) == ro / "prepared"
+    rw, ro = tmp_path / "rw", tmp_path / "ro"
+    for d in (rw, ro):
+        write_medmnist_npz(d / "medmnist" / "breastmnist.npz", MED)
+    assert cache_root(rw) == cache_root(ro) == tmp_path / "xdg" / "con2" / "prepared"
     os.chmod(ro, 0o555)
     try:
-        assert cache_root(ro) == tmp_path / "xdg" / "con2" / "prepared"
-        d = load_one_class("breastmnist", ro)
-        assert len(d.train) == 5 and not (ro / "prepared").exists()
+        for d in (rw, ro):
+            before = sorted(p.relative_to(d) for p in d.rglob("*"))
+            assert len(load_one_class("breastmnist", d).train) == 5
+            assert sorted(p.relative_to(d) for p in d.rglob("*")) == before  # the data folder untouched
     finally:
         os.chmod(ro, 0o755)
+    assert (tmp_path / "xdg" / "con2" / "prepared" / "breastmnist" / "28px" / "manifest.json").is_file()
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative/xdg")  # not absolute: ignored, as the XDG spec says
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert cache_root(rw) == tmp_path / "home" / ".cache" / "con2" / "prepared"
+    monkeypatch.setenv("CON2_CACHE_DIR", "rel/cache")
+    assert cache_root(rw) == Path.cwd() / "rel" / "cache"
 
 
 def test_take_is_a_view_when_contiguous() -> None:

@@ -166,7 +166,7 @@ def test_a_missing_size_names_the_table(tables: dict[str, Path]) -> None:
 
 
 def test_a_prepared_split_manifest_gives_the_size(tables: dict[str, Path], tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.delenv("CON2_CACHE_DIR", raising=False)
+    monkeypatch.setenv("CON2_CACHE_DIR", str(tmp_path / "cache"))  # never the user's own cache
     splits = cache_dir(tmp_path, "digits", 16) / "splits"
     splits.mkdir(parents=True)
     (splits / "0__seed0.json").write_text('{"n_train": 77}')  # class 0 prepared; class 1 only in the table

@@ -143,6 +143,41 @@ def test_build_record_computes_aurocs_and_refuses_bad_input():
         build_record(labels=np.array([0, 1]), scores={"s": np.array([0.1])}, **kw)
 
 
+def test_every_record_names_its_cpu(tmp_path, monkeypatch):
+    """Issue 19, point 13: identical numbers hold on the same kind of CPU only, so each record
+    stores the CPU's model name (the schema's optional `cpu`) beside `precision`."""
+    import platform
+
+    import con2.rundir as rundir
+    from con2.records import read_record, write_record
+
+    kw = dict(dataset="d", normal_class="0", method="m", variant="v", seed=1, n_train=4, config={})
+    record = build_record(labels=np.array([0, 1]), scores={"s": np.array([0.1, 0.4])}, **kw)
+    try:
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+    except OSError:
+        lines = []
+    names = [ln.split(":", 1)[1].strip() for ln in lines if ln.split(":")[0].strip() == "model name"]
+    assert record["cpu"] == (" ".join(names[0].split()) if names else record["cpu"]) and record["cpu"]
+    write_record(record, tmp_path / "record.json")  # valid against the schema
+    assert read_record(tmp_path / "record.json")["cpu"] == record["cpu"]
+    # without /proc/cpuinfo: what `platform` says
+    real_open = open
+
+    def no_cpuinfo(file, *args, **kwargs):
+        if file == "/proc/cpuinfo":
+            raise FileNotFoundError(file)
+        return real_open(file, *args, **kwargs)
+
+    rundir.cpu_model.cache_clear()
+    monkeypatch.setattr("builtins.open", no_cpuinfo)
+    try:
+        assert rundir.cpu_model() == (platform.processor() or platform.machine() or "unknown")
+    finally:
+        monkeypatch.undo()
+        rundir.cpu_model.cache_clear()
+
+
 class NotATensor:
     pass
 

@@ -263,8 +263,13 @@ def test_console_has_one_line_per_finished_run_and_logs_one_per_epoch(tiny: Path
     finished = re.findall(r"^digits/\d \S+/\S+ seed=\d: AUROC\[\w+\]=\d+\.\d.*$", console, re.M)
     assert len(finished) == len(records(tiny)) == 6, console[-3000:]
     assert "rule train:" not in console and "    wildcards:" not in console  # job blocks are one-line messages
-    log = (tiny / "results/logs/train/digits/0/con2/invert/seed0.log").read_text()
-    assert "train: 100%" in log and "1/1 [" in log  # the engine's per-epoch progress goes to the job's log
+    log_file = "results/logs/train/digits/0/con2/invert/seed0.log"
+    log = (tiny / log_file).read_text()
+    # the job's log (not a terminal) gets one line per epoch with its ETA, no carriage-return bar
+    assert re.search(r"^epoch 1/1  loss=\S+.*  \d+ img/s  ETA \d+s$", log, re.M) and "\r" not in log, log
+    # and the console the first epoch's line of each run, with its ETA and where its log is
+    started = re.findall(r"^digits/\d \S+/\S+ seed=\d: epoch 1/1 .* ETA \d+s \(log: (\S+)\)$", console, re.M)
+    assert len(started) == 6 and log_file in started, console[-3000:]
 
 
 def test_deleting_one_table_rebuilds_only_that_table(tiny: Path, tmp_path: Path) -> None:
@@ -547,14 +552,19 @@ def test_offline_without_data_ends_with_the_skipped_data_summary(tmp_path: Path)
     prof = small_profile(
         wd, datasets, {"main": {"datasets": list(datasets), "methods": {"con2": ["invert"]}}}, download=True
     )
-    res = snakemake(wd, "--cores", "2", "all", "--configfile", prof, "--config", f"data_dir={empty}")
+    # a data_dir with `..` in it (issue 19: paths were printed as /x/wd/../data/...)
+    res = snakemake(wd, "--cores", "2", "all", "--configfile", prof, "--config", "data_dir=../wd/../data")
     assert res.returncode == 0, res.stderr[-3000:]
-    tail = [ln for ln in res.stderr.splitlines() if ln.strip()][-9:]
+    tail = [ln for ln in res.stderr.splitlines() if ln.strip()][-10:]
     text = "\n".join(tail)
     assert tail[-1].startswith("-----") and "2 dataset(s) SKIPPED" in text, text
-    assert f"fix: con2 data get breastmnist --data-dir {empty} --size 28" in text
-    assert f"fix: con2 data get pneumonia --data-dir {empty} --size 28" in text
+    assert "fix: con2 data get breastmnist --data-dir ../data --size 28" in text
+    assert "fix: con2 data get pneumonia --data-dir ../data --size 28" in text
+    assert "data already on disk elsewhere: add `--config data_dir=DIR` (or `export CON2_DATA_DIR=DIR`)" in text
     assert "no network" in text.lower() and "credentials" in text.lower()
+    assert str(empty) in text and "/../" not in text, text  # every path normalised (the data layer's too)
+    markers = [p.read_text() for p in (wd / "results/data").rglob("*px.json")]
+    assert len(markers) == 3 and not any("/../" in m for m in markers), markers
     assert [Path(p).parts[2] for p in records(wd)] == ["digits"]  # the rest ran
     assert (wd / "results/tables/table1_medical.md").is_file()
     assert not list(empty.rglob("*.npz")) and not any(p.name.startswith(".") for p in empty.rglob("*"))
@@ -823,3 +833,62 @@ def test_a_class_the_dataset_lacks_fails_before_any_job_naming_the_key(tmp_path:
     out = res.stdout + res.stderr
     assert "datasets.digits.normal_classes: digits: unknown normal class '11'; classes: 0, 1, 2" in out, out[-2000:]
     assert not (wd / "results").exists()
+
+
+# ------------------------------------------------------------------------------------- the README's baseline
+def readme_block(after: str, lang: str) -> str:
+    """The first fenced ``lang`` block of the README after the line that starts with ``after``."""
+    text = (ROOT / "README.md").read_text()
+    start = text.index(after)
+    m = re.compile(rf"^```{lang}\n(.*?)^```$", re.M | re.S).search(text, start)
+    assert m, f"no ```{lang} block after {after!r} in README.md"
+    return m.group(1)
+
+
+def test_the_readmes_baseline_rule_and_overlay_run_as_written(tiny: Path, tmp_path: Path) -> None:
+    """Issue 19, points 6-8: the README's rule file of way (b) is baselines/examples/pixel_nn.smk,
+    and its text, with the README's overlay profile (plus a registered method), adds both methods
+    to the grid: a dry run lists their jobs once the data status exists, the real run trains them
+    and nothing else, the tables label the rule-based one from its records, and its log is written."""
+    rule = readme_block("### (b) An external program wrapped by a Snakemake rule", "python")
+    assert rule == (ROOT / "baselines/examples/pixel_nn.smk").read_text()
+    overlay = readme_block("`extra_methods` and `extra_rules` are lists", "yaml")
+    assert yaml.safe_load(overlay) == {
+        "extra_methods": ["pixel_nn"],
+        "extra_rules": ["baselines/examples/pixel_nn.smk"],
+    }
+
+    wd = clone(tiny, tmp_path / "wd")
+    before = records(wd)
+    (wd / "baselines/examples").mkdir(parents=True)
+    (wd / "baselines/examples/pixel_nn.smk").write_text(rule)  # the README's text, not the file
+    shutil.copy2(ROOT / "baselines/examples/pixel_nn.py", wd / "baselines/examples/pixel_nn.py")
+    (wd / "my.yaml").write_text(overlay.replace("extra_methods: [pixel_nn]", "extra_methods: [pixel_nn, simclr]"))
+
+    # `--configfile my.yaml` alone extends the default profile (digits: 10 classes, one seed)
+    alone = snakemake(wd, "-n", "--configfile", "my.yaml", "--config", "only_datasets=digits", "strict=true")
+    assert alone.returncode == 0, alone.stderr[-3000:]
+    assert job_stats(alone.stdout + alone.stderr)["pixel_nn"] == 10, alone.stdout[-3000:]
+
+    args = ("--configfile", TEST_CONFIG, "my.yaml")
+    dry = snakemake(wd, "-n", *args)  # the data status exists: the new runs are listed up front
+    assert dry.returncode == 0, dry.stderr[-3000:]
+    stats = job_stats(dry.stdout + dry.stderr)
+    assert stats["pixel_nn"] == 2 and stats["train"] == 1, stats  # simclr on digits/1 (digits/0 ran already)
+
+    res = snakemake(wd, "--cores", "2", *args)
+    out = res.stdout + res.stderr
+    assert res.returncode == 0, out[-4000:]
+    assert finished(out)["pixel_nn"] == 2 and finished(out)["train"] == 1, finished(out)
+    after = records(wd)
+    assert {k: v for k, v in after.items() if k in before} == before  # nothing retrained
+    assert set(after) - set(before) == {
+        "results/runs/digits/0/pixel_nn/default/seed0/record.json",
+        "results/runs/digits/1/pixel_nn/default/seed0/record.json",
+        "results/runs/digits/1/simclr/default/seed0/record.json",
+    }
+    assert re.search(r"^AUROC\[nnd\]=\d+\.\d -> results/runs/digits/0/pixel_nn/", out, re.M)  # its console line
+    log = (wd / "results/logs/pixel_nn/digits/0/default/seed0.log").read_text()
+    assert "AUROC[nnd]=" in log  # the rule's log: written
+    per_class = (wd / "results/tables/per_class_digits.md").read_text()
+    assert "Pixel NN (NND)" in per_class and "pixel_nn (nnd)" not in per_class, per_class

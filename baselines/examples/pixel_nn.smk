@@ -1,12 +1,11 @@
-# An external anomaly detector as a Snakemake rule (way (b) of adding a baseline).
+# Pixel NN: raw-pixel nearest neighbour, an external program wrapped by a Snakemake rule.
 #
-# The program (here pixel_nn.py beside this file, a stand-in for any external code) writes
-# per-sample scores: a `label` column and one column per score, higher = more anomalous.
-# `python -m baselines.external` turns them into the standard scores.csv and a schema-validated
-# record.json in the standard run directory, so the run joins every table like a registered
-# method's. The file is named after the method, so the workflow can include it as an own-rule
-# method (workflow/rules/methods/<method>.smk or the config's `extra_rules`). Standalone:
-#
+# pixel_nn.py beside this file stands in for any program: it writes per-sample scores (a `label`
+# column, one column per score, higher = more anomalous), which `python -m baselines.external`
+# turns into scores.csv and a validated record.json (labelled "Pixel NN (NND)" in the tables) in
+# the run's folder, so the run joins every table like a registered method's. In the workflow: name
+# this file in `extra_rules` and the method in `extra_methods` (README, "Adding a baseline to the
+# workflow"). Standalone:
 #   snakemake -s baselines/examples/pixel_nn.smk --cores 1 --config data_dir=../shared/data -- \
 #       results/runs/breastmnist/1/pixel_nn/default/seed0/record.json
 import sys
@@ -25,7 +24,7 @@ def _pixel_nn_data(wildcards):
         settings = run_settings_for("pixel_nn")(wildcards)
     else:
         settings = dict(config.get("run") or {})
-    keys = ("split_seed", "image_size", "data_size")
+    keys = ("split_seed", "image_size", "data_size", "center_crop")
     return [f"{k}={settings[k]}" for k in keys if settings.get(k) is not None]  # a list: `:q` quotes each
 
 
@@ -33,6 +32,10 @@ rule pixel_nn:
     output:
         record="results/runs/{dataset}/{normal_class}/pixel_nn/{variant}/seed{seed}/record.json",
         scores="results/runs/{dataset}/{normal_class}/pixel_nn/{variant}/seed{seed}/scores.csv",
+    log:
+        "results/logs/pixel_nn/{dataset}/{normal_class}/{variant}/seed{seed}.log",
+    message:
+        "pixel_nn {wildcards.dataset}/{wildcards.normal_class} seed {wildcards.seed}"
     wildcard_constraints:  # the workflow's one name pattern (also when run standalone)
         dataset=NAME_REGEX,
         normal_class=NAME_REGEX,
@@ -45,10 +48,12 @@ rule pixel_nn:
         run_dir=lambda wc, output: Path(output.record).parent,
         data=_pixel_nn_data,
         raw_scores=lambda wc, output: Path(output.record).parent / "raw_scores.csv",
-    # every value quoted with `:q`: a data_dir such as '/x;touch PWNED;#' stays one argument
+    # every value quoted with `:q`: a data_dir such as '/x;touch PWNED;#' stays one argument; the
+    # log gets both programs' output, the console its last line (the run's AUROC)
     shell:
-        "{params.python:q} {params.program:q} --data-dir {params.data_dir:q} --dataset {wildcards.dataset:q} "
+        "{{ {params.python:q} {params.program:q} --data-dir {params.data_dir:q} --dataset {wildcards.dataset:q} "
         "--normal-class {wildcards.normal_class:q} --set {params.data:q} --out {params.raw_scores:q} && "
         "{params.python:q} -m baselines.external --scores {params.raw_scores:q} --run-dir {params.run_dir:q} "
         "--dataset {wildcards.dataset:q} --normal-class {wildcards.normal_class:q} --method pixel_nn "
-        "--variant {wildcards.variant:q} --seed {wildcards.seed:q} --set {params.data:q} --data-dir {params.data_dir:q}"
+        "--label 'Pixel NN' --score-label nnd=NND --variant {wildcards.variant:q} --seed {wildcards.seed:q} "
+        "--set {params.data:q} --data-dir {params.data_dir:q}; }} > {log:q} 2>&1 && tail -n 1 {log:q}"

@@ -8,9 +8,10 @@ and a whole test split are contiguous slices of the memmap: no copy at load time
 
 ``manifest.json`` is written last, atomically; a cache without it, with another source
 fingerprint, or whose ``images.npy`` changed since (size, mtime, then sha256) is prepared again.
-The cache root is ``$CON2_CACHE_DIR`` if set, else ``<data_dir>/prepared`` if ``data_dir`` is
-writable, else ``$XDG_CACHE_HOME/con2/prepared`` (``~/.cache/con2/prepared``), so read-only data
-folders work.
+The cache root is ``$CON2_CACHE_DIR`` if set, else the user's cache,
+``$XDG_CACHE_HOME/con2/prepared`` (``~/.cache/con2/prepared``): never the data folder, which may
+be shared, read-only or precious (a ``<data_dir>/prepared`` of an older version is left alone and
+not read; preparing again takes seconds to minutes per dataset and size).
 """
 
 from __future__ import annotations
@@ -102,25 +103,16 @@ class Prepared:
     manifest: dict[str, Any]
 
 
-def cache_root(data_dir: Path) -> Path:
-    """Where prepared arrays live (see the module docstring)."""
+def cache_root(data_dir: Path | None = None) -> Path:
+    """Where prepared arrays live: ``$CON2_CACHE_DIR``, else ``$XDG_CACHE_HOME/con2/prepared``
+    (``~/.cache/con2/prepared``), whatever ``data_dir`` is (see the module docstring); an absolute
+    path, so every message names the same folder."""
     env = os.environ.get("CON2_CACHE_DIR")
     if env:
-        return Path(env)
-    probe = data_dir
-    while not probe.exists() and probe != probe.parent:
-        probe = probe.parent
-    if is_writable(probe):
-        return data_dir / "prepared"
-    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "con2" / "prepared"
-
-
-def is_writable(folder: Path) -> bool:
-    """Writable by us *and* not marked read-only (root ignores permission bits; we don't)."""
-    try:
-        return os.access(folder, os.W_OK) and bool(folder.stat().st_mode & 0o222)
-    except OSError:
-        return False
+        return Path(os.path.abspath(os.path.expanduser(env)))
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".cache"  # the XDG spec: relative is ignored
+    return Path(os.path.abspath(base)) / "con2" / "prepared"
 
 
 def cache_dir(data_dir: Path, dataset: str, size: int) -> Path:

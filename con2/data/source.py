@@ -77,14 +77,16 @@ class DatasetInfo:
 
 
 def resolve_data_dir(data_dir: str | Path | None) -> Path:
-    """The absolute data folder (``None``: :func:`con2.data.default_data_dir`).
+    """The absolute, normalised data folder (``None``: :func:`con2.data.default_data_dir`):
+    ``../shared/data`` from ``/x/con2-bench`` is ``/x/shared/data``, so every message names the
+    folder as a user would write it (``..`` removed lexically; symbolic links are kept).
 
     Raises:
         DataError: the path exists but is not a folder.
     """
     from con2.data import default_data_dir
 
-    d = (Path(data_dir).expanduser() if data_dir is not None else default_data_dir()).absolute()
+    d = Path(os.path.abspath(Path(data_dir).expanduser() if data_dir is not None else default_data_dir()))
     if d.exists() and not d.is_dir():
         raise DataError(
             f"data_dir {d} is a file, not a folder. Fix: pass the folder that holds the datasets "

@@ -18,6 +18,7 @@ from con2.report.artefacts import FIGURES, TABLES, figure_targets, table_targets
 from con2.workflow_status import unknown_class
 
 WORKFLOW_DIR = Path(workflow.basedir)
+DATA_DIR = Path(os.path.abspath(os.path.expanduser(config["data_dir"])))  # normalised once: how messages name it
 STARTED = time.time()
 STRICT = bool(config.get("strict", False))
 
@@ -155,7 +156,7 @@ def dataset_on_disk(dataset, size):
     from con2.data import DataError, find_source
 
     try:
-        find_source(dataset, Path(config["data_dir"]).absolute(), int(size))
+        find_source(dataset, DATA_DIR, int(size))
     except DataError:
         return False
     return True
@@ -174,7 +175,7 @@ def data_check(wildcards):
         if found.get("status") == "ok" and "check" in found:
             return found["check"]
     return {
-        "data_dir": str(Path(config["data_dir"]).absolute()),
+        "data_dir": str(DATA_DIR),
         "download": bool(config.get("download", True)),
         "strict": STRICT,
         "on_disk": dataset_on_disk(wildcards.dataset, wildcards.size),

@@ -6,7 +6,8 @@
 # never in the hash, never a rerun). A killed run leaves a checkpoint and no record; the same
 # command resumes it; a checkpoint of an older config is replaced (--replace-stale). Runs trained
 # this way are those of every method without its own rule file (see workflow/rules/methods/). The
-# console gets one line per finished run; the epochs go to the run's log. Every path and value in
+# run's log gets everything, one line per epoch (`tail -f` it); the console gets two lines per run:
+# the first epoch's line with the run's ETA, and the result. Every path and value in
 # the shell command is quoted (`:q`), and every name in it matches con2.experiments.NAME_PATTERN.
 
 
@@ -62,4 +63,4 @@ rule train:
         "../envs/con2.yaml"
     shell:
         "con2 train --config {input.config:q} --set {params.runtime:q} --run-dir {params.run_dir:q} --replace-stale "
-        "> {log:q} 2>&1 && tail -n 1 {log:q}"
+        "--log {log:q}"
