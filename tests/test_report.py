@@ -432,11 +432,14 @@ def test_every_artefact_is_made_from_exactly_the_inputs_it_declares(
     runs.to_csv(runs_csv, index=False)
     measured = tmp_path / "measured.csv"
     score_runtime_measurements().to_csv(measured, index=False)
+    status = tmp_path / "status.json"
+    status.write_text(json.dumps({"cifar10/32": {"dataset": "cifar10", "size": 32, "status": "ok"}}))
     files = {
         "runs": str(runs_csv),
         "paper": str(RESOURCES / "paper_numbers.csv"),
         "hours": str(RESOURCES / "paper_compute_hours.csv"),
         "measured": str(measured),
+        "status": str(status),
     }
     report = config["report"]
     made = set()
@@ -908,3 +911,79 @@ def test_table1_says_which_method_needs_weights_it_does_not_have(
     # runs on the table's datasets: no note
     ran = pd.concat([runs, runs[runs.method == "simclr"].assign(method="panda", variant="default", score="knn")])
     assert [n for n in T.table1_medical(inputs_of(ran, paper, cfg)).notes if "PANDA" in n] == [r18]
+
+
+# ----------------------------------------------------------------------------- what a reader sees (issue 19)
+def test_a_paper_number_without_std_prints_alone_and_the_paper_s_disagreements_are_noted(
+    runs: pd.DataFrame, paper: pd.DataFrame, config: dict
+) -> None:
+    """PANDA's published numbers have no std: no invented '± 0.0' in any table that shows them. The
+    paper gives CON2 (NND, invert) on BreastMNIST as 81.7 ± 1.4 in Table 1 and 81.7 ± 0.9 in its
+    alternative-contexts table: each table keeps its own and one note says so."""
+    assert paper.loc[paper["method"] == "PANDA", "auroc_std"].isna().all()
+    t1 = T.table1_medical(inputs_of(runs, paper, config))
+    panda = next(r for r in t1.rows if r[0] == "PANDA")
+    assert panda[t1.columns.index("BreastMNIST")] == "63.9" and "±" not in " ".join(panda)
+    assert "PANDA" in t1.markdown() and "63.9 ± 0.0" not in t1.markdown() + t1.latex()
+    repro = T.reproduction(inputs_of(runs, paper, config))
+    panda_rows = [r for r in repro.rows if r[2] == "PANDA"]
+    assert len(panda_rows) == 6 and all("±" not in r[5] for r in panda_rows)
+    disagree = "The paper's own tables disagree on CON2 (NND, invert) on BreastMNIST: 81.7 ± 1.4 in table1_medical; "
+    disagree += "81.7 ± 0.9 in table_alt_contexts; "
+    assert [n for n in t1.notes if "disagree" in n] == [disagree + "this table shows table1_medical's."]
+    alt = T.alt_contexts(inputs_of(runs, paper, config))
+    assert [n for n in alt.notes if "disagree" in n] == [disagree + "this table shows table_alt_contexts's."]
+    assert [n for n in repro.notes if "disagree" in n] == [disagree + "each row shows its own table's number."]
+    # the natural-image tables show none of those cells: no note
+    assert not [n for n in T.natural_summary(inputs_of(runs, paper, config)).notes if "disagree" in n]
+
+
+def test_a_dataset_without_runs_says_not_in_the_profile_or_skipped_with_why_and_the_fix(
+    runs: pd.DataFrame, paper: pd.DataFrame, config: dict
+) -> None:
+    """Table 1's medical columns without runs: OctMNIST is in no experiment of the profile; PneumoniaMNIST
+    is, but its data were missing (the data status the workflow wrote); Kvasir is in the profile, no record yet."""
+    cfg = {
+        **config,
+        "experiments": {"main": {"datasets": ["breastmnist", "pneumoniamnist", "kvasir", "cifar10"]}},
+        "only_datasets": [],
+    }
+    status = {
+        "breastmnist/28": {"dataset": "breastmnist", "size": 28, "status": "ok"},
+        "pneumoniamnist/28": {
+            "dataset": "pneumoniamnist",
+            "size": 28,
+            "status": "skipped",
+            "reason": "pneumoniamnist: pneumoniamnist.npz not found in /d or /d/medmnist. Fix: run `con2 data get "
+            "pneumoniamnist --size 28 --data-dir /d` (needs a network, no credentials), or copy it. (download: false "
+            "in the profile)",
+            "fix": "con2 data get pneumoniamnist --data-dir /d --size 28",
+        },
+    }
+    notes = T.table1_medical(inputs_of(runs, paper, cfg, status=status)).notes
+    md = T.table1_medical(inputs_of(runs, paper, cfg, status=status)).markdown()
+    assert "Not run in this profile" not in md
+    assert (
+        "- Not in this profile: OctMNIST, BR35H, Pneumonia, Melanoma (no experiment of the profile names them)." in md
+    )
+    skipped = [n for n in notes if n.startswith("PneumoniaMNIST:")]
+    assert skipped == [
+        "PneumoniaMNIST: in this profile but skipped, its data are missing (pneumoniamnist.npz not found in /d or "
+        "/d/medmnist (download: false in the profile)). Fix: `con2 data get pneumoniamnist --data-dir /d --size 28`, "
+        "or for data already on disk elsewhere `--config data_dir=DIR`; then run the same snakemake command again."
+    ]
+    assert any(n.startswith("In this profile, no run of a main variant here yet: Kvasir") for n in notes)
+    assert not any("BreastMNIST" in n and "profile" in n for n in notes)  # it ran
+    # the no-data run: BreastMNIST itself skipped (no runs of it), said so, not "not in the profile"
+    none = runs[runs["dataset"] != "breastmnist"]
+    status["breastmnist/28"] = {**status["pneumoniamnist/28"], "dataset": "breastmnist", "reason": "no npz"}
+    status["breastmnist/28"]["fix"] = "con2 data get breastmnist --data-dir /d --size 28"
+    notes = T.table1_medical(inputs_of(none, paper, cfg, status=status)).notes
+    assert any(n.startswith("BreastMNIST: in this profile but skipped, its data are missing (no npz)") for n in notes)
+    assert not any("Not in this profile" in n and "BreastMNIST" in n for n in notes)
+    # without a data status (a builder called by hand), a profile dataset without runs is "no run yet"
+    notes = T.table1_medical(inputs_of(none, paper, cfg)).notes
+    assert any(n.startswith("In this profile, no run of a main variant here yet: BreastMNIST") for n in notes)
+    # the per-class table of a skipped dataset says the same
+    pc = T.per_class(inputs_of(none, paper, cfg, status=status, dataset="breastmnist"))
+    assert any(n.startswith("BreastMNIST: in this profile but skipped") for n in pc.notes)
