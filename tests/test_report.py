@@ -529,7 +529,7 @@ def test_a_registered_table_and_figure_are_targets_and_built_by_the_scripts_with
     assert "results/tables/toy.tex" in table_targets({}) and "results/figures/toy.pdf" in figure_targets({})
     runs_csv = tmp_path / "runs.csv"
     runs.assign(in_grid=runs["dataset"] != "cifar10").to_csv(runs_csv, index=False)
-    out = {ext: str(tmp_path / f"toy.{ext}") for ext in ("csv", "md", "tex")}
+    out = {ext: str(tmp_path / f"toy.{ext}") for ext in ("csv", "md", "tex", "html")}
     fake_job("make_table.py", {"table": "toy"}, {"runs": str(runs_csv)}, out, config)
     md = (tmp_path / "toy.md").read_text()
     assert f"| all | {len(runs)} |" in md and "outside this profile's grid" in md  # every table gets the note
@@ -987,3 +987,31 @@ def test_a_dataset_without_runs_says_not_in_the_profile_or_skipped_with_why_and_
     # the per-class table of a skipped dataset says the same
     pc = T.per_class(inputs_of(none, paper, cfg, status=status, dataset="breastmnist"))
     assert any(n.startswith("BreastMNIST: in this profile but skipped") for n in pc.notes)
+
+
+def test_the_html_of_a_table_is_its_markdown_rendered_rounded_with_every_note(
+    runs: pd.DataFrame, paper: pd.DataFrame, config: dict, tmp_path: Path
+) -> None:
+    """The HTML the report embeds has the Markdown's cells (rounded, "mean ± std [c×s]"), its lead
+    and every note (budget, seeds, weights, skipped data), never the CSV's unrounded numbers."""
+    import html as H
+    import re
+
+    table = T.build_table("reproduction", inputs_of(runs, paper, config))
+    out = [tmp_path / f"reproduction.{ext}" for ext in ("csv", "md", "tex", "html")]
+    table.write(*out)
+    page = out[3].read_text(encoding="utf-8")
+    assert page.startswith("<!DOCTYPE html>") and '<meta charset="utf-8">' in page
+    text = H.unescape(re.sub(r"<[^>]+>", "", page))
+    for row in table.rows:
+        assert "".join(row) in text.replace("\n", ""), row  # every cell as the Markdown shows it, in order
+    for line in [*table.notes, *[ln for ln in table.lead if ln]]:
+        assert line.removeprefix("- ").replace("**", "") in text, line
+    assert "<strong>Verdict</strong>" in page  # the lead's Markdown bold as HTML
+    raw = table.data["ours_mean"].dropna().iloc[0]
+    assert repr(float(raw)) not in page and f"{raw:.1f}" in page  # rounded as in the Markdown
+    t1 = T.table1_medical(inputs_of(runs, paper, config))
+    t1_page = t1.html()
+    budget = next(n for n in t1.notes if n.startswith("Budget of ours:"))
+    assert H.escape(budget, quote=False) in t1_page and "63.9</td>" in t1_page
+    assert t1_page.count("<tr class=rule>") == 1  # the rule between our rows and the paper-only rows

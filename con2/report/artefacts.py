@@ -3,7 +3,7 @@
 :data:`TABLES` and :data:`FIGURES` map each artefact's name to an :class:`Artefact`: the function
 that makes it, what that function reads and, for an artefact made once per dataset, the
 ``report`` key that lists the datasets. The Snakefile turns every entry into one rule and its
-targets (``results/tables/<name>.{csv,md,tex}``, ``results/figures/<name>.{png,pdf}``; an
+targets (``results/tables/<name>.{csv,md,tex,html}``, ``results/figures/<name>.{png,pdf}``; an
 artefact with ``each`` gives ``<name>_<dataset>`` per dataset of ``report.<each>``), and the rules'
 scripts call ``TABLES[name].builder()(inputs)`` / ``FIGURES[name].builder()(inputs, png, pdf)``.
 Every table builder has the signature ``build(inputs: ReportInputs) -> Table`` and every figure
@@ -237,8 +237,8 @@ def targets(registry: Mapping[str, Artefact], report: Mapping[str, Any], root: s
 
 
 def table_targets(report: Mapping[str, Any], root: str = "results/tables") -> list[str]:
-    """Every table file (csv, md, tex) of a profile."""
-    return targets(TABLES, report, root, ("csv", "md", "tex"))
+    """Every table file (csv, md, tex, html) of a profile."""
+    return targets(TABLES, report, root, ("csv", "md", "tex", "html"))
 
 
 def figure_targets(report: Mapping[str, Any], root: str = "results/figures") -> list[str]:
