@@ -1015,3 +1015,69 @@ def test_the_html_of_a_table_is_its_markdown_rendered_rounded_with_every_note(
     budget = next(n for n in t1.notes if n.startswith("Budget of ours:"))
     assert H.escape(budget, quote=False) in t1_page and "63.9</td>" in t1_page
     assert t1_page.count("<tr class=rule>") == 1  # the rule between our rows and the paper-only rows
+
+
+def drawn(draw, inputs: ReportInputs, monkeypatch: pytest.MonkeyPatch):
+    """The matplotlib figure a figure builder draws (its ``save`` caught) and every text on it."""
+    from matplotlib.text import Text
+
+    from con2.report import figures as F
+
+    caught = []
+    monkeypatch.setattr(F, "save", lambda fig, png, pdf: caught.append(fig))
+    draw(inputs, "x.png", "x.pdf")
+    (fig,) = caught
+    return fig, [t.get_text() for t in fig.findobj(Text) if t.get_text()]
+
+
+def test_figures_name_datasets_as_the_paper_and_say_what_each_bar_averages(
+    runs: pd.DataFrame, paper: pd.DataFrame, config: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Dataset names as in the paper (BreastMNIST, CIFAR10), the classes and seeds of every bar or
+    line in the title, legend or on the bar, and an error bar on every bar that averages 2 or more."""
+    import matplotlib.pyplot as plt
+    from matplotlib.container import BarContainer
+
+    from con2.report import figures as F
+
+    # silhouette: BreastMNIST 3 seeds of class 1; CIFAR10 classes airplane and cat, but the k3 and
+    # context_only variants ran BreastMNIST only
+    sil = T.silhouette(inputs_of(runs, paper, config)).data
+    fig, texts = drawn(F.silhouette_figure, ReportInputs(table=sil), monkeypatch)
+    assert "BreastMNIST\n(normal class 1)" in texts and "CIFAR10\n(normal classes airplane, cat)" in texts
+    assert "breastmnist" not in " ".join(texts) and "cifar10" not in " ".join(texts)
+    assert texts.count("1×3") == int((sil["dataset"] == "breastmnist").sum()) and "2×3" in texts
+    assert any("each bar: mean over c normal classes × s seeds" in t for t in texts)
+    ax = fig.axes[0]
+    bars = [c for c in ax.containers if isinstance(c, BarContainer)]
+    assert len(bars) == sil["variant"].nunique()
+    for container in bars:  # every bar here averages 2 or more (3 seeds, or 2 class means): an error bar each
+        lower = np.asarray(container.errorbar.lines[1][0].get_ydata(), dtype=float)
+        heights = np.array([p.get_height() for p in container.patches], dtype=float)
+        assert np.isfinite(lower[np.isfinite(heights)]).all() and np.isfinite(heights).any()
+    plt.close(fig)
+    # per class: the classes and seeds in the title
+    pc = T.per_class(inputs_of(runs, paper, config, dataset="cifar10")).data
+    fig, texts = drawn(F.per_class_figure, ReportInputs(table=pc, dataset="cifar10"), monkeypatch)
+    assert "CIFAR10: AUROC per normal class\n(2 normal classes, 3 seeds each; error bar ± std over seeds)" in texts
+    plt.close(fig)
+    one_seed = pc.assign(n=1, auroc_std=np.nan)
+    fig, texts = drawn(F.per_class_figure, ReportInputs(table=one_seed, dataset="cifar10"), monkeypatch)
+    assert any(t.endswith("(2 normal classes, 1 seed each; one run per bar, no error bar)") for t in texts)
+    plt.close(fig)
+    # learning curve: the paper's name and each line's classes x seeds in the legend
+    from con2.report.curves import learning_curve
+
+    lc = learning_curve(inputs_of(runs, paper, config)).data
+    fig, texts = drawn(F.learning_curve_figure, ReportInputs(table=lc, dataset="breastmnist"), monkeypatch)
+    assert any(t.startswith("BreastMNIST: AUROC during training") for t in texts)
+    assert "CON2 (NND) (1 normal class × 3 seeds)" in texts
+    plt.close(fig)
+    # PCA: the panel title from the record (the paper's dataset name, the method's label)
+    run_dir = tmp_path / "run"
+    write_pca_run(run_dir)
+    write_record(fake_record("breastmnist", "1", "con2", "invert", 0, {"nnd": 80.0}), run_dir / "record.json")
+    pca = ReportInputs(config={"report": {"pca_max_points": 10}}, panels=(("breastmnist ...", str(run_dir)),))
+    fig, texts = drawn(F.pca_figure, pca, monkeypatch)
+    assert "BreastMNIST (normal: 1), CON2 invert, seed 0" in texts
+    plt.close(fig)

@@ -351,7 +351,7 @@ def test_html_report_has_tables_and_figures(tiny: Path, tmp_path: Path) -> None:
     assert res.returncode == 0, res.stderr[-3000:]
     html = (wd / "results/report.html").read_text(errors="replace")
     # the report's files: {path: {..., "mime_type", "data_uri"}} (self-contained: base64 data URIs)
-    start = html.index("var results = ") + len("var results = ")
+    start = html.index("var results = ", html.index('<script id="results">')) + len("var results = ")
     results, _ = json.JSONDecoder().raw_decode(html, start)
     embedded = {Path(p).name: r for p, r in results.items()}
     for name in ("per_class_digits.png", "pca_representations.png", "score_runtime.png"):

@@ -802,6 +802,11 @@ def silhouette(inputs: ReportInputs) -> Table:
     sel, like_notes = like_with_like(sel, "label", "variant")
     empty = pd.DataFrame(columns=["dataset", "label", "mean", "std", "n", "n_classes", "seeds_min", "seeds_max"])
     level = _level(sel, ["dataset", "label"], "silhouette") if not sel.empty else empty
+    # which normal classes each bar of the figure averages (like with like may keep only some)
+    classes = sel.groupby(["dataset", "label"])["normal_class"].agg(lambda c: _classes_text(list(set(c))))
+    level = level.assign(
+        classes=[classes.get((d, lab), "") for d, lab in zip(level["dataset"], level["label"])] if len(level) else []
+    )
     labels = sorted(dict.fromkeys(level["label"]), key=lambda s: (0 if "(" not in s else 1, s))
     datasets = ordered_datasets(list(dict.fromkeys(level["dataset"])), rep["medical"], rep["natural"])
     rows = []
