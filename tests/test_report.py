@@ -1056,6 +1056,13 @@ def test_figures_name_datasets_as_the_paper_and_say_what_each_bar_averages(
         heights = np.array([p.get_height() for p in container.patches], dtype=float)
         assert np.isfinite(lower[np.isfinite(heights)]).all() and np.isfinite(heights).any()
     plt.close(fig)
+    # drawn from the table's CSV (as the rule does): class "0" stays "0"
+    csv = tmp_path / "silhouette.csv"
+    sil.assign(classes=np.where(sil["dataset"] == "cifar10", "0", sil["classes"])).to_csv(csv, index=False)
+    from_csv = ReportInputs.load(FIGURES["silhouette"], {"table": str(csv)}, {})
+    fig, texts = drawn(F.silhouette_figure, from_csv, monkeypatch)
+    assert "CIFAR10\n(normal class 0)" in texts
+    plt.close(fig)
     # per class: the classes and seeds in the title
     pc = T.per_class(inputs_of(runs, paper, config, dataset="cifar10")).data
     fig, texts = drawn(F.per_class_figure, ReportInputs(table=pc, dataset="cifar10"), monkeypatch)

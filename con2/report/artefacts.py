@@ -220,7 +220,7 @@ class ReportInputs:
             "paper": load_paper_numbers,
             "hours": load_compute_hours,
             "measured": pd.read_csv,
-            "table": lambda p: pd.read_csv(p, dtype={"normal_class": str}),
+            "table": lambda p: pd.read_csv(p, dtype={"normal_class": str, "classes": str}),
             "status": lambda p: json.loads(Path(p).read_text()),
         }
         wanted = [r for r in artefact.reads if r in FILE_INPUTS]

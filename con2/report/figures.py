@@ -181,18 +181,17 @@ def silhouette_figure(inputs: ReportInputs, png: str | Path, pdf: str | Path) ->
         labels = list(dict.fromkeys(level["variant"]))
         means = np.full((len(datasets), len(labels)), np.nan)
         stds, counts = np.full_like(means, np.nan), np.zeros_like(means)
+        over = np.full(means.shape, "", dtype=object)  # what each bar averages: "c×s"
+        classes: dict[str, list[str]] = {d: [] for d in datasets}  # the normal classes under each dataset
         for r in level.to_dict("records"):
             i, j = datasets.index(r["dataset"]), labels.index(r["variant"])
             means[i, j], stds[i, j], counts[i, j] = r["mean"], r["std"], r["n"]
-        over = np.full(means.shape, "", dtype=object)
-        for r in level.to_dict("records"):
-            i, j = datasets.index(r["dataset"]), labels.index(r["variant"])
-            seeds = f"{int(r['seeds_min'])}" + (f"-{int(r['seeds_max'])}" if r["seeds_max"] != r["seeds_min"] else "")
-            over[i, j] = f"{int(r['n_classes'])}×{seeds}"
-        classes = level.groupby("dataset")["classes"].agg(lambda c: "; ".join(dict.fromkeys(str(x) for x in c if x)))
+            lo, hi = int(r["seeds_min"]), int(r["seeds_max"])
+            over[i, j] = f"{int(r['n_classes'])}×{lo}" + (f"-{hi}" if hi != lo else "")
+            if pd.notna(r.get("classes")) and str(r.get("classes")) not in classes[r["dataset"]]:
+                classes[r["dataset"]].append(str(r["classes"]))  # read back from CSV, class 0 is the number 0
         groups = [
-            dataset_label(d) + (f"\n({_normal_classes(classes[d])})" if "classes" in level and classes.get(d) else "")
-            for d in datasets
+            dataset_label(d) + (f"\n({_normal_classes('; '.join(classes[d]))})" if classes[d] else "") for d in datasets
         ]
         grouped_bars(ax, groups, labels, means, stds, "silhouette (context labels)", counts)
         label_bars(ax, over)
