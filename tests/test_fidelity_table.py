@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -98,3 +100,27 @@ def test_fidelity_table_reads_settings_and_readings_against_the_reference():
     assert float(
         csv[(csv.setting == "original") & (csv.dataset == "breastmnist")]["diff_to_reference"].iloc[0]
     ) == pytest.approx(67.0 - round(mean, 1))
+
+
+def test_fidelity_table_notes_the_paper_s_own_disagreement_on_its_paper_column():
+    """Its paper column is Table 1's: 81.7 ± 1.4 for CON2 on BreastMNIST, which the paper's
+    alternative-contexts table gives as 81.7 ± 0.9; one note says so."""
+    from con2.report.paper import load_paper_numbers
+
+    paper = load_paper_numbers(Path(__file__).resolve().parents[1] / "workflow/resources/paper_numbers.csv")
+    config = {
+        "report": {
+            "subject": "con2",
+            "fidelity": {
+                "datasets": ["breastmnist"],
+                "reference": "as printed",
+                "rows": [{"label": "as printed", "method": "con2", "variant": "invert", "score": "nnd"}],
+            },
+        }
+    }
+    table = fidelity(ReportInputs(runs=_fidelity_runs(), paper=paper, config=config))
+    assert table.rows[0][-1] == "81.7 ± 1.4"
+    assert [n for n in table.notes if "disagree" in n] == [
+        "The paper's own tables disagree on CON2 (NND, invert) on BreastMNIST: 81.7 ± 1.4 in table1_medical; "
+        "81.7 ± 0.9 in table_alt_contexts; this table shows table1_medical's."
+    ]

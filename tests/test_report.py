@@ -432,11 +432,14 @@ def test_every_artefact_is_made_from_exactly_the_inputs_it_declares(
     runs.to_csv(runs_csv, index=False)
     measured = tmp_path / "measured.csv"
     score_runtime_measurements().to_csv(measured, index=False)
+    status = tmp_path / "status.json"
+    status.write_text(json.dumps({"cifar10/32": {"dataset": "cifar10", "size": 32, "status": "ok"}}))
     files = {
         "runs": str(runs_csv),
         "paper": str(RESOURCES / "paper_numbers.csv"),
         "hours": str(RESOURCES / "paper_compute_hours.csv"),
         "measured": str(measured),
+        "status": str(status),
     }
     report = config["report"]
     made = set()
@@ -526,7 +529,7 @@ def test_a_registered_table_and_figure_are_targets_and_built_by_the_scripts_with
     assert "results/tables/toy.tex" in table_targets({}) and "results/figures/toy.pdf" in figure_targets({})
     runs_csv = tmp_path / "runs.csv"
     runs.assign(in_grid=runs["dataset"] != "cifar10").to_csv(runs_csv, index=False)
-    out = {ext: str(tmp_path / f"toy.{ext}") for ext in ("csv", "md", "tex")}
+    out = {ext: str(tmp_path / f"toy.{ext}") for ext in ("csv", "md", "tex", "html")}
     fake_job("make_table.py", {"table": "toy"}, {"runs": str(runs_csv)}, out, config)
     md = (tmp_path / "toy.md").read_text()
     assert f"| all | {len(runs)} |" in md and "outside this profile's grid" in md  # every table gets the note
@@ -908,3 +911,180 @@ def test_table1_says_which_method_needs_weights_it_does_not_have(
     # runs on the table's datasets: no note
     ran = pd.concat([runs, runs[runs.method == "simclr"].assign(method="panda", variant="default", score="knn")])
     assert [n for n in T.table1_medical(inputs_of(ran, paper, cfg)).notes if "PANDA" in n] == [r18]
+
+
+# ----------------------------------------------------------------------------- what a reader sees (issue 19)
+def test_a_paper_number_without_std_prints_alone_and_the_paper_s_disagreements_are_noted(
+    runs: pd.DataFrame, paper: pd.DataFrame, config: dict
+) -> None:
+    """PANDA's published numbers have no std: no invented '± 0.0' in any table that shows them. The
+    paper gives CON2 (NND, invert) on BreastMNIST as 81.7 ± 1.4 in Table 1 and 81.7 ± 0.9 in its
+    alternative-contexts table: each table keeps its own and one note says so."""
+    assert paper.loc[paper["method"] == "PANDA", "auroc_std"].isna().all()
+    t1 = T.table1_medical(inputs_of(runs, paper, config))
+    panda = next(r for r in t1.rows if r[0] == "PANDA")
+    assert panda[t1.columns.index("BreastMNIST")] == "63.9" and "±" not in " ".join(panda)
+    assert "PANDA" in t1.markdown() and "63.9 ± 0.0" not in t1.markdown() + t1.latex()
+    repro = T.reproduction(inputs_of(runs, paper, config))
+    panda_rows = [r for r in repro.rows if r[2] == "PANDA"]
+    assert len(panda_rows) == 6 and all("±" not in r[5] for r in panda_rows)
+    disagree = "The paper's own tables disagree on CON2 (NND, invert) on BreastMNIST: 81.7 ± 1.4 in table1_medical; "
+    disagree += "81.7 ± 0.9 in table_alt_contexts; "
+    assert [n for n in t1.notes if "disagree" in n] == [disagree + "this table shows table1_medical's."]
+    alt = T.alt_contexts(inputs_of(runs, paper, config))
+    assert [n for n in alt.notes if "disagree" in n] == [disagree + "this table shows table_alt_contexts's."]
+    assert [n for n in repro.notes if "disagree" in n] == [disagree + "each row shows its own table's number."]
+    # the natural-image tables show none of those cells: no note
+    assert not [n for n in T.natural_summary(inputs_of(runs, paper, config)).notes if "disagree" in n]
+
+
+def test_a_dataset_without_runs_says_not_in_the_profile_or_skipped_with_why_and_the_fix(
+    runs: pd.DataFrame, paper: pd.DataFrame, config: dict
+) -> None:
+    """Table 1's medical columns without runs: OctMNIST is in no experiment of the profile; PneumoniaMNIST
+    is, but its data were missing (the data status the workflow wrote); Kvasir is in the profile, no record yet."""
+    cfg = {
+        **config,
+        "experiments": {"main": {"datasets": ["breastmnist", "pneumoniamnist", "kvasir", "cifar10"]}},
+        "only_datasets": [],
+    }
+    status = {
+        "breastmnist/28": {"dataset": "breastmnist", "size": 28, "status": "ok"},
+        "pneumoniamnist/28": {
+            "dataset": "pneumoniamnist",
+            "size": 28,
+            "status": "skipped",
+            "reason": "pneumoniamnist: pneumoniamnist.npz not found in /d or /d/medmnist. Fix: run `con2 data get "
+            "pneumoniamnist --size 28 --data-dir /d` (needs a network, no credentials), or copy it. (download: false "
+            "in the profile)",
+            "fix": "con2 data get pneumoniamnist --data-dir /d --size 28",
+        },
+    }
+    notes = T.table1_medical(inputs_of(runs, paper, cfg, status=status)).notes
+    md = T.table1_medical(inputs_of(runs, paper, cfg, status=status)).markdown()
+    assert "Not run in this profile" not in md
+    assert (
+        "- Not in this profile: OctMNIST, BR35H, Pneumonia, Melanoma (no experiment of the profile names them)." in md
+    )
+    skipped = [n for n in notes if n.startswith("PneumoniaMNIST:")]
+    assert skipped == [
+        "PneumoniaMNIST: in this profile but skipped, its data are missing (pneumoniamnist.npz not found in /d or "
+        "/d/medmnist (download: false in the profile)). Fix: `con2 data get pneumoniamnist --data-dir /d --size 28`, "
+        "or for data already on disk elsewhere `--config data_dir=DIR`; then run the same snakemake command again."
+    ]
+    assert any(n.startswith("In this profile, no run of a main variant here yet: Kvasir") for n in notes)
+    assert not any("BreastMNIST" in n and "profile" in n for n in notes)  # it ran
+    # the no-data run: BreastMNIST itself skipped (no runs of it), said so, not "not in the profile"
+    none = runs[runs["dataset"] != "breastmnist"]
+    status["breastmnist/28"] = {**status["pneumoniamnist/28"], "dataset": "breastmnist", "reason": "no npz"}
+    status["breastmnist/28"]["fix"] = "con2 data get breastmnist --data-dir /d --size 28"
+    notes = T.table1_medical(inputs_of(none, paper, cfg, status=status)).notes
+    assert any(n.startswith("BreastMNIST: in this profile but skipped, its data are missing (no npz)") for n in notes)
+    assert not any("Not in this profile" in n and "BreastMNIST" in n for n in notes)
+    # without a data status (a builder called by hand), a profile dataset without runs is "no run yet"
+    notes = T.table1_medical(inputs_of(none, paper, cfg)).notes
+    assert any(n.startswith("In this profile, no run of a main variant here yet: BreastMNIST") for n in notes)
+    # the per-class table of a skipped dataset says the same
+    pc = T.per_class(inputs_of(none, paper, cfg, status=status, dataset="breastmnist"))
+    assert any(n.startswith("BreastMNIST: in this profile but skipped") for n in pc.notes)
+
+
+def test_the_html_of_a_table_is_its_markdown_rendered_rounded_with_every_note(
+    runs: pd.DataFrame, paper: pd.DataFrame, config: dict, tmp_path: Path
+) -> None:
+    """The HTML the report embeds has the Markdown's cells (rounded, "mean ± std [c×s]"), its lead
+    and every note (budget, seeds, weights, skipped data), never the CSV's unrounded numbers."""
+    import html as H
+    import re
+
+    table = T.build_table("reproduction", inputs_of(runs, paper, config))
+    out = [tmp_path / f"reproduction.{ext}" for ext in ("csv", "md", "tex", "html")]
+    table.write(*out)
+    page = out[3].read_text(encoding="utf-8")
+    assert page.startswith("<!DOCTYPE html>") and '<meta charset="utf-8">' in page
+    text = H.unescape(re.sub(r"<[^>]+>", "", page))
+    for row in table.rows:
+        assert "".join(row) in text.replace("\n", ""), row  # every cell as the Markdown shows it, in order
+    for line in [*table.notes, *[ln for ln in table.lead if ln]]:
+        assert line.removeprefix("- ").replace("**", "") in text, line
+    assert "<strong>Verdict</strong>" in page  # the lead's Markdown bold as HTML
+    raw = table.data["ours_mean"].dropna().iloc[0]
+    assert repr(float(raw)) not in page and f"{raw:.1f}" in page  # rounded as in the Markdown
+    t1 = T.table1_medical(inputs_of(runs, paper, config))
+    t1_page = t1.html()
+    budget = next(n for n in t1.notes if n.startswith("Budget of ours:"))
+    assert H.escape(budget, quote=False) in t1_page and "63.9</td>" in t1_page
+    assert t1_page.count("<tr class=rule>") == 1  # the rule between our rows and the paper-only rows
+
+
+def drawn(draw, inputs: ReportInputs, monkeypatch: pytest.MonkeyPatch):
+    """The matplotlib figure a figure builder draws (its ``save`` caught) and every text on it."""
+    from matplotlib.text import Text
+
+    from con2.report import figures as F
+
+    caught = []
+    monkeypatch.setattr(F, "save", lambda fig, png, pdf: caught.append(fig))
+    draw(inputs, "x.png", "x.pdf")
+    (fig,) = caught
+    return fig, [t.get_text() for t in fig.findobj(Text) if t.get_text()]
+
+
+def test_figures_name_datasets_as_the_paper_and_say_what_each_bar_averages(
+    runs: pd.DataFrame, paper: pd.DataFrame, config: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Dataset names as in the paper (BreastMNIST, CIFAR10), the classes and seeds of every bar or
+    line in the title, legend or on the bar, and an error bar on every bar that averages 2 or more."""
+    import matplotlib.pyplot as plt
+    from matplotlib.container import BarContainer
+
+    from con2.report import figures as F
+
+    # silhouette: BreastMNIST 3 seeds of class 1; CIFAR10 classes airplane and cat, but the k3 and
+    # context_only variants ran BreastMNIST only
+    sil = T.silhouette(inputs_of(runs, paper, config)).data
+    fig, texts = drawn(F.silhouette_figure, ReportInputs(table=sil), monkeypatch)
+    assert "BreastMNIST\n(normal class 1)" in texts and "CIFAR10\n(normal classes airplane, cat)" in texts
+    assert "breastmnist" not in " ".join(texts) and "cifar10" not in " ".join(texts)
+    assert texts.count("1×3") == int((sil["dataset"] == "breastmnist").sum()) and "2×3" in texts
+    assert any("each bar: mean over c normal classes × s seeds" in t for t in texts)
+    ax = fig.axes[0]
+    bars = [c for c in ax.containers if isinstance(c, BarContainer)]
+    assert len(bars) == sil["variant"].nunique()
+    for container in bars:  # every bar here averages 2 or more (3 seeds, or 2 class means): an error bar each
+        lower = np.asarray(container.errorbar.lines[1][0].get_ydata(), dtype=float)
+        heights = np.array([p.get_height() for p in container.patches], dtype=float)
+        assert np.isfinite(lower[np.isfinite(heights)]).all() and np.isfinite(heights).any()
+    plt.close(fig)
+    # drawn from the table's CSV (as the rule does): class "0" stays "0"
+    csv = tmp_path / "silhouette.csv"
+    sil.assign(classes=np.where(sil["dataset"] == "cifar10", "0", sil["classes"])).to_csv(csv, index=False)
+    from_csv = ReportInputs.load(FIGURES["silhouette"], {"table": str(csv)}, {})
+    fig, texts = drawn(F.silhouette_figure, from_csv, monkeypatch)
+    assert "CIFAR10\n(normal class 0)" in texts
+    plt.close(fig)
+    # per class: the classes and seeds in the title
+    pc = T.per_class(inputs_of(runs, paper, config, dataset="cifar10")).data
+    fig, texts = drawn(F.per_class_figure, ReportInputs(table=pc, dataset="cifar10"), monkeypatch)
+    assert "CIFAR10: AUROC per normal class\n(2 normal classes, 3 seeds each; error bar ± std over seeds)" in texts
+    plt.close(fig)
+    one_seed = pc.assign(n=1, auroc_std=np.nan)
+    fig, texts = drawn(F.per_class_figure, ReportInputs(table=one_seed, dataset="cifar10"), monkeypatch)
+    assert any(t.endswith("(2 normal classes, 1 seed each; one run per bar, no error bar)") for t in texts)
+    plt.close(fig)
+    # learning curve: the paper's name and each line's classes x seeds in the legend
+    from con2.report.curves import learning_curve
+
+    lc = learning_curve(inputs_of(runs, paper, config)).data
+    fig, texts = drawn(F.learning_curve_figure, ReportInputs(table=lc, dataset="breastmnist"), monkeypatch)
+    assert any(t.startswith("BreastMNIST: AUROC during training") for t in texts)
+    assert "CON2 (NND) (1 normal class × 3 seeds)" in texts
+    plt.close(fig)
+    # PCA: the panel title from the record (the paper's dataset name, the method's label)
+    run_dir = tmp_path / "run"
+    write_pca_run(run_dir)
+    write_record(fake_record("breastmnist", "1", "con2", "invert", 0, {"nnd": 80.0}), run_dir / "record.json")
+    pca = ReportInputs(config={"report": {"pca_max_points": 10}}, panels=(("breastmnist ...", str(run_dir)),))
+    fig, texts = drawn(F.pca_figure, pca, monkeypatch)
+    assert "BreastMNIST (normal: 1), CON2 invert, seed 0" in texts
+    plt.close(fig)

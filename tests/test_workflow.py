@@ -348,18 +348,35 @@ def test_lint_is_clean(tiny: Path) -> None:
 
 
 def test_html_report_has_tables_and_figures(tiny: Path, tmp_path: Path) -> None:
+    import base64
+    import html as html_lib
+
     wd = clone(tiny, tmp_path / "wd")
     res = snakemake(wd, "--report", "results/report.html", "--configfile", TEST_CONFIG)
     assert res.returncode == 0, res.stderr[-3000:]
     html = (wd / "results/report.html").read_text(errors="replace")
-    for name in (
-        "table1_medical.csv",
-        "reproduction.csv",
-        "per_class_digits.png",
-        "pca_representations.png",
-        "score_runtime.png",
-    ):
-        assert name in html, name
+    # the report's files: {path: {..., "mime_type", "data_uri"}} (self-contained: base64 data URIs)
+    start = html.index("var results = ", html.index('<script id="results">')) + len("var results = ")
+    results, _ = json.JSONDecoder().raw_decode(html, start)
+    embedded = {Path(p).name: r for p, r in results.items()}
+    for name in ("per_class_digits.png", "pca_representations.png", "score_runtime.png"):
+        assert embedded[name]["mime_type"] == "image/png", name
+    # every table as rendered: its HTML page (rounded cells and the Markdown's notes), not its CSV
+    assert not [n for n in embedded if n.startswith(("table1_medical", "reproduction")) and n.endswith(".csv")]
+    for name in ("table1_medical", "reproduction", "per_class_digits", "natural_summary"):
+        entry = embedded[f"{name}.html"]
+        assert entry["mime_type"] == "text/html", name
+        page = base64.b64decode(entry["data_uri"].split("base64,", 1)[1]).decode("utf-8")
+        assert page == (wd / f"results/tables/{name}.html").read_text(encoding="utf-8"), name
+        text = html_lib.unescape(re.sub(r"<[^>]+>", "", page))
+        for note in Path(wd / f"results/tables/{name}.md").read_text().splitlines():
+            if note.startswith("- "):  # each Markdown note (and list line of the lead) is in the page
+                assert note[2:].replace("**", "").replace("`", "") in text, (name, note)
+    natural = base64.b64decode(embedded["natural_summary.html"]["data_uri"].split("base64,", 1)[1]).decode()
+    assert "Budget of ours: 1 epochs at 16 px" in natural and re.search(
+        r"<td class=num>\d+\.\d( ± \d+\.\d)? \[", natural
+    )
+    assert not re.search(r"\d+\.\d{5,}", natural)  # no unrounded number (the CSV's 57.87385129490392)
 
 
 # ------------------------------------------------------------------------------------- failure modes
@@ -566,7 +583,12 @@ def test_offline_without_data_ends_with_the_skipped_data_summary(tmp_path: Path)
     markers = [p.read_text() for p in (wd / "results/data").rglob("*px.json")]
     assert len(markers) == 3 and not any("/../" in m for m in markers), markers
     assert [Path(p).parts[2] for p in records(wd)] == ["digits"]  # the rest ran
-    assert (wd / "results/tables/table1_medical.md").is_file()
+    table1 = (wd / "results/tables/table1_medical.md").read_text()
+    # Table 1 says which columns are skipped for missing data (why, the fix) and which are not in the profile
+    for name, label in (("breastmnist", "BreastMNIST"), ("pneumonia", "Pneumonia")):
+        assert f"- {label}: in this profile but skipped, its data are missing (" in table1, table1
+        assert f"Fix: `con2 data get {name} --data-dir {empty} --size 28`, or for data already on disk" in table1
+    assert "- Not in this profile: OctMNIST, Kvasir, BR35H, Melanoma (" in table1 and "Not run in" not in table1
     assert not list(empty.rglob("*.npz")) and not any(p.name.startswith(".") for p in empty.rglob("*"))
 
     strict = snakemake(wd, "--cores", "2", "all", "--configfile", prof, "--config", f"data_dir={empty}", "strict=true")

@@ -3,7 +3,7 @@
 :data:`TABLES` and :data:`FIGURES` map each artefact's name to an :class:`Artefact`: the function
 that makes it, what that function reads and, for an artefact made once per dataset, the
 ``report`` key that lists the datasets. The Snakefile turns every entry into one rule and its
-targets (``results/tables/<name>.{csv,md,tex}``, ``results/figures/<name>.{png,pdf}``; an
+targets (``results/tables/<name>.{csv,md,tex,html}``, ``results/figures/<name>.{png,pdf}``; an
 artefact with ``each`` gives ``<name>_<dataset>`` per dataset of ``report.<each>``), and the rules'
 scripts call ``TABLES[name].builder()(inputs)`` / ``FIGURES[name].builder()(inputs, png, pdf)``.
 Every table builder has the signature ``build(inputs: ReportInputs) -> Table`` and every figure
@@ -26,9 +26,11 @@ if TYPE_CHECKING:
 
 # What a builder may read: the files a rule hands its script (``runs``: results/evaluation/runs.csv
 # or a study's own; ``paper``: paper_numbers.csv; ``hours``: paper_compute_hours.csv; ``measured``:
-# the score-runtime measurements; ``table``: the CSV of the table a figure draws) and ``panels``,
-# the run directories the workflow picks for the PCA figure (a param, not a file).
-FILE_INPUTS: tuple[str, ...] = ("runs", "paper", "hours", "measured", "table")
+# the score-runtime measurements; ``table``: the CSV of the table a figure draws; ``status``: the
+# data status of the grid, results/data/status.json, which says which datasets were skipped for want
+# of data and why) and ``panels``, the run directories the workflow picks for the PCA figure (a
+# param, not a file).
+FILE_INPUTS: tuple[str, ...] = ("runs", "paper", "hours", "measured", "table", "status")
 INPUTS: tuple[str, ...] = (*FILE_INPUTS, "panels")
 
 
@@ -89,11 +91,11 @@ def _registry(*artefacts: Artefact) -> dict[str, Artefact]:
 
 
 TABLES: dict[str, Artefact] = _registry(
-    _table("table1_medical", "Table 1: medical AUROC, the paper's numbers beside ours"),
+    _table("table1_medical", "Table 1: medical AUROC, the paper's numbers beside ours", ("runs", "paper", "status")),
     _table("nnd_vs_lh", "the subject's scores side by side (report.subject)"),
     _table("loss_ablation", "L_Context / L_Content ablation", ("runs",)),
     _table("alt_contexts", "invert / flip / equalize on the medical datasets"),
-    _table("natural_summary", "natural-image summary over normal classes"),
+    _table("natural_summary", "natural-image summary over normal classes", ("runs", "paper", "status")),
     _table("all_contexts", "every context and both scores on the natural datasets"),
     _table("multi_context", "k = 2..8 contexts", ("runs",)),
     _table("silhouette", "context silhouette (the table behind the figure)", ("runs",)),
@@ -105,7 +107,12 @@ TABLES: dict[str, Artefact] = _registry(
         "every reading of the paper (training settings, scoring readings) against the default",
         module="fidelity",
     ),
-    _table("per_class", "AUROC per normal class of each dataset of report.per_class", ("runs",), each="per_class"),
+    _table(
+        "per_class",
+        "AUROC per normal class of each dataset of report.per_class",
+        ("runs", "status"),
+        each="per_class",
+    ),
     _table(
         "learning_curve",
         "AUROC after each scored epoch (score_at), per method; read from the records runs.csv lists",
@@ -164,6 +171,9 @@ class ReportInputs:
         hours: the paper's GPU hours per run (:func:`con2.report.paper.load_compute_hours`).
         measured: the score-runtime measurements (``workflow/scripts/score_runtime.py``'s CSV).
         table: the frame of the table a figure draws (its CSV, normal classes as strings).
+        status: the grid's data status (``{"<dataset>/<size>": marker}``, ``status`` ``ok`` or
+            ``skipped`` with ``reason`` and ``fix``: :func:`con2.workflow_status.check_dataset`);
+            ``None`` where not given (a dataset absent from the runs is then "not run", no reason).
         dataset: the dataset of an artefact made per dataset (``each``), else "".
         panels: ``(title, run directory)`` per PCA panel.
     """
@@ -174,6 +184,7 @@ class ReportInputs:
     hours: pd.DataFrame | None = None
     measured: pd.DataFrame | None = None
     table: pd.DataFrame | None = None
+    status: Mapping[str, Mapping[str, Any]] | None = None
     dataset: str = ""
     panels: tuple[tuple[str, str], ...] = ()
 
@@ -196,17 +207,21 @@ class ReportInputs:
         Raises:
             ValueError: ``files`` lacks one the artefact reads (the rule must list it as an input).
         """
+        import json
+        from pathlib import Path
+
         import pandas as pd
 
         from con2.report.collect import load_runs
         from con2.report.paper import load_compute_hours, load_paper_numbers
 
-        readers: dict[str, Callable[[str], pd.DataFrame]] = {
+        readers: dict[str, Callable[[str], Any]] = {
             "runs": load_runs,
             "paper": load_paper_numbers,
             "hours": load_compute_hours,
             "measured": pd.read_csv,
-            "table": lambda p: pd.read_csv(p, dtype={"normal_class": str}),
+            "table": lambda p: pd.read_csv(p, dtype={"normal_class": str, "classes": str}),
+            "status": lambda p: json.loads(Path(p).read_text()),
         }
         wanted = [r for r in artefact.reads if r in FILE_INPUTS]
         missing = [r for r in wanted if r not in files]
@@ -222,8 +237,8 @@ def targets(registry: Mapping[str, Artefact], report: Mapping[str, Any], root: s
 
 
 def table_targets(report: Mapping[str, Any], root: str = "results/tables") -> list[str]:
-    """Every table file (csv, md, tex) of a profile."""
-    return targets(TABLES, report, root, ("csv", "md", "tex"))
+    """Every table file (csv, md, tex, html) of a profile."""
+    return targets(TABLES, report, root, ("csv", "md", "tex", "html"))
 
 
 def figure_targets(report: Mapping[str, Any], root: str = "results/figures") -> list[str]:

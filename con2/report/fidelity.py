@@ -27,7 +27,7 @@ import pandas as pd
 from con2.report.artefacts import ReportInputs
 from con2.report.format import Table, mean_std, signed
 from con2.report.methods import Methods, base_score, method_names, subject_of
-from con2.report.paper import dataset_label, dataset_names, paper_value
+from con2.report.paper import dataset_label, dataset_names, disagreement_notes, paper_value
 
 
 def _cell(runs: pd.DataFrame, dataset: str, row: Mapping[str, Any]) -> tuple[float, float, int, int]:
@@ -55,12 +55,17 @@ def _cell(runs: pd.DataFrame, dataset: str, row: Mapping[str, Any]) -> tuple[flo
     )
 
 
+def _target(names: Methods, row: Mapping[str, Any]) -> tuple[str, str] | None:
+    """The paper's row (method, score) of a fidelity row's method and base score, if any."""
+    return names.paper_row(row["method"], base_score(row["score"]))
+
+
 def paper_row_value(
     paper: pd.DataFrame, config: Mapping[str, Any], names: Methods, context: str, dataset: str, row: Mapping[str, Any]
 ) -> tuple[float, float] | None:
     """The paper's number for the row's method and base score on ``dataset`` (Table 1, the subject's
     main context where the paper's row has a score), if any."""
-    target = names.paper_row(row["method"], base_score(row["score"]))
+    target = _target(names, row)
     if target is None:
         return None
     dmap = dataset_names(config)
@@ -139,6 +144,11 @@ def fidelity(inputs: ReportInputs) -> Table:
     missing = [r["label"] for r in rows_cfg if all(_cell(runs, d, r)[2] == 0 for d in datasets)]
     if missing:
         notes.append(f"Not run yet: {', '.join(missing)}.")
+    dmap = dataset_names(config)
+    shown = {(dmap.get(d, d), *target) for d in paper_ds for r in rows_cfg if (target := _target(names, r))}
+    table1 = paper[paper["table"] == "table1_medical"]
+    keys = table1[["dataset", "method", "score"]].itertuples(index=False, name=None)
+    notes += disagreement_notes(paper, table1[[key in shown for key in keys]])  # the paper column is Table 1's
     frame = pd.DataFrame(
         data,
         columns=[

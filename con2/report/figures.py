@@ -58,6 +58,47 @@ def _empty(ax: plt.Axes, text: str) -> None:
     ax.set_yticks([])
 
 
+def seeds_text(lo: int, hi: int) -> str:
+    """``"1 seed"``, ``"3 seeds"``, ``"1-3 seeds"``."""
+    span = f"{lo}" if lo == hi else f"{lo}-{hi}"
+    return f"{span} seed{'' if span == '1' else 's'}"
+
+
+def classes_text(n: int) -> str:
+    """``"1 normal class"`` / ``"10 normal classes"``."""
+    return f"{n} normal class{'' if n == 1 else 'es'}"
+
+
+def _normal_classes(text: str) -> str:
+    """``"normal class 0"`` / ``"normal classes 0, 1"`` / ``"10 classes"`` (the table's ``classes`` text)."""
+    if text.endswith(" classes"):
+        return text
+    return f"normal class{'es' if ',' in text else ''} {text}"
+
+
+def label_bars(ax: plt.Axes, texts: np.ndarray) -> None:
+    """Write ``texts[group, series]`` (what each bar averages, ``"1×3"``) inside the foot of each bar
+    of :func:`grouped_bars`, in its order; an empty text writes nothing."""
+    from matplotlib.container import BarContainer
+
+    bars = [c for c in ax.containers if isinstance(c, BarContainer)]
+    for j, container in enumerate(bars):
+        for i, patch in enumerate(container.patches):
+            if i < texts.shape[0] and j < texts.shape[1] and texts[i, j]:
+                x = patch.get_x() + patch.get_width() / 2
+                ax.annotate(
+                    texts[i, j],
+                    (x, 0),
+                    xytext=(0, 2),
+                    textcoords="offset points",
+                    ha="center",
+                    va="bottom",
+                    fontsize=6,
+                    rotation=90,
+                    color="white" if patch.get_height() > 0 else "0.2",
+                )
+
+
 def grouped_bars(
     ax: plt.Axes,
     groups: Sequence[str],
@@ -87,7 +128,9 @@ def grouped_bars(
             error_kw={"elinewidth": 0.8},
         )
     ax.set_xticks(x)
-    ax.set_xticklabels(groups, rotation=45 if max((len(g) for g in groups), default=0) > 6 else 0, ha="right")
+    widest = max((len(line) for g in groups for line in g.splitlines()), default=0)
+    tilt = widest > 6 and widest * len(groups) > 60  # long labels, many groups: tilted, else level
+    ax.set_xticklabels(groups, rotation=45 if tilt else 0, ha="right" if tilt else "center")
     ax.set_ylabel(ylabel)
     ax.grid(axis="y", alpha=0.3)
     legend_outside(ax)
@@ -100,7 +143,8 @@ def per_class_figure(inputs: ReportInputs, png: str | Path, pdf: str | Path) -> 
     table_data, dataset = inputs.table, inputs.dataset
     fig, ax = plt.subplots(figsize=(max(5.0, 0.6 * table_data["normal_class"].nunique() + 2), 3.2))
     if table_data.empty:
-        _empty(ax, f"no runs of {dataset} in this profile")
+        _empty(ax, f"no runs of {dataset_label(dataset)} here (the table's notes say why)")
+        ax.set_title(f"{dataset_label(dataset)}: AUROC per normal class")
     else:
         classes = list(dict.fromkeys(table_data["normal_class"]))
         ordered = table_data.sort_values("series", kind="stable") if "series" in table_data.columns else table_data
@@ -118,7 +162,10 @@ def per_class_figure(inputs: ReportInputs, png: str | Path, pdf: str | Path) -> 
         lo = np.nanmin(means) if np.isfinite(means).any() else 50
         ax.set_ylim(max(0, min(50, lo - 5)), 100)
         ax.axhline(50, color="0.5", lw=0.8, ls=":")
-    ax.set_title(f"{dataset_label(dataset)}: AUROC per normal class")
+        seeds = table_data["n"].astype(int)
+        over = f"{classes_text(len(classes))}, {seeds_text(seeds.min(), seeds.max())} each"
+        spread = "; error bar ± std over seeds" if seeds.max() > 1 else "; one run per bar, no error bar"
+        ax.set_title(f"{dataset_label(dataset)}: AUROC per normal class\n({over}{spread})", fontsize=10)
     save(fig, png, pdf)
 
 
@@ -134,15 +181,27 @@ def silhouette_figure(inputs: ReportInputs, png: str | Path, pdf: str | Path) ->
         labels = list(dict.fromkeys(level["variant"]))
         means = np.full((len(datasets), len(labels)), np.nan)
         stds, counts = np.full_like(means, np.nan), np.zeros_like(means)
+        over = np.full(means.shape, "", dtype=object)  # what each bar averages: "c×s"
+        classes: dict[str, list[str]] = {d: [] for d in datasets}  # the normal classes under each dataset
         for r in level.to_dict("records"):
             i, j = datasets.index(r["dataset"]), labels.index(r["variant"])
             means[i, j], stds[i, j], counts[i, j] = r["mean"], r["std"], r["n"]
-        grouped_bars(
-            ax, [dataset_label(d) for d in datasets], labels, means, stds, "silhouette (context labels)", counts
-        )
+            lo, hi = int(r["seeds_min"]), int(r["seeds_max"])
+            over[i, j] = f"{int(r['n_classes'])}×{lo}" + (f"-{hi}" if hi != lo else "")
+            if pd.notna(r.get("classes")) and str(r.get("classes")) not in classes[r["dataset"]]:
+                classes[r["dataset"]].append(str(r["classes"]))  # read back from CSV, class 0 is the number 0
+        groups = [
+            dataset_label(d) + (f"\n({_normal_classes('; '.join(classes[d]))})" if classes[d] else "") for d in datasets
+        ]
+        grouped_bars(ax, groups, labels, means, stds, "silhouette (context labels)", counts)
+        label_bars(ax, over)
         ax.axhline(0, color="0.3", lw=0.8)
         ax.set_ylim(min(-0.1, np.nanmin(means) - 0.05), 1.0)
-    ax.set_title("Context clusters: silhouette of the test representations")
+    ax.set_title(
+        "Context clusters: silhouette of the test representations\n(each bar: mean over c normal classes × s seeds, "
+        "written c×s on it; error bar ± std where it averages 2 or more)",
+        fontsize=9,
+    )
     save(fig, png, pdf)
 
 
@@ -235,6 +294,21 @@ def pca_panel(
     ax.tick_params(labelsize=7)
 
 
+def panel_title(run_dir: Path, fallback: str, config: object = None) -> str:
+    """``"BreastMNIST (normal: 1), CON2 invert, seed 0"`` from the run's record (the paper's dataset
+    name, the method's label), or ``fallback`` when the record cannot be read."""
+    from con2.records import RecordError, read_record
+
+    try:
+        rec = read_record(run_dir / "record.json")
+    except (RecordError, OSError):
+        return fallback
+    label = method_names(config or {}).label(rec["method"])
+    return (
+        f"{dataset_label(rec['dataset'])} (normal: {rec['normal_class']}), {label} {rec['variant']}, seed {rec['seed']}"
+    )
+
+
 def pca_figure(inputs: ReportInputs, png: str | Path, pdf: str | Path, seed: int = 0) -> None:
     """PCA panels, one per ``inputs.panels`` entry ``(title, run directory or its record.json)``, at most
     ``report.pca_max_points`` (default 300) training and test points each.
@@ -261,7 +335,7 @@ def pca_figure(inputs: ReportInputs, png: str | Path, pdf: str | Path, seed: int
             _empty(ax, f"{title}:\nfeatures lack two contexts")
             continue
         labels = pd.read_csv(scores_path)["label"].to_numpy()
-        pca_panel(ax, feats, labels, title, max_points, seed)
+        pca_panel(ax, feats, labels, panel_title(run_dir, title, inputs.config), max_points, seed)
     if not runs:
         _empty(axes[0][0], "no run of report.subject selected for the PCA figure")
     fig.suptitle("Representations (PCA): each test image joined to its context-augmented twin", fontsize=10)
@@ -282,12 +356,14 @@ def learning_curve_figure(inputs: ReportInputs, png: str | Path, pdf: str | Path
     series = curve_frame(inputs.table, inputs.dataset)
     fig, ax = plt.subplots(figsize=(5.6, 3.4))
     if not series:
-        _empty(ax, f"no learning curve of {inputs.dataset} (config score_at)")
+        _empty(ax, f"no learning curve of {dataset_label(inputs.dataset)} (config score_at)")
     else:
         for j, (label, g) in enumerate(series.items()):
             colour = PALETTE[j % len(PALETTE)]
             x, y = g["epoch"].to_numpy(float), g["mean"].to_numpy(float)
-            ax.plot(x, y, marker="o", ms=3, color=colour, label=label)
+            lo, hi = int(g["seeds_min"].min()), int(g["seeds_max"].max())
+            counts = f"{classes_text(int(g['n_classes'].max()))} × {seeds_text(lo, hi)}"
+            ax.plot(x, y, marker="o", ms=3, color=colour, label=f"{label} ({counts})")
             band = (g["n"].to_numpy(float) > 1) & np.isfinite(g["std"].to_numpy(float))
             if band.any():
                 sd = np.where(band, g["std"].to_numpy(float), 0.0)
@@ -300,5 +376,9 @@ def learning_curve_figure(inputs: ReportInputs, png: str | Path, pdf: str | Path
         ax.set_ylabel("AUROC (%)")
         ax.grid(alpha=0.3)
         legend_outside(ax)
-    ax.set_title(f"{dataset_label(inputs.dataset)}: AUROC during training (mean ± std over seeds)")
+    ax.set_title(
+        f"{dataset_label(inputs.dataset)}: AUROC during training\n(mean over the classes × seeds in the legend; "
+        "band ± std where a point averages 2 or more)",
+        fontsize=9,
+    )
     save(fig, png, pdf)

@@ -1,7 +1,10 @@
-"""One table, three files: tidy CSV (numbers), Markdown and LaTeX (booktabs, "mean +- std").
+"""One table, four files: tidy CSV (numbers), Markdown, LaTeX (booktabs, "mean +- std") and HTML.
 
-A :class:`Table` holds the formatted cells for Markdown/LaTeX and, separately, the long numeric
-frame that goes to CSV, so a reader of the CSV never parses "81.7 ± 0.9" back into numbers.
+A :class:`Table` holds the formatted cells for Markdown/LaTeX/HTML and, separately, the long numeric
+frame that goes to CSV, so a reader of the CSV never parses "81.7 ± 0.9" back into numbers. The
+HTML file is the Markdown's table as a self-contained page (same cells, same lead and notes): the
+one Snakemake's HTML report embeds (``snakemake --report``), so the report shows the rounded
+numbers and every note, not the CSV.
 
 A cell that averages runs says over what: ``"81.7 ± 0.9 [1×3]"`` is one normal class times three
 seeds, ``"99.4 ± 0.8 [10×1]"`` ten normal classes times one seed (:func:`cell`, :data:`CELL_NOTE`).
@@ -10,6 +13,7 @@ Differences between shown numbers are taken from the shown (rounded) values (:fu
 
 from __future__ import annotations
 
+import html
 import math
 import re
 from dataclasses import dataclass, field
@@ -79,7 +83,7 @@ class Table:
     """A formatted table plus its numbers.
 
     Attributes:
-        name: file stem (``results/tables/<name>.{csv,md,tex}``).
+        name: file stem (``results/tables/<name>.{csv,md,tex,html}``).
         title: caption.
         columns: header cells.
         rows: body cells (strings, already formatted).
@@ -147,15 +151,86 @@ class Table:
         out.append("\\end{table}")
         return "\n".join(out) + "\n"
 
-    def write(self, csv: str | Path, md: str | Path, tex: str | Path) -> None:
-        """Write the three files, each atomically (a killed writer leaves no partial file)."""
+    def html(self) -> str:
+        """A self-contained HTML page of the table: the Markdown's title, lead, cells and notes
+        (``**bold**`` and ```code``` as in the Markdown), numbers right-aligned, LaTeX's midrules."""
+        numeric = self.numeric_columns()
+
+        def cells(tag: str, row: list[str]) -> str:
+            return "".join(
+                f"<{tag}{' class=num' if num and tag == 'td' else ''}>{inline_html(c)}</{tag}>"
+                for c, num in zip(row, numeric)
+            )
+
+        body = [
+            f"<tr{' class=rule' if i in self.midrules and i > 0 else ''}>{cells('td', row)}</tr>"
+            for i, row in enumerate(self.rows)
+        ] or [f'<tr><td colspan="{len(self.columns)}">(no runs)</td></tr>']
+        notes = [n.removeprefix("- ") for n in self.notes]
+        out = [
+            "<!DOCTYPE html>",
+            '<html lang="en"><head><meta charset="utf-8">',
+            f"<title>{html.escape(self.title)}</title>",
+            f"<style>{_HTML_STYLE}</style>",
+            "</head><body>",
+            f"<h3>{inline_html(self.title)}</h3>",
+            *html_blocks(self.lead),
+            f'<table id="{html.escape(self.name)}">',
+            f"<thead><tr>{cells('th', self.columns)}</tr></thead>",
+            "<tbody>",
+            *body,
+            "</tbody></table>",
+            *([f'<ul class="notes">{"".join(f"<li>{inline_html(n)}</li>" for n in notes)}</ul>'] if notes else []),
+            "</body></html>",
+        ]
+        return "\n".join(out) + "\n"
+
+    def write(self, csv: str | Path, md: str | Path, tex: str | Path, html_path: str | Path | None = None) -> None:
+        """Write the files (CSV, Markdown, LaTeX and, given a path, HTML), each atomically (a killed
+        writer leaves no partial file)."""
         from con2.atomic import atomic_path
 
         with atomic_path(Path(csv)) as tmp:
             self.data.to_csv(tmp, index=False)
-        for path, text in ((md, self.markdown()), (tex, self.latex())):
+        texts = [(md, self.markdown()), (tex, self.latex())]
+        texts += [(html_path, self.html())] if html_path is not None else []
+        for path, text in texts:
             with atomic_path(Path(path)) as tmp:
-                tmp.write_text(text)
+                tmp.write_text(text, encoding="utf-8")
+
+
+_HTML_STYLE = (
+    "body{font-family:system-ui,sans-serif;font-size:14px;margin:1em;color:#222}"
+    "table{border-collapse:collapse;margin:0.5em 0}"
+    "th,td{padding:2px 8px;border-bottom:1px solid #ddd;text-align:left;white-space:nowrap}"
+    "th{border-bottom:2px solid #444}td.num{text-align:right;font-variant-numeric:tabular-nums}"
+    "tr.rule td{border-top:2px solid #888}ul.notes{font-size:12px;color:#444;max-width:60em}"
+    "code{font-size:12px;background:#f4f4f4}"
+)
+
+
+def inline_html(text: str) -> str:
+    """Escape ``text`` for HTML and turn the Markdown marks the tables use (``**bold**``,
+    ```code```) into tags."""
+    s = html.escape(str(text), quote=False)
+    s = re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", s)
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", s)
+
+
+def html_blocks(lines: list[str]) -> list[str]:
+    """Markdown lines as HTML blocks: runs of ``- item`` lines as one list, other lines as paragraphs."""
+    out: list[str] = []
+    items: list[str] = []
+    for line in [*lines, ""]:
+        if line.startswith("- "):
+            items.append(f"<li>{inline_html(line[2:])}</li>")
+            continue
+        if items:
+            out.append(f"<ul>{''.join(items)}</ul>")
+            items = []
+        if line.strip():
+            out.append(f"<p>{inline_html(line)}</p>")
+    return out
 
 
 _LATEX_SPECIAL = {

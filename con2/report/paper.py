@@ -1,7 +1,8 @@
 """The paper's published numbers and the names that join them to ours.
 
 ``workflow/resources/paper_numbers.csv`` (AUROC in percent; columns table, dataset, method,
-family, context, score, auroc_mean, auroc_std) and ``paper_compute_hours.csv`` (GPU hours per
+family, context, score, auroc_mean, auroc_std; the std is empty where the paper prints a number
+without one: the zero-shot rows and PANDA's) and ``paper_compute_hours.csv`` (GPU hours per
 run) are copies of the spec's files. Our datasets are registry names (``breastmnist``), the
 paper's are display names (``BreastMNIST``); a profile config may add names (``paper_names`` in
 the config). Our methods are ``(method, score)`` pairs, the paper's are table rows (a method and
@@ -85,10 +86,10 @@ def load_compute_hours(path: str | Path) -> pd.DataFrame:
     return pd.read_csv(path)
 
 
-def paper_value(
+def paper_row(
     paper: pd.DataFrame, table: str | None, dataset: str, method: str, score: str = "", context: str = ""
-) -> tuple[float, float] | None:
-    """``(mean, std)`` of one paper cell (std NaN where the paper gives none), or ``None``.
+) -> pd.Series | None:
+    """The paper's row of one cell (the first that matches, in the file's order), or ``None``.
 
     ``score`` / ``context`` empty match any; ``table`` ``None`` searches every table.
     """
@@ -104,5 +105,48 @@ def paper_value(
         return None
     if score and (hit["score"] == score).any():
         hit = hit[hit["score"] == score]
-    row = hit.iloc[0]
+    return hit.iloc[0]
+
+
+def paper_value(
+    paper: pd.DataFrame, table: str | None, dataset: str, method: str, score: str = "", context: str = ""
+) -> tuple[float, float] | None:
+    """``(mean, std)`` of one paper cell (std NaN where the paper gives none), or ``None`` (see :func:`paper_row`)."""
+    row = paper_row(paper, table, dataset, method, score, context)
+    if row is None:
+        return None
     return float(row["auroc_mean"]), float(row["auroc_std"]) if pd.notna(row["auroc_std"]) else float("nan")
+
+
+PAPER_CELL = ["dataset", "method", "context", "score"]  # what one published number is about
+
+
+def disagreement_notes(paper: pd.DataFrame, shown: pd.DataFrame, each_row_own: bool = False) -> list[str]:
+    """One note per cell the paper publishes in several of its tables with different numbers, among
+    the paper rows a table shows (``shown``: rows of ``paper``), e.g. CON2 (NND, invert) on
+    BreastMNIST: 81.7 ± 1.4 in Table 1 and 81.7 ± 0.9 in the alternative-contexts table. A table
+    keeps the number of the paper's table it shows; the note says so (``each_row_own``: a table
+    that lists every table's row, the reproduction report)."""
+    from con2.report.format import mean_std
+
+    if shown is None or shown.empty:
+        return []
+    notes = []
+    shown_keys = set(map(tuple, shown[PAPER_CELL].to_numpy().tolist()))
+    for key, rows in paper.groupby(PAPER_CELL, sort=False):
+        if tuple(key) not in shown_keys or len(rows[["auroc_mean", "auroc_std"]].drop_duplicates()) < 2:
+            continue
+        dataset, method, context, score = key
+        what = ", ".join(x for x in (score, context) if x)
+        values = "; ".join(f"{mean_std(r['auroc_mean'], r['auroc_std'])} in {r['table']}" for _, r in rows.iterrows())
+        mine = shown[(shown[PAPER_CELL] == pd.Series(key, index=PAPER_CELL)).all(axis=1)]["table"]
+        which = (
+            "each row shows its own table's number"
+            if each_row_own
+            else f"this table shows {' and '.join(dict.fromkeys(mine))}'s"
+        )
+        notes.append(
+            f"The paper's own tables disagree on {method}{f' ({what})' if what else ''} on {dataset}: {values}; "
+            f"{which}."
+        )
+    return notes

@@ -42,7 +42,14 @@ from con2.report.artefacts import TABLES, ReportInputs
 from con2.report.collect import dataset_level, summarize
 from con2.report.format import CELL_NOTE, MISSING, Table, cell, shown, shown_diff, signed
 from con2.report.methods import Methods, Subject, lacking_weights, method_names, missing_weights_notes, subject_of
-from con2.report.paper import dataset_label, dataset_names, external_code_notes, paper_value
+from con2.report.paper import (
+    dataset_label,
+    dataset_names,
+    disagreement_notes,
+    external_code_notes,
+    paper_row,
+    paper_value,
+)
 
 LOADED_CPU_SHARE = 0.8  # a training job that got less of the CPU it asked for ran under load
 ReportCfg = Mapping[str, Any]
@@ -96,6 +103,59 @@ def ordered_datasets(present: list[str], *preferred: list[str]) -> list[str]:
     for lst in preferred:
         order += [d for d in lst if d in present and d not in order]
     return order + sorted(d for d in present if d not in order)
+
+
+def profile_datasets(config: Mapping[str, Any], status: Mapping[str, Mapping[str, Any]] | None = None) -> set[str]:
+    """The datasets the profile's grid runs: those its ``experiments`` name (``only_datasets`` applied)
+    and every dataset of the data status (the grid's data, checked by the workflow)."""
+    from con2.experiments import as_list
+
+    only = set(as_list(config.get("only_datasets")))
+    named = {d for exp in (config.get("experiments") or {}).values() for d in as_list((exp or {}).get("datasets"))}
+    checked = {str(m.get("dataset", key.split("/")[0])) for key, m in (status or {}).items()}
+    return {d for d in named if not only or d in only} | checked
+
+
+def _why_skipped(marker: Mapping[str, Any]) -> str:
+    """The data layer's reason without its own fix list ("pneumoniamnist.npz not found in ...")."""
+    reason = " ".join(str(marker.get("reason", "its data were not found")).split())
+    why = reason.split(" Fix: ")[0].removeprefix(f"{marker.get('dataset', '')}: ").rstrip(".")
+    return why + (
+        " (download: false in the profile)" if "(download: false" in reason and "(download" not in why else ""
+    )
+
+
+def absent_notes(
+    absent: list[str], config: Mapping[str, Any], status: Mapping[str, Mapping[str, Any]] | None
+) -> list[str]:
+    """Why each dataset of a table has no run: not in the profile, or in it but skipped for want of
+    data (why, and the fix: ``con2 data get`` or ``--config data_dir=...`` for data already on disk,
+    from the data status the workflow wrote), or in it with no record yet."""
+    skipped: dict[str, Mapping[str, Any]] = {}
+    for key, marker in (status or {}).items():
+        if marker.get("status") == "skipped":
+            skipped.setdefault(str(marker.get("dataset", key.split("/")[0])), marker)
+    in_profile = profile_datasets(config, status)
+    notes = []
+    outside = [dataset_label(d) for d in absent if d not in in_profile]
+    if outside:
+        notes.append(f"Not in this profile: {', '.join(outside)} (no experiment of the profile names them).")
+    for d in absent:
+        if d in skipped:
+            marker = skipped[d]
+            fix = marker.get("fix") or f"con2 data get {d} --data-dir DIR"
+            notes.append(
+                f"{dataset_label(d)}: in this profile but skipped, its data are missing ({_why_skipped(marker)}). "
+                f"Fix: `{fix}`, or for data already on disk elsewhere `--config data_dir=DIR`; then run the "
+                "same snakemake command again."
+            )
+    pending = [dataset_label(d) for d in absent if d in in_profile and d not in skipped]
+    if pending:
+        notes.append(
+            f"In this profile, no run of a main variant here yet: {', '.join(pending)} (the workflow's last lines "
+            "say what is missing)."
+        )
+    return notes
 
 
 def _classes_text(classes: list[str]) -> str:
@@ -192,6 +252,7 @@ def method_table(
     config: Mapping[str, Any],
     datasets: list[str],
     paper_table: str | None,
+    status: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> Table:
     """Rows: our methods (main variants, the subject first) each followed by the paper's row; then
     paper-only rows.
@@ -200,7 +261,7 @@ def method_table(
     of our cells says over how many normal classes and seeds, and a note names every column whose
     methods ran different classes (compare those across rows in ``per_class_<dataset>``). A method
     of the profile's experiments that has no run because its pretrained weights are missing is
-    named in a note with how to get them.
+    named in a note with how to get them, and a dataset without runs with why (:func:`absent_notes`).
     """
     rep = report_block(config)
     runs = headline(runs)
@@ -298,11 +359,10 @@ def method_table(
                 f"{dataset_label(d)}: the methods ran different normal classes ({spread}): compare them per class in "
                 f"per_class_{d} (where that table exists), not across these rows."
             )
-    missing = [dataset_label(d) for d in cols if d not in set(ours["dataset"])] if cols else []
-    if missing:
-        notes.append(f"Not run in this profile: {', '.join(missing)}.")
+    notes += absent_notes([d for d in cols if d not in set(ours["dataset"])], config, status)
     notes += missing_weights_notes(config, runs, cols)
     notes += external_code_notes(m for m in psel["method"] if m not in used_paper)
+    notes += disagreement_notes(paper, psel[psel["dataset"].isin([dmap.get(d, d) for d in cols])])
     frame = pd.DataFrame(
         data,
         columns=[
@@ -335,6 +395,7 @@ def table1_medical(inputs: ReportInputs) -> Table:
         config,
         list(rep["medical"]),
         "table1_medical",
+        inputs.status,
     )
 
 
@@ -350,6 +411,7 @@ def natural_summary(inputs: ReportInputs) -> Table:
         config,
         list(rep["natural"]),
         "table_all_contexts_natural",
+        inputs.status,
     )
 
 
@@ -375,14 +437,16 @@ def nnd_vs_lh(inputs: ReportInputs) -> Table:
     labels = [names.score_label(subject.method, s) for s in scores]
     context = main_context(rep, subject)
     datasets = ordered_datasets(list(dict.fromkeys(level["dataset"])), rep["medical"], rep["natural"])
-    rows, data = [], []
+    rows, data, shown_paper = [], [], []
     for d in datasets:
         cells, pcells, means = [], [], []
         for s in scores:
             st = _lookup(level, dataset=d, score=s)
             means.append(st.mean)
             target = names.paper_row(subject.method, s)
-            pv = paper_value(paper, None, dmap.get(d, d), *target, context) if target else None
+            prow = paper_row(paper, None, dmap.get(d, d), *target, context) if target else None
+            shown_paper += [] if prow is None else [prow]
+            pv = None if prow is None else (float(prow["auroc_mean"]), float(prow["auroc_std"]))
             cells.append(st.text())
             pcells.append(cell(*(pv or (np.nan, np.nan)), 0, 0))
             data.append(
@@ -412,7 +476,8 @@ def nnd_vs_lh(inputs: ReportInputs) -> Table:
         frame,
         [
             f"{subject.label} {subject.main_variant} runs (every score from the same runs); {CELL_NOTE}{diff_note} "
-            f"Paper values: the paper's rows of these scores ({context or 'any'} context), from any of its tables."
+            f"Paper values: the paper's rows of these scores ({context or 'any'} context), from any of its tables.",
+            *disagreement_notes(paper, pd.DataFrame(shown_paper)),
         ],
     )
 
@@ -561,6 +626,9 @@ def context_table(
             f"{subject.label} with one context each (the runs' contexts tag{f', loss {loss}' if loss else ''}); "
             f"AUROC (%), mean ± std; {CELL_NOTE} Per dataset, every context column averages the same normal classes.",
             *like_notes,
+            *disagreement_notes(
+                paper, psel[psel["dataset"].isin([dmap.get(d, d) for d in shown_ds]) & psel["context"].isin(contexts)]
+            ),
         ],
         midrules,
     )
@@ -697,7 +765,8 @@ def per_class(inputs: ReportInputs) -> Table:
         frame,
         [
             f"One-vs-rest: the class is normal, every other test image anomalous; {over}. Last row: the mean over the "
-            "c classes a method ran, ± the std of the class means ([c×s])."
+            "c classes a method ran, ± the std of the class means ([c×s]).",
+            *(absent_notes([dataset], config, inputs.status) if summ.empty else []),
         ],
     )
 
@@ -733,6 +802,11 @@ def silhouette(inputs: ReportInputs) -> Table:
     sel, like_notes = like_with_like(sel, "label", "variant")
     empty = pd.DataFrame(columns=["dataset", "label", "mean", "std", "n", "n_classes", "seeds_min", "seeds_max"])
     level = _level(sel, ["dataset", "label"], "silhouette") if not sel.empty else empty
+    # which normal classes each bar of the figure averages (like with like may keep only some)
+    classes = sel.groupby(["dataset", "label"])["normal_class"].agg(lambda c: _classes_text(list(set(c))))
+    level = level.assign(
+        classes=[classes.get((d, lab), "") for d, lab in zip(level["dataset"], level["label"])] if len(level) else []
+    )
     labels = sorted(dict.fromkeys(level["label"]), key=lambda s: (0 if "(" not in s else 1, s))
     datasets = ordered_datasets(list(dict.fromkeys(level["dataset"])), rep["medical"], rep["natural"])
     rows = []
@@ -1139,7 +1213,11 @@ def reproduction(inputs: ReportInputs) -> Table:
         "(|ours − paper| ≤ paper std, on the shown values)."
     ]
     lead = [*verdict_lines(inputs.runs, frame, config, names), *lead]  # every reading's column, not only headlines
-    notes = [f"{CELL_NOTE} Differences and 'within std' use the shown (rounded) values."]
+    notes = [
+        f"{CELL_NOTE} Differences and 'within std' use the shown (rounded) values. A paper number without a std "
+        "(zero-shot rows, PANDA's) is printed alone and has no 'within std'.",
+        *disagreement_notes(paper, paper, each_row_own=True),
+    ]
     if len(matched):
         notes.append(
             f"Mean difference {matched['diff'].mean():+.1f}, mean absolute difference "

@@ -291,6 +291,7 @@ def artefact_inputs(artefact):
         "hours": PAPER_HOURS,
         "measured": SCORE_RUNTIME_CSV,
         "table": f"results/tables/{TABLES[artefact.table].stem}.csv" if artefact.table else None,
+        "status": DATA_STATUS,  # which datasets were skipped for want of data (a table's notes say why)
         "panels": None,
     }
     inputs = {name: files[name] for name in artefact.reads if files[name]}

@@ -1,7 +1,9 @@
 # Tables: one rule (and one target) per entry of con2.report.artefacts.TABLES, each writing CSV
-# (numbers), Markdown and LaTeX (booktabs, "mean ± std") from the files its builder reads
-# (results/evaluation/runs.csv, the paper's numbers, ...), so deleting a table and naming it as
-# the target rebuilds that table alone. A table made per dataset (`each`) has a {dataset} wildcard.
+# (numbers), Markdown, LaTeX (booktabs, "mean ± std") and HTML from the files its builder reads
+# (results/evaluation/runs.csv, the paper's numbers, the data status, ...), so deleting a table and
+# naming it as the target rebuilds that table alone. A table made per dataset (`each`) has a
+# {dataset} wildcard. The HTML (the Markdown's cells and notes, rounded as there) is the file the
+# HTML report (`snakemake --report`) embeds; the CSV holds the unrounded numbers for machines.
 # The profile settings a table is built from (report:, ...) are a param of its rule: changing one
 # rebuilds the tables it shapes.
 
@@ -36,9 +38,10 @@ for _name, _table in TABLES.items():
         input:
             **artefact_inputs(_table),
         output:
-            csv=report(f"results/tables/{_table.stem}.csv", caption=caption(_name), category="Tables"),
+            csv=f"results/tables/{_table.stem}.csv",
             md=f"results/tables/{_table.stem}.md",
             tex=f"results/tables/{_table.stem}.tex",
+            html=report(f"results/tables/{_table.stem}.html", caption=caption(_name), category="Tables"),
         params:
             table=_name,
             **artefact_params(_table),

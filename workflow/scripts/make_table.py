@@ -1,8 +1,8 @@
-"""Snakemake script of the table rules: one table of con2.report.artefacts.TABLES (CSV + MD + TeX).
+"""Snakemake script of the table rules: one table of con2.report.artefacts.TABLES (CSV + MD + TeX + HTML).
 
 ``params.table`` names the table, ``params.settings`` gives the profile settings it is built from
 (a rerun trigger: a changed ``report:`` setting rebuilds it); the rule's inputs are the files it
-reads (``runs``, ``paper``, ``hours``, ``measured``), and the ``dataset`` wildcard, where there is
+reads (``runs``, ``paper``, ``hours``, ``measured``, ``status``), and the ``dataset`` wildcard, where there is
 one, the dataset of a table made per dataset.
 """
 
@@ -21,7 +21,7 @@ def main() -> None:
     files = {name: str(getattr(snakemake.input, name)) for name in FILE_INPUTS if name in snakemake.input.keys()}
     dataset = str(getattr(snakemake.wildcards, "dataset", ""))
     table = build_table(artefact.name, ReportInputs.load(artefact, files, dict(snakemake.params.settings), dataset))
-    table.write(snakemake.output.csv, snakemake.output.md, snakemake.output.tex)
+    table.write(snakemake.output.csv, snakemake.output.md, snakemake.output.tex, snakemake.output.html)
     print(table.markdown())
 
 
