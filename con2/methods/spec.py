@@ -106,6 +106,8 @@ class MethodSpec:
     scoring_params: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        if not self.scoring_params:
+            return  # nothing to check (Params need not be a dataclass then)
         names = {f.name for f in fields(self.Params)}
         unknown = [p for p in self.scoring_params if p not in names]
         if unknown:
