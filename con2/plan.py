@@ -294,7 +294,7 @@ def read_sizes(path: Path) -> dict[tuple[str, str], tuple[int, str]]:
 
 
 def manifest_size(data_dir: Path, dataset: str, normal_class: str, size: int) -> int | None:
-    """``n_train`` of a prepared split's manifest under ``data_dir`` (any seed), or ``None``."""
+    """``n_train`` of a prepared split's manifest (prepared cache of ``data_dir``'s data, any seed), or ``None``."""
     from con2.data.cache import cache_dir
     from con2.data.manifest import manifest_filename
 
@@ -324,7 +324,7 @@ def train_sizes(
             continue
         found = manifest_size(data_dir, *key, run.data_size) if data_dir is not None else None
         if found is not None:
-            sizes[key], where[run.dataset] = found, "split manifest under data_dir"
+            sizes[key], where[run.dataset] = found, "split manifest of the prepared data"
             continue
         hit = table.get(key) or table.get((run.dataset, "*"))
         if hit is None:

@@ -173,4 +173,4 @@ def test_a_prepared_split_manifest_gives_the_size(tables: dict[str, Path], tmp_p
     runs = expand_grid(PROFILE, normal_classes)
     sizes, where = plan.train_sizes(runs, plan.read_sizes(tables["sizes"]), tmp_path)
     assert sizes[("digits", "0")] == 77 and sizes[("digits", "1")] == 101
-    assert where["digits"] == "split manifest under data_dir"
+    assert where["digits"] == "split manifest of the prepared data"
