@@ -588,7 +588,7 @@ def test_offline_without_data_ends_with_the_skipped_data_summary(tmp_path: Path)
     # Table 1 says which columns are skipped for missing data (why, the fix) and which are not in the profile
     for name, label in (("breastmnist", "BreastMNIST"), ("pneumonia", "Pneumonia")):
         assert f"- {label}: in this profile but skipped, its data are missing (" in table1, table1
-        assert f"Fix: `con2 data get {name} --data-dir {empty} --size 28`, or for data already on disk" in table1
+        assert f"Fix: `con2 data get {name} --data-dir ../data --size 28`, or for data already on disk" in table1
     assert "- Not in this profile: OctMNIST, Kvasir, BR35H, Melanoma (" in table1 and "Not run in" not in table1
     assert not list(empty.rglob("*.npz")) and not any(p.name.startswith(".") for p in empty.rglob("*"))
 
