@@ -107,6 +107,8 @@ TABLES: dict[str, Artefact] = _registry(
         "every reading of the paper (training settings, scoring readings) against the default",
         module="fidelity",
     ),
+    _table("fidelity_native", "the native-resolution study: 64 px native against upsampled", module="fidelity"),
+    _table("fidelity_length", "the length study: 128 epochs at 28 px with the learning curve", module="fidelity"),
     _table(
         "per_class",
         "AUROC per normal class of each dataset of report.per_class",
