@@ -224,6 +224,41 @@ def test_autocast_policy():
     assert autocast_enabled(torch.device("cuda"), amp=True) and not autocast_enabled(torch.device("cuda"), amp=False)
 
 
+# /proc/cpuinfo as the three CPU kinds this project has run on print it (flags shortened)
+CPUINFO_AMX = (
+    "processor\t: 0\nmodel name\t: Intel Xeon\nflags\t\t: fpu avx2 avx512f avx512_vnni avx512_bf16 amx_bf16 amx_tile\n"
+)
+CPUINFO_AVX512_ONLY = "processor\t: 0\nmodel name\t: Intel Xeon\nflags\t\t: fpu avx2 avx512f avx512bw avx512_vnni\n"
+CPUINFO_ZEN4 = "processor\t: 0\nmodel name\t: AMD EPYC\nflags\t\t: fpu avx2 avx512f avx512_bf16\n"
+CPUINFO_OLD_AMD = "processor\t: 0\nmodel name\t: AMD EPYC\nflags\t\t: fpu avx2 fma\n"
+
+
+@pytest.mark.parametrize(
+    "cpuinfo, onednn, native",
+    [
+        (CPUINFO_AMX, True, True),
+        (CPUINFO_ZEN4, True, True),
+        (CPUINFO_AVX512_ONLY, True, False),  # oneDNN emulates bf16 there: 2.35x slower than float32
+        (CPUINFO_OLD_AMD, False, False),
+        (CPUINFO_AMX, False, False),  # oneDNN without bf16 kernels: never autocast
+        ("no flags here\n", True, True),  # no flags to read (not Linux): oneDNN's word stands
+    ],
+)
+def test_native_bf16_needs_the_cpu_flag_not_only_onednn(cpuinfo, onednn, native):
+    from con2.engine import cpu_flags, native_bf16_from_flags
+
+    assert native_bf16_from_flags(cpu_flags(cpuinfo), onednn) is native
+
+
+def test_cpu_has_native_bf16_reads_the_flags(monkeypatch):
+    import con2.engine as engine
+
+    avx512_only = engine.cpu_flags(CPUINFO_AVX512_ONLY)
+    monkeypatch.setattr(engine, "cpu_flags", lambda cpuinfo=None: avx512_only)
+    monkeypatch.setattr(torch.ops.mkldnn, "_is_mkldnn_bf16_supported", lambda: True, raising=False)
+    assert not engine.cpu_has_native_bf16() and not engine.autocast_enabled(torch.device("cpu"), amp=True)
+
+
 def test_steady_training_step_builds_no_tensor_from_host_data(tiny):
     """``torch.tensor(data)`` in the step would be a blocking host-to-device copy on a GPU, every step."""
     from torch.utils._python_dispatch import TorchDispatchMode
