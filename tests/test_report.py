@@ -126,6 +126,19 @@ def config() -> dict:
                     {"label": "k3", "method": "con2", "variant": "k3", "score": "nnd"},
                 ],
             },
+            "fidelity_native": {
+                "datasets": ["breastmnist"],
+                "reference": "flip",
+                "rows": [{"label": "flip", "method": "con2", "variant": "flip", "score": "nnd"}],
+            },
+            "fidelity_length": {
+                "datasets": ["breastmnist"],
+                "rows": [{"label": "SimCLR", "method": "simclr", "variant": "default", "score": "knn"}],
+            },
+            "bound": {
+                "dataset": "breastmnist",
+                "budgets": [{"label": "28 px", "con2": "invert", "content": "context_only", "simclr": "default"}],
+            },
         }
     }
 
@@ -440,6 +453,7 @@ def test_every_artefact_is_made_from_exactly_the_inputs_it_declares(
         "hours": str(RESOURCES / "paper_compute_hours.csv"),
         "measured": str(measured),
         "status": str(status),
+        "gpu": str(ROOT / "benchmarks" / "measured"),
     }
     report = config["report"]
     made = set()

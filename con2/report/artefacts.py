@@ -28,9 +28,10 @@ if TYPE_CHECKING:
 # or a study's own; ``paper``: paper_numbers.csv; ``hours``: paper_compute_hours.csv; ``measured``:
 # the score-runtime measurements; ``table``: the CSV of the table a figure draws; ``status``: the
 # data status of the grid, results/data/status.json, which says which datasets were skipped for want
-# of data and why) and ``panels``, the run directories the workflow picks for the PCA figure (a
-# param, not a file).
-FILE_INPUTS: tuple[str, ...] = ("runs", "paper", "hours", "measured", "table", "status")
+# of data and why; ``gpu``: the folder benchmarks/measured/, whose *gpu_fidelity*.jsonl lines are the
+# GPU runs) and ``panels``, the run directories the workflow picks for the PCA figure (a param, not a
+# file).
+FILE_INPUTS: tuple[str, ...] = ("runs", "paper", "hours", "measured", "table", "status", "gpu")
 INPUTS: tuple[str, ...] = (*FILE_INPUTS, "panels")
 
 
@@ -110,6 +111,12 @@ TABLES: dict[str, Artefact] = _registry(
     _table("fidelity_native", "the native-resolution study: 64 px native against upsampled", module="fidelity"),
     _table("fidelity_length", "the length study: 128 epochs at 28 px with the learning curve", module="fidelity"),
     _table(
+        "budget_bound",
+        "how far each measured budget goes: CON2 as printed against content alone and SimCLR (report.bound)",
+        ("runs", "gpu"),
+        module="bound",
+    ),
+    _table(
         "per_class",
         "AUROC per normal class of each dataset of report.per_class",
         ("runs", "status"),
@@ -178,6 +185,7 @@ class ReportInputs:
             ``None`` where not given (a dataset absent from the runs is then "not run", no reason).
         dataset: the dataset of an artefact made per dataset (``each``), else "".
         panels: ``(title, run directory)`` per PCA panel.
+        gpu: the GPU runs of ``benchmarks/gpu_fidelity.py`` (:func:`con2.report.bound.read_gpu_lines`).
     """
 
     config: Mapping[str, Any] = field(default_factory=dict)
@@ -189,6 +197,7 @@ class ReportInputs:
     status: Mapping[str, Mapping[str, Any]] | None = None
     dataset: str = ""
     panels: tuple[tuple[str, str], ...] = ()
+    gpu: pd.DataFrame | None = None
 
     @property
     def report(self) -> Mapping[str, Any]:
@@ -224,6 +233,7 @@ class ReportInputs:
             "measured": pd.read_csv,
             "table": lambda p: pd.read_csv(p, dtype={"normal_class": str, "classes": str}),
             "status": lambda p: json.loads(Path(p).read_text()),
+            "gpu": _read_gpu_folder,
         }
         wanted = [r for r in artefact.reads if r in FILE_INPUTS]
         missing = [r for r in wanted if r not in files]
@@ -246,3 +256,12 @@ def table_targets(report: Mapping[str, Any], root: str = "results/tables") -> li
 def figure_targets(report: Mapping[str, Any], root: str = "results/figures") -> list[str]:
     """Every figure file (png, pdf) of a profile."""
     return targets(FIGURES, report, root, ("png", "pdf"))
+
+
+def _read_gpu_folder(folder: str) -> pd.DataFrame:
+    """The GPU runs in ``folder``'s ``*gpu_fidelity*.jsonl`` files (:func:`con2.report.bound.read_gpu_lines`)."""
+    from pathlib import Path
+
+    from con2.report.bound import read_gpu_lines  # pandas: loaded only when a builder reads it
+
+    return read_gpu_lines(sorted(Path(folder).glob("*gpu_fidelity*.jsonl")))

@@ -91,6 +91,7 @@ PAPER_NUMBERS = os.path.relpath(WORKFLOW_DIR / "workflow" / "resources" / "paper
 PAPER_HOURS = os.path.relpath(WORKFLOW_DIR / "workflow" / "resources" / "paper_compute_hours.csv")
 RUNS_CSV = "results/evaluation/runs.csv"
 SCORE_RUNTIME_CSV = "results/score_runtime/score_runtime.csv"
+GPU_MEASURED = os.path.relpath(WORKFLOW_DIR / "benchmarks" / "measured")
 SUMMARY_CSV = "results/evaluation/summary.csv"
 SKIPPED_CSV = "results/evaluation/skipped.csv"  # the records evaluate left out: file, problem, fix
 DATA_STATUS = f"{E.DATA_ROOT}/status.json"
@@ -292,6 +293,7 @@ def artefact_inputs(artefact):
         "measured": SCORE_RUNTIME_CSV,
         "table": f"results/tables/{TABLES[artefact.table].stem}.csv" if artefact.table else None,
         "status": DATA_STATUS,  # which datasets were skipped for want of data (a table's notes say why)
+        "gpu": GPU_MEASURED,  # benchmarks/measured/: the GPU runs' JSON lines (report.bound)
         "panels": None,
     }
     inputs = {name: files[name] for name in artefact.reads if files[name]}
