@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import copy
 import functools
-import glob
 import json
 import os
 import re
@@ -233,11 +232,35 @@ def record_key(path: str | Path) -> str | None:
     return None if ident is None else run_key(**ident)
 
 
+def record_files(root: str | Path) -> list[str]:
+    """Every ``record.json`` below ``root`` (sorted; hidden folders skipped, as a glob skips them).
+    A folder is walked once: a symbolic link to a folder already walked, or to one inside ``root``
+    (``ln -s ../.. loop``: a loop, or a second name of the same runs), is not followed, so no record
+    is found twice under another name; links to folders elsewhere are followed."""
+    top = os.path.realpath(root)
+    seen: set[str] = set()
+    out = []
+    for folder, subfolders, files in os.walk(root, followlinks=True):
+        real = os.path.realpath(folder)
+        if real in seen or (folder != str(root) and os.path.islink(folder) and _inside(real, top)):
+            subfolders[:] = []
+            continue
+        seen.add(real)
+        subfolders[:] = sorted(d for d in subfolders if not d.startswith("."))
+        if "record.json" in files:
+            out.append(os.path.join(folder, "record.json"))
+    return sorted(out)
+
+
+def _inside(path: str, top: str) -> bool:
+    return path == top or path.startswith(top.rstrip(os.sep) + os.sep)
+
+
 def records_on_disk(root: str | Path = RUNS_ROOT) -> tuple[list[str], list[str]]:
     """``(records, others)`` under ``root``: every ``<key>/record.json`` whose path is a run key, and
     every other ``record.json`` there (a copied ``seed0.bak``, a deeper or shallower folder), which
     aggregation must not count as a run. Both sorted, each path ``root`` joined with the rest."""
-    found = sorted(glob.glob(os.path.join(glob.escape(str(root)), "**", "record.json"), recursive=True))
+    found = record_files(root)
     runs = [p for p in found if len(Path(p).relative_to(root).parts) == 6 and record_key(p) is not None]
     kept = set(runs)
     return runs, [p for p in found if p not in kept]
