@@ -495,6 +495,8 @@ def load_profile(path: Path) -> dict[str, Any]:
     from con2.config import read_text_file, safe_yaml, yaml_problem
 
     fix = "pass a workflow profile, e.g. workflow/config/paper.yaml"
+    if not path.exists():
+        raise ConfigError(f"cannot read --configfile {path}: No such file or directory")
     text = read_text_file(path, "--configfile", fix)  # bounded: /dev/zero is refused, not read
     try:
         config = safe_yaml(text, f"--configfile {path}", fix)
