@@ -13,9 +13,11 @@
 # downloaded where no credentials are needed (Kaggle ones with credentials); what cannot be had is
 # skipped and listed at the very end (strict=true: an error instead).
 
+from snakemake.exceptions import WorkflowError
 from snakemake.utils import min_version, validate
 
 from con2.data import default_data_dir
+from con2.experiments import GridError, check_profile_size
 
 min_version("9.0")
 
@@ -24,6 +26,11 @@ if "experiments" not in config:  # no profile given with --configfile: the defau
 
     configfile: f"{workflow.basedir}/workflow/config/default.yaml"
 
+
+try:  # before anything prints or walks the config: a YAML file of nested aliases expands to billions
+    check_profile_size(config)
+except GridError as exc:
+    raise WorkflowError(f"invalid workflow config: {exc}") from None
 
 config.setdefault("data_dir", str(default_data_dir()))  # $CON2_DATA_DIR, else ./data
 for _flag in ("download", "strict", "progress", "compile"):  # `--config strict=true` arrives as the string "true"

@@ -12,13 +12,14 @@ import dataclasses
 import hashlib
 import json
 import math
+import re
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from con2.errors import ConfigError
+from con2.errors import ConfigError, read_failure
 
 # Keys that never change a run's results: where the data live, where and how fast it runs, how
 # often it checkpoints, progress output, scoring chunk sizes. Excluded from the config hash; the
@@ -46,6 +47,20 @@ EVALUATE_RUNTIME_KEYS: tuple[str, ...] = ("data_dir", "device", "threads", "prog
 # (the paper uses 40); seeds are numpy seeds (0 .. 2**32 - 1).
 MAX_TTA = 1024
 MAX_SEED = 2**32 - 1
+# The largest image side: prepared data hold every image at this size in memory (digits at 1024 px
+# took 5.7 GB), and the paper's largest is 224 px.
+MAX_IMAGE_SIZE = 512
+# An encoder name: ``resnet18``, ``resnet18_cifar``, ``resnet18_imagenet`` or a timm model name
+# (``vit_tiny_patch16_224``, ``resnet50.a1_in1k``): letters, digits, '_', '.' and '-', matched in full.
+ENCODER_REGEX = r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}"
+RESNET_ENCODERS = ("resnet18", "resnet18_cifar", "resnet18_imagenet")
+# The most values (mappings, lists, scalars, counted as a reader walks them, YAML aliases expanded)
+# and text characters a config may hold: a YAML file of nested anchors ("billion laughs") is a few
+# lines that expand to billions of values, which printing or hashing would try to build.
+MAX_CONFIG_VALUES = 100_000
+MAX_CONFIG_CHARS = 10_000_000
+# The largest YAML file read as a config or profile (the paper's profile is 20 kB).
+MAX_CONFIG_BYTES = 1_000_000
 
 
 @dataclass
@@ -236,12 +251,24 @@ def validate(cfg: RunConfig) -> None:
     def out_of_range(key: str, rule: str, fix: str) -> ConfigError:
         return ConfigError(f"config key {key!r} must be {rule}, got {getattr(cfg, key)!r}. Fix: {fix}")
 
+    if re.fullmatch(ENCODER_REGEX, cfg.encoder) is None:
+        raise ConfigError(
+            f"config key 'encoder': {cfg.encoder!r} is not an encoder name (letters, digits, '_', '.' or '-'). "
+            f"Fix: --set encoder=resnet18, or a timm model name (timm.list_models())"
+        )
     positive = ("image_size", "width", "epochs", "batch_size", "eval_batch_size", "nn_chunk")
     for key in positive:
         if getattr(cfg, key) <= 0:
             raise ConfigError(f"config key {key!r} must be > 0, got {getattr(cfg, key)}")
     if cfg.data_size is not None and cfg.data_size <= 0:
         raise out_of_range("data_size", "> 0 (or null: image_size)", "--set data_size=28 (MedMNIST) or drop the key")
+    for key in ("image_size", "data_size"):
+        if (getattr(cfg, key) or 0) > MAX_IMAGE_SIZE:
+            raise out_of_range(
+                key,
+                f"at most {MAX_IMAGE_SIZE} px (every image is held in memory at this size; the paper's largest is 224)",
+                f"--set {key}=224 or smaller",
+            )
     smallest = min_image_size(cfg)
     if cfg.image_size < smallest:
         raise ConfigError(
@@ -323,10 +350,60 @@ def validate_readings(cfg: RunConfig) -> None:
         )
 
 
+def unknown_encoder(name: str) -> str | None:
+    """Why ``name`` is no encoder :func:`con2.models.build_encoder` can build, or None if it is one
+    (``resnet18`` and its stems without an import; any other name is asked of timm)."""
+    if name in RESNET_ENCODERS:
+        return None
+    if re.fullmatch(ENCODER_REGEX, name) is None:
+        return f"{name!r} is not an encoder name (letters, digits, '_', '.' or '-')"
+    try:
+        import timm
+    except ImportError:  # pragma: no cover - timm is a dependency of the methods that use it
+        return f"{name!r} is not resnet18 and timm is not installed"
+    if not timm.is_model(name):
+        return f"{name!r} is neither resnet18 nor a timm model name"
+    return None
+
+
+def check_size(value: Any, what: str, fix: str) -> None:
+    """Refuse a value that holds more than :data:`MAX_CONFIG_VALUES` values or :data:`MAX_CONFIG_CHARS`
+    characters of text, counted as a reader walks it (a YAML alias counts each time it is used), so a
+    file of nested anchors fails here at once rather than in the printer or hasher that expands it.
+
+    Raises:
+        ConfigError: naming ``what``, the bound and ``fix``.
+    """
+    values, chars = 0, 0
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        values += 1
+        if isinstance(item, (str, bytes)):
+            chars += len(item)
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple, set)):
+            stack.extend(item)
+        if values > MAX_CONFIG_VALUES or chars > MAX_CONFIG_CHARS:
+            raise ConfigError(
+                f"{what} expands to more than {MAX_CONFIG_VALUES:,} values or {MAX_CONFIG_CHARS:,} characters "
+                f"(nested YAML anchors and aliases?). Fix: {fix}"
+            )
+
+
+def safe_yaml(text: str, what: str, fix: str) -> Any:
+    """``yaml.safe_load(text)``, then :func:`check_size` (a bomb of aliases never expands)."""
+    loaded = yaml.safe_load(text)
+    check_size(loaded, what, fix)
+    return loaded
+
+
 def min_image_size(cfg: RunConfig) -> int:
     """The smallest input size of the configured ResNet18 (its total stride: 8 with the CIFAR stem,
     32 with the ImageNet stem); 1 for timm encoders, which :func:`con2.models.check_input_size` probes."""
-    if cfg.encoder not in ("resnet18", "resnet18_cifar", "resnet18_imagenet"):
+    if cfg.encoder not in RESNET_ENCODERS:
         return 1
     cifar = {"resnet18_cifar": True, "resnet18_imagenet": False}.get(
         cfg.encoder, cfg.image_size <= cfg.cifar_stem_max_size
@@ -334,7 +411,7 @@ def min_image_size(cfg: RunConfig) -> int:
     return 8 if cifar else 32
 
 
-def _yaml_problem(exc: yaml.YAMLError) -> str:
+def yaml_problem(exc: yaml.YAMLError) -> str:
     """One line for a YAML error: where, what (and that tags such as ``!!python/object`` are refused)."""
     mark = getattr(exc, "problem_mark", None)
     where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
@@ -350,11 +427,40 @@ def parse_override(text: str) -> tuple[str, Any]:
         raise ConfigError(f"override {text!r} must look like key=value")
     key, raw = text.split("=", 1)
     try:
-        return key.strip(), yaml.safe_load(raw)
+        return key.strip(), safe_yaml(
+            raw, f"override {key.strip()}=...", "write the value itself, e.g. params.contexts=[flip]"
+        )
     except yaml.YAMLError as exc:
         raise ConfigError(
-            f"override {text!r}: the value is not valid YAML ({_yaml_problem(exc)}). Fix: write a plain YAML "
+            f"override {text!r}: the value is not valid YAML ({yaml_problem(exc)}). Fix: write a plain YAML "
             f"value, e.g. epochs=8, crop_scale=[0.2,1.0], params.contexts=[flip], or quote a text: data_dir='my [data]'"
+        ) from None
+
+
+def read_text_file(path: Path, what: str, advice: str, limit: int = MAX_CONFIG_BYTES) -> str:
+    """The UTF-8 text of a regular file of at most ``limit`` bytes (read no further).
+
+    Raises:
+        ConfigError: in one line naming ``what`` and ``advice``: no such path, not a regular file
+            (a folder, ``/dev/zero``, a FIFO), larger than ``limit``, not UTF-8 text; an ``OSError``
+            (no permission) as :func:`con2.errors.read_failure` words it.
+    """
+    if not path.exists():
+        raise ConfigError(f"{what} {path} not found. Fix: {advice}")
+    if not path.is_file():
+        raise ConfigError(f"{what} {path} is not a regular file (a folder, a device or a pipe). Fix: {advice}")
+    try:
+        with open(path, "rb") as f:
+            data = f.read(limit + 1)
+    except OSError as exc:
+        raise ConfigError(f"{what}: {read_failure(exc)}") from None
+    if len(data) > limit:
+        raise ConfigError(f"{what} {path} is larger than {limit:,} bytes; a config is a short YAML file. Fix: {advice}")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"{what} {path} is not a YAML text file (byte {exc.start} is not UTF-8). Fix: {advice}"
         ) from None
 
 
@@ -367,20 +473,13 @@ def read_yaml_mapping(path: str | Path, what: str = "config file", fix: str | No
     the advice (e.g. for a file that ``con2 train`` wrote).
     """
     p = Path(path)
-    if not p.is_file():
-        raise ConfigError(f"{what} {p} not found")
     advice = fix or "pass a YAML mapping of con2.config.RunConfig keys to values (e.g. `epochs: 8`)"
+    text = read_text_file(p, what, advice)
     try:
-        text = p.read_bytes().decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ConfigError(
-            f"{what} {p} is not a YAML text file (byte {exc.start} is not UTF-8). Fix: {advice}"
-        ) from None
-    try:
-        loaded = yaml.safe_load(text)
+        loaded = safe_yaml(text, f"{what} {p}", advice)
     except yaml.YAMLError as exc:
         raise ConfigError(
-            f"{what} {p} is not valid YAML ({_yaml_problem(exc)}). Fix: {fix or 'correct that line'}"
+            f"{what} {p} is not valid YAML ({yaml_problem(exc)}). Fix: {fix or 'correct that line'}"
         ) from None
     if loaded is None:
         return {}

@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import copy
 import functools
-import glob
 import json
 import os
 import re
@@ -70,17 +69,65 @@ NAME_REGEX = r"[A-Za-z0-9][A-Za-z0-9_+-]{0,99}"
 NAME_PATTERN = f"^{NAME_REGEX}$"
 SEED_REGEX = r"\d{1,9}"
 CONFIG_HASH_REGEX = r"[0-9a-f]{16}"
-_NAME = re.compile(NAME_PATTERN)
-_SEED_DIR = re.compile(f"^seed({SEED_REGEX})$")
+_NAME = re.compile(NAME_REGEX)  # matched in full (re.fullmatch): '$' would accept a trailing newline
+_SEED_DIR = re.compile(f"seed({SEED_REGEX})")
 
 
 class GridError(ValueError):
     """The profile config names something that does not exist; the message names the key."""
 
 
+# Characters no string of a profile may hold: every value reaches a rule's params (Snakemake's HTML
+# report embeds them as JSON in a <script> element), a table's notes or the report's text (reST,
+# where `...`_ is a link): '<' (an HTML tag, '</script>'), '`' (reST links, Markdown code) and control
+# characters (a line break in a name, a title, a log line). ('>' alone opens nothing: "0->1" stays.)
+UNSAFE_TEXT = re.compile(r"[<`\x00-\x1f\x7f]")
+
+
 def is_name(value: Any) -> bool:
     """True for a string that matches :data:`NAME_PATTERN` (safe as a path component and a shell word)."""
-    return isinstance(value, str) and _NAME.match(value) is not None
+    return isinstance(value, str) and _NAME.fullmatch(value) is not None
+
+
+def check_profile_text(config: Any, where: str = "") -> None:
+    """Refuse a profile whose keys or strings hold an :data:`UNSAFE_TEXT` character, naming the key.
+    Walks the whole profile (call :func:`check_profile_size` first: a YAML bomb is refused there).
+
+    Raises:
+        GridError: naming the key (``run.encoder``), the value and the character.
+    """
+    if isinstance(config, dict):
+        items: Iterable[tuple[str, Any]] = [(f"{where}.{k}" if where else str(k), v) for k, v in config.items()]
+        for key in config:
+            _safe_text(key, f"{where or 'the profile'}: the key")
+    elif isinstance(config, (list, tuple)):
+        items = [(f"{where}[{i}]", v) for i, v in enumerate(config)]
+    else:
+        _safe_text(config, where)
+        return
+    for key, value in items:
+        check_profile_text(value, key)
+
+
+def _safe_text(value: Any, where: str) -> None:
+    """:class:`GridError` if ``value`` is a string holding an :data:`UNSAFE_TEXT` character."""
+    found = UNSAFE_TEXT.search(value) if isinstance(value, str) else None
+    if found:
+        raise GridError(
+            f"{where}: {value[:80]!r} holds {found.group()!r}: a profile's text reaches the report (HTML) and the "
+            "tables (Markdown), so '<', '`' and control characters (line breaks, tabs) are refused; "
+            "remove them from the profile"
+        )
+
+
+def check_profile_size(config: Any) -> None:
+    """Refuse a profile that expands to more values than any profile holds (nested YAML aliases):
+    :func:`con2.config.check_size`, as a :class:`GridError`. Call it before anything walks, prints
+    or hashes the profile (the schema check prints it)."""
+    try:
+        run_configs.check_size(config, "the profile", "write the values out, without nested anchors and aliases")
+    except ConfigError as exc:
+        raise GridError(str(exc)) from None
 
 
 def check_name(value: Any, where: str) -> str:
@@ -172,7 +219,7 @@ def path_identity(path: str | Path) -> dict[str, Any] | None:
     if len(parts) < 6 or parts[-1] != "record.json":
         return None
     *names, seed_dir = parts[-6:-1]
-    seed = _SEED_DIR.match(seed_dir)
+    seed = _SEED_DIR.fullmatch(seed_dir)
     if seed is None or not all(is_name(n) for n in names):
         return None
     return dict(zip(IDENTITY_KEYS, [*names, int(seed.group(1))], strict=True))
@@ -185,11 +232,35 @@ def record_key(path: str | Path) -> str | None:
     return None if ident is None else run_key(**ident)
 
 
+def record_files(root: str | Path) -> list[str]:
+    """Every ``record.json`` below ``root`` (sorted; hidden folders skipped, as a glob skips them).
+    A folder is walked once: a symbolic link to a folder already walked, or to one inside ``root``
+    (``ln -s ../.. loop``: a loop, or a second name of the same runs), is not followed, so no record
+    is found twice under another name; links to folders elsewhere are followed."""
+    top = os.path.realpath(root)
+    seen: set[str] = set()
+    out = []
+    for folder, subfolders, files in os.walk(root, followlinks=True):
+        real = os.path.realpath(folder)
+        if real in seen or (folder != str(root) and os.path.islink(folder) and _inside(real, top)):
+            subfolders[:] = []
+            continue
+        seen.add(real)
+        subfolders[:] = sorted(d for d in subfolders if not d.startswith("."))
+        if "record.json" in files:
+            out.append(os.path.join(folder, "record.json"))
+    return sorted(out)
+
+
+def _inside(path: str, top: str) -> bool:
+    return path == top or path.startswith(top.rstrip(os.sep) + os.sep)
+
+
 def records_on_disk(root: str | Path = RUNS_ROOT) -> tuple[list[str], list[str]]:
     """``(records, others)`` under ``root``: every ``<key>/record.json`` whose path is a run key, and
     every other ``record.json`` there (a copied ``seed0.bak``, a deeper or shallower folder), which
     aggregation must not count as a run. Both sorted, each path ``root`` joined with the rest."""
-    found = sorted(glob.glob(os.path.join(glob.escape(str(root)), "**", "record.json"), recursive=True))
+    found = record_files(root)
     runs = [p for p in found if len(Path(p).relative_to(root).parts) == 6 and record_key(p) is not None]
     kept = set(runs)
     return runs, [p for p in found if p not in kept]
@@ -425,6 +496,11 @@ def check_method(config: RunConfig | Mapping[str, Any]) -> None:
     key = json.dumps(shared, sort_keys=True)
     if key not in _METHODS_CHECKED:
         validate_run(cfg)
+        why = run_configs.unknown_encoder(cfg.encoder)
+        if why:
+            raise ConfigError(
+                f"config key 'encoder': {why}. Fix: encoder: resnet18, or a name timm.list_models() lists"
+            )
         _METHODS_CHECKED.add(key)
 
 
@@ -593,9 +669,12 @@ def workflow_grid(
     changes nothing.
 
     Raises:
-        GridError: the profile names something that does not exist or an unsafe name, a run's
+        GridError: the profile is too large, holds an unsafe character (:data:`UNSAFE_TEXT`), names
+            something that does not exist or an unsafe name, a run's
             config or method params are invalid, or (``strict``) a method lacks its weights.
     """
+    check_profile_size(config)
+    check_profile_text(config)
     runs = expand_grid(config, normal_classes, unknown_class)
     check_report(config, tables)
     runs, missing = drop_runs_without_weights(runs, own_rule_methods, strict)

@@ -23,9 +23,10 @@ from __future__ import annotations
 
 import argparse
 import csv
+import io
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -257,21 +258,67 @@ def rates_from_jsonl(lines: Iterable[str], source: str) -> list[Rate]:
     return out
 
 
+def read_table(path: Path, columns: Sequence[str], option: str) -> list[dict[str, str]]:
+    """The rows of a CSV table (at most 10 MB of UTF-8 text) that has every one of ``columns``.
+
+    Raises:
+        ConfigError: in one line naming ``option``, the file and the problem (missing, not a
+            regular file, too large, not text, columns missing).
+    """
+    from con2.config import read_text_file
+
+    fix = f"pass {option} a CSV file with the columns {', '.join(columns)} (the default's: {option} left out)"
+    text = read_text_file(path, option, fix, limit=10_000_000)
+    try:
+        reader = csv.DictReader(io.StringIO(text, newline=""))
+        missing = [c for c in columns if c not in (reader.fieldnames or [])]
+        rows = list(reader)
+    except csv.Error as exc:
+        raise ConfigError(f"{option} {path} is not a CSV table ({exc}). Fix: {fix}") from None
+    if missing:
+        raise ConfigError(f"{option} {path} lacks the column(s) {', '.join(missing)}. Fix: {fix}")
+    return rows
+
+
+def table_values(path: Path, option: str, build: Callable[[dict[str, str]], Any]) -> list[Any]:
+    """``build(row)`` for each row of a table read by :func:`read_table`; a value that is no number
+    where one is due is a ``ConfigError`` naming the file and its line."""
+    out = []
+    for line, row in enumerate(rows_of(path, option), start=2):
+        try:
+            out.append(build(row))
+        except (TypeError, ValueError, AttributeError) as exc:
+            raise ConfigError(f"{option} {path}, line {line}: {exc}. Fix: correct that line") from None
+    return out
+
+
+_TABLE_COLUMNS = {
+    "--throughput": THROUGHPUT_COLUMNS,
+    "--sizes": ("dataset", "normal_class", "n_train", "source"),
+    "--paper-hours": ("method", "dataset", "gpu_hours_per_run"),
+}
+
+
+def rows_of(path: Path, option: str) -> list[dict[str, str]]:
+    """The rows of the table ``option`` names (its columns: :data:`_TABLE_COLUMNS`)."""
+    return read_table(path, _TABLE_COLUMNS[option], option)
+
+
 def read_rates(path: Path) -> list[Rate]:
-    with open(path, newline="") as f:
-        return [
-            Rate(
-                r["device"],
-                int(r["image_size"]),
-                int(r["width"]),
-                int(r["batch_size"]),
-                int(r["views_per_image"]),
-                r["compile"].strip().lower() == "true",
-                float(r["images_per_s"]),
-                r["source"],
-            )
-            for r in csv.DictReader(f)
-        ]
+    return table_values(
+        path,
+        "--throughput",
+        lambda r: Rate(
+            r["device"],
+            int(r["image_size"]),
+            int(r["width"]),
+            int(r["batch_size"]),
+            int(r["views_per_image"]),
+            r["compile"].strip().lower() == "true",
+            float(r["images_per_s"]),
+            r["source"],
+        ),
+    )
 
 
 def write_rates(rates: Iterable[Rate], path: Path) -> None:
@@ -289,8 +336,10 @@ def write_rates(rates: Iterable[Rate], path: Path) -> None:
 
 def read_sizes(path: Path) -> dict[tuple[str, str], tuple[int, str]]:
     """``{(dataset, normal_class or '*'): (n_train, source)}`` from the sizes table."""
-    with open(path, newline="") as f:
-        return {(r["dataset"], r["normal_class"]): (int(r["n_train"]), r["source"]) for r in csv.DictReader(f)}
+    pairs = table_values(
+        path, "--sizes", lambda r: ((r["dataset"], r["normal_class"]), (int(r["n_train"]), r["source"]))
+    )
+    return dict(pairs)
 
 
 def manifest_size(data_dir: Path, dataset: str, normal_class: str, size: int) -> int | None:
@@ -345,8 +394,8 @@ def paper_hours_per_run(
     from con2.methods import all_methods
     from con2.report.paper import dataset_names
 
-    with open(path, newline="") as f:
-        table = {(r["method"], r["dataset"]): float(r["gpu_hours_per_run"]) for r in csv.DictReader(f)}
+    pairs = table_values(path, "--paper-hours", lambda r: ((r["method"], r["dataset"]), float(r["gpu_hours_per_run"])))
+    table = dict(pairs)
     specs, names = all_methods(), dataset_names(config)
     out = {}
     for run in runs:
@@ -443,12 +492,18 @@ def load_profile(path: Path) -> dict[str, Any]:
     """A workflow profile config (YAML), as Snakemake's ``--configfile`` reads it."""
     import yaml
 
+    from con2.config import read_text_file, safe_yaml, yaml_problem
+
+    fix = "pass a workflow profile, e.g. workflow/config/paper.yaml"
+    if not path.exists():
+        raise ConfigError(f"cannot read --configfile {path}: No such file or directory")
+    text = read_text_file(path, "--configfile", fix)  # bounded: /dev/zero is refused, not read
     try:
-        config = yaml.safe_load(path.read_text())
-    except OSError as exc:
-        raise ConfigError(f"cannot read --configfile {path}: {exc.strerror}") from None
+        config = safe_yaml(text, f"--configfile {path}", fix)
     except yaml.YAMLError as exc:
-        raise ConfigError(f"--configfile {path} is not valid YAML: {exc}") from None
+        raise ConfigError(
+            f"--configfile {path} is not valid YAML ({yaml_problem(exc)}). Fix: correct that line"
+        ) from None
     if not isinstance(config, dict) or "experiments" not in config:
         raise ConfigError(f"--configfile {path} is not a workflow profile (no `experiments:`); see workflow/config/")
     return config

@@ -46,7 +46,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from con2.errors import ConfigError, WeightsMissing
+from con2.errors import ConfigError, WeightsMissing, read_failure
 
 if TYPE_CHECKING:
     from torch import Tensor, nn
@@ -333,15 +333,36 @@ class Resolved:
         return {"set": self.weight_set.name, "file": str(self.path), "sha256": self.sha256, "verified": self.verified}
 
 
-def _search(ws: WeightSet, dirs: list[Path]) -> Path | None:
-    for d in dirs:
-        subs = [d, d / "hub" / "checkpoints", d / "checkpoints"]
-        if ws.hf_repo:
-            subs += [*_hf_snapshots(d, ws.hf_repo), *_hf_snapshots(d / "hub", ws.hf_repo)]
-        for sub in subs:
-            for name in ws.files:
-                if (sub / name).is_file():
-                    return sub / name
+def check_weights_dir() -> None:
+    """Refuse a ``$CON2_WEIGHTS_DIR`` that exists but is no folder (``/etc/passwd``): nothing can be
+    found in it, and "no file found in /etc/passwd" would hide the setting at fault.
+
+    Raises:
+        ConfigError: naming the variable, the path and the fix.
+    """
+    value = os.environ.get(ENV_DIR)
+    path = Path(os.path.expanduser(value)) if value else None
+    if path is not None and path.exists() and not path.is_dir():
+        raise ConfigError(
+            f"{ENV_DIR}={value} is not a folder. Fix: set {ENV_DIR} to the folder that holds the weights files "
+            f"(or unset it: torch's hub cache is searched too)"
+        )
+
+
+def _search(ws: WeightSet, dirs: list[Path], key: str = "weights") -> Path | None:
+    """The first file of ``ws`` in ``dirs`` (and their hub subfolders); a folder that cannot be read
+    is a ``ConfigError`` saying so (nothing is wrong with the weights in it)."""
+    try:
+        for d in dirs:
+            subs = [d, d / "hub" / "checkpoints", d / "checkpoints"]
+            if ws.hf_repo:
+                subs += [*_hf_snapshots(d, ws.hf_repo), *_hf_snapshots(d / "hub", ws.hf_repo)]
+            for sub in subs:
+                for name in ws.files:
+                    if (sub / name).is_file():
+                        return sub / name
+    except PermissionError as exc:
+        raise ConfigError(f"params.{key}: {read_failure(exc)}") from None
     return None
 
 
@@ -374,7 +395,9 @@ def resolve(value: str, set_name: str | WeightSet, key: str = "weights", sha256:
         ws, value = KNOWN[value], ""
     if not value or Path(os.path.expanduser(value)).is_dir():
         dirs = [Path(os.path.expanduser(value))] if value else cache_dirs(ws)
-        path = _search(ws, dirs)
+        if not value:
+            check_weights_dir()
+        path = _search(ws, dirs, key)
         if path is None:
             raise WeightsMissing(
                 f"{need} and no file {' or '.join(ws.files)} was found in {', '.join(map(str, dirs))}; "

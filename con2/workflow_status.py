@@ -29,8 +29,15 @@ UNAVAILABLE = "con2 workflow: unavailable: "  # prefix of the line prepare_data 
 
 def fix_command(dataset: str, size: int, data_dir: str | Path) -> str:
     """The command that puts ``dataset`` on disk at ``size`` (downloads where it can); ``data_dir``
-    as given, normalised (``a/../b`` is ``b``)."""
-    return f"con2 data get {dataset} --data-dir {os.path.normpath(data_dir)} --size {size}"
+    as given, normalised (``a/../b`` is ``b``). A ``data_dir`` that exists but is no folder
+    (``/etc/passwd``) is the problem itself: the fix then names another one first."""
+    where = os.path.normpath(data_dir)
+    if os.path.exists(where) and not os.path.isdir(where):  # the fix is another data_dir, not a download there
+        return (
+            f"--config data_dir=DIR (a folder: {where} is not one), then con2 data get {dataset} --data-dir DIR "
+            f"--size {size}"
+        )
+    return f"con2 data get {dataset} --data-dir {where} --size {size}"
 
 
 def unknown_class(dataset: str, normal_class: str) -> str | None:

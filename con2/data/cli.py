@@ -35,6 +35,20 @@ def cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def check_sizes(sizes: list[int]) -> None:
+    """Refuse a ``--size`` outside 1..:data:`con2.config.MAX_IMAGE_SIZE` before any image is made
+    (every image of the dataset is held in memory at that size)."""
+    from con2.config import MAX_IMAGE_SIZE
+    from con2.errors import ConfigError
+
+    bad = [s for s in sizes if not 0 < s <= MAX_IMAGE_SIZE]
+    if bad:
+        raise ConfigError(
+            f"--size {bad[0]}: a prepared size is 1..{MAX_IMAGE_SIZE} px (every image is held in memory at this "
+            f"size; the paper's largest is 224). Fix: --size 224 or smaller"
+        )
+
+
 def cmd_get(args: argparse.Namespace) -> int:
     """Locate or download dataset ``args.name``, verify it and prepare it at each requested size."""
     from tqdm import tqdm
@@ -45,6 +59,7 @@ def cmd_get(args: argparse.Namespace) -> int:
     info = get_info(args.name)
     data_dir = args.data_dir or default_data_dir()
     sizes = args.size or [source_of(info).default_size(info)]
+    check_sizes(sizes)
     for size in tqdm(sizes, desc=f"{info.name}", unit="size", disable=len(sizes) < 2):
         prep = prepare_dataset(info.name, data_dir, size, download=not args.no_download, progress=True, verify=True)
         where = prep.directory or "memory (nothing to cache)"

@@ -13,10 +13,12 @@ The network is touched only in :func:`_fetch_url`: tests replace it.
 
 from __future__ import annotations
 
+import os
 import urllib.request
 import zipfile
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from tqdm import tqdm
@@ -105,6 +107,59 @@ def _integer_labels(labels: np.ndarray) -> np.ndarray | None:
     return None
 
 
+# A member of an npz whose data expand more than this many times over their compressed bytes (and
+# above 64 MB) is refused as a zip bomb: MedMNIST images compress a few times, not a thousand.
+MAX_NPZ_RATIO = 1000
+
+
+def memory_bytes() -> int:
+    """The machine's physical memory in bytes (a large default where the OS does not say)."""
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - POSIX has both
+        return 1 << 40
+
+
+def _header_2_0(member: Any) -> tuple[tuple[int, ...], bool, np.dtype]:
+    """An .npy header of version 2.0 or 3.0 (3.0 differs only in its text's encoding)."""
+    return np.lib.format.read_array_header_2_0(member)
+
+
+def check_npz_sizes(path: Path, flag: str, fix: str) -> None:
+    """Read the header of every array in the npz (no data) and refuse, before any array is loaded,
+    one whose header declares more bytes than the file holds for it, a member that expands more than
+    :data:`MAX_NPZ_RATIO` times (a zip bomb), or arrays larger together than this machine's memory.
+
+    Raises:
+        DataError: naming the file, the array and its declared size, and ``fix``.
+    """
+    total = 0
+    with zipfile.ZipFile(path) as z:
+        for info in z.infolist():
+            with z.open(info) as member:
+                version = np.lib.format.read_magic(member)
+                read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else _header_2_0
+                shape, _, dtype = read_header(member)  # the header only
+            declared = int(np.prod(shape, dtype=object)) * dtype.itemsize
+            name = info.filename.removesuffix(".npy")
+            if declared > info.file_size:
+                raise DataError(
+                    f"{flag}: {path} array {name} declares shape {tuple(shape)} ({declared:,} bytes) but the file "
+                    f"holds {info.file_size:,} bytes for it; it is damaged. {fix}"
+                )
+            if info.file_size > 64 << 20 and info.file_size > MAX_NPZ_RATIO * max(info.compress_size, 1):
+                raise DataError(
+                    f"{flag}: {path} array {name} expands from {info.compress_size:,} to {info.file_size:,} bytes "
+                    f"(more than {MAX_NPZ_RATIO}x: a zip bomb, not images). {fix}"
+                )
+            total += declared
+    if total > memory_bytes():
+        raise DataError(
+            f"{flag}: {path} declares {total:,} bytes of arrays, more than this machine's {memory_bytes():,} bytes "
+            f"of memory. Fix: use a smaller size of {flag}, or a machine with more memory."
+        )
+
+
 def read_npz(path: Path, flag: str, size: int | None = None) -> dict[str, np.ndarray]:
     """Read and validate a MedMNIST npz; labels are flattened to ``(N,)``, images get a channel axis.
 
@@ -117,6 +172,7 @@ def read_npz(path: Path, flag: str, size: int | None = None) -> dict[str, np.nda
     """
     fix = f"Fix: delete {path} and run `con2 data get {flag}`."
     try:
+        check_npz_sizes(path, flag, fix)  # before np.load reads any array
         with np.load(path) as f:
             missing = [k for k in SPLIT_KEYS if k not in f.files]
             if missing:

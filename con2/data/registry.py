@@ -29,6 +29,7 @@ from con2.data.cache import Found, Prepared, cache_root, take
 from con2.data.manifest import manifest_filename, split_manifest, write_manifest
 from con2.data.source import DatasetInfo, Source, resolve_data_dir
 from con2.data.splits import one_class_split
+from con2.errors import read_failure
 
 __all__ = [
     "DATASETS",
@@ -307,10 +308,14 @@ def find_source(name: str, data_dir: str | Path | None, size: int) -> Found:
     """Locate dataset ``name``'s files under ``data_dir`` at ``size`` (no network, no image read).
 
     Raises:
-        DatasetMissing: nothing there; DataError: a damaged copy, an unknown name.
+        DatasetMissing: nothing there; DataError: a damaged copy, an unknown name, a folder that
+            cannot be read (no permission: nothing is said to be wrong with it).
     """
     info = get_info(name)
-    return source_of(info).find(info, resolve_data_dir(data_dir), size)
+    try:
+        return source_of(info).find(info, resolve_data_dir(data_dir), size)
+    except PermissionError as exc:  # a folder of the dataset that cannot be listed: a read, never a write
+        raise DataError(f"{info.name}: {read_failure(exc)}") from exc
 
 
 def prepare_dataset(

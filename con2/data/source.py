@@ -88,8 +88,9 @@ def resolve_data_dir(data_dir: str | Path | None) -> Path:
 
     d = Path(os.path.abspath(Path(data_dir).expanduser() if data_dir is not None else default_data_dir()))
     if d.exists() and not d.is_dir():
+        what = "a file" if d.is_file() else "a device, a pipe or a socket"
         raise DataError(
-            f"data_dir {d} is a file, not a folder. Fix: pass the folder that holds the datasets "
+            f"data_dir {d} is {what}, not a folder. Fix: pass the folder that holds the datasets "
             f"(`con2 train --set data_dir=DIR`, `con2 data get NAME --data-dir DIR`), e.g. {d.parent}"
         )
     return d

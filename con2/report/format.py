@@ -103,8 +103,8 @@ class Table:
     lead: list[str] = field(default_factory=list)
 
     def markdown(self) -> str:
-        def esc(s: str) -> str:
-            return str(s).replace("|", "\\|")
+        def esc(s: str) -> str:  # a cell (a record's label) never opens an HTML tag in a Markdown viewer
+            return str(s).replace("&", "&amp;").replace("<", "&lt;").replace("|", "\\|")
 
         lines = [f"### {self.title}", ""]
         if self.lead:

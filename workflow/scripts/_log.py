@@ -3,24 +3,66 @@
 from __future__ import annotations
 
 import contextlib
+import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 
 @contextlib.contextmanager
 def logged(snakemake: Any) -> Iterator[None]:
-    """Within the block, print() and tracebacks go to ``snakemake.log[0]`` (when the rule has one)."""
+    """Within the block, print() and tracebacks go to ``snakemake.log[0]`` (when the rule has one).
+
+    A write that fails for want of space or permission (:func:`con2.errors.write_failure`) ends the
+    script with one ``con2: error: ...`` line (on the console and, if it can still be written, in
+    the log) and exit status 1, not a traceback; a log that can no longer be written (a full disk)
+    never adds one of its own.
+    """
     if not snakemake.log:
-        yield
+        with one_line_write_errors(None):
+            yield
         return
     path = Path(str(snakemake.log[0]))
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as fh, contextlib.redirect_stdout(fh), contextlib.redirect_stderr(fh):
-        try:
+    fh = open(path, "a")
+    try:
+        with contextlib.redirect_stdout(fh), contextlib.redirect_stderr(fh), one_line_write_errors(fh):
             yield
-        except BaseException:
-            import traceback
+    finally:
+        with contextlib.suppress(OSError):  # the log's last buffer on a full disk: the console has the error
+            fh.close()
 
-            traceback.print_exc(file=fh)
+
+@contextlib.contextmanager
+def one_line_write_errors(log: IO[str] | None) -> Iterator[None]:
+    """A failed write (disk full, read-only, no permission) as one ``con2: error:`` line and exit 1;
+    any other error's traceback to ``log`` (as far as it can be written), then raised."""
+    from con2.errors import write_failure
+
+    try:
+        yield
+    except OSError as exc:
+        message = write_failure(exc)
+        if message is None:
+            _traceback(log)
             raise
+        line = f"con2: error: {message}"
+        if log is not None:
+            with contextlib.suppress(OSError):
+                print(line, file=log, flush=True)
+        print(line, file=sys.__stderr__, flush=True)
+        raise SystemExit(1) from None
+    except BaseException:
+        _traceback(log)
+        raise
+
+
+def _traceback(log: IO[str] | None) -> None:
+    """The current exception's traceback into ``log`` (nothing if there is none or it cannot be written)."""
+    if log is None:
+        return
+    import traceback
+
+    with contextlib.suppress(OSError):
+        traceback.print_exc(file=log)
+        log.flush()
