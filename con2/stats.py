@@ -281,14 +281,28 @@ def mean_interval(groups: Sequence[Sequence[float]], level: float = LEVEL) -> Me
     (NaN) when a class has a single seed: one run says nothing about the spread over seeds.
     """
     vals = [np.asarray(g, dtype=np.float64) for g in groups if len(g)]
-    if not vals:
+    return summary_interval(
+        [float(v.mean()) for v in vals],
+        [float(v.std(ddof=1)) if len(v) > 1 else math.nan for v in vals],
+        [len(v) for v in vals],
+        level,
+    )
+
+
+def summary_interval(
+    means: Sequence[float], stds: Sequence[float], ns: Sequence[int], level: float = LEVEL
+) -> MeanInterval:
+    """:func:`mean_interval` from per-class summaries ``[C]``: seed means, sample stds (``ddof = 1``), seed counts."""
+    c = len(means)
+    if not c:
         return MeanInterval(math.nan, math.nan, math.nan, math.nan, "no run")
-    c = len(vals)
-    mean = float(np.mean([v.mean() for v in vals]))
-    if min(len(v) for v in vals) < 2:
+    mean = float(np.mean(means))
+    ns_arr = np.asarray(ns, dtype=np.float64)
+    sd = np.asarray(stds, dtype=np.float64)
+    if ns_arr.min() < 2 or not np.all(np.isfinite(sd)):
         return MeanInterval(mean, math.nan, math.nan, math.nan, "a single seed: no spread over seeds")
-    parts = np.array([v.var(ddof=1) / (len(v) * c * c) for v in vals])
-    dfs = np.array([len(v) - 1 for v in vals], dtype=np.float64)
+    parts = sd * sd / (ns_arr * c * c)
+    dfs = ns_arr - 1
     se2 = float(parts.sum())
     if se2 == 0:
         return MeanInterval(mean, mean, mean, float(dfs.sum()))
