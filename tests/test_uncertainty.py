@@ -263,3 +263,232 @@ def test_every_record_written_has_intervals_and_old_ones_still_read(tmp_path):
     rec1 = build_record(**_record_kwargs(one, {"nnd": np.arange(6.0)}))
     assert rec1["metrics"]["auroc_ci"]["nnd"] == {"lo": None, "hi": None, "se": None}
     validate_record(rec1)
+
+
+# ----------------------------------------------------------------------------- points 2-4: the report
+N_POS, N_NEG = 42, 114  # BreastMNIST's test set
+SHIFTS = {("con2", "nnd"): 1.5, ("con2", "lh"): 1.45, ("simclr", "knn"): 0.5, ("simclr", "ssd"): 2.4}
+VARIANT = {"con2": "invert", "simclr": "default"}
+CONFIG = {
+    "report": {
+        "subject": "con2",
+        "medical": ["breastmnist"],
+        "comparisons": ["breastmnist"],
+        "main_variants": {"con2": "invert", "simclr": "default"},
+        "paper_epochs": 2048,
+    }
+}
+
+
+def synthetic_scores(seed: int) -> tuple[np.ndarray, dict[tuple[str, str], np.ndarray]]:
+    """Labels and per-image scores of every (method, score) for one seed: a latent shared by every
+    run (the images), a per-method separation, per-seed noise (training)."""
+    y = np.r_[np.ones(N_POS), np.zeros(N_NEG)].astype(int)
+    latent = np.random.default_rng(100).normal(size=len(y))
+    rng = np.random.default_rng(seed)
+    return y, {k: latent + shift * y + 0.7 * rng.normal(size=len(y)) for k, shift in SHIFTS.items()}
+
+
+def write_runs(root: Path, seeds=(0, 1, 2), with_scores: bool = True, old: bool = False) -> pd.DataFrame:
+    from con2.records import write_record
+    from con2.report.collect import collect_runs, load_runs
+    from con2.rundir import build_record
+
+    paths = []
+    for seed in seeds:
+        y, scores = synthetic_scores(seed)
+        for method in ("con2", "simclr"):
+            cols = {s: v for (m, s), v in scores.items() if m == method}
+            params = {"contexts": ["invert"]} if method == "con2" else {}
+            rec = build_record(
+                dataset="breastmnist",
+                normal_class="1",
+                method=method,
+                variant=VARIANT[method],
+                seed=seed,
+                labels=y,
+                scores=cols,
+                n_train=100,
+                config={"image_size": 28, "width": 16, "tta": 4, "params": params},
+                training={"epochs": 10},
+            )
+            if old:  # as written before intervals existed
+                rec["schema_version"] = 1
+                del rec["metrics"]["auroc_ci"]
+            run = root / "results" / "runs" / "breastmnist" / "1" / method / VARIANT[method] / f"seed{seed}"
+            write_record(rec, run / "record.json")
+            if with_scores:
+                pd.DataFrame({"index": np.arange(len(y)), "label": y, **cols}).to_csv(run / "scores.csv", index=False)
+            paths.append(run / "record.json")
+    collect_runs(paths).to_csv(root / "runs.csv", index=False)
+    return load_runs(root / "runs.csv")
+
+
+def expected_comparison(method: str, score: str, seeds=(0, 1, 2)) -> tuple[float, float]:
+    """(difference in %, p) of (method, score) − CON2 (NND) from the slow reference."""
+    from scipy.stats import norm
+
+    data = [synthetic_scores(s) for s in seeds]
+    y = data[0][0]
+    a = np.stack([d[1][(method, score)] for d in data])
+    b = np.stack([d[1][("con2", "nnd")] for d in data])
+    diff, var = slow_paired(y, a, b)
+    per_seed = [
+        slow_components(a[i][y == 1], a[i][y == 0])[0] - slow_components(b[i][y == 1], b[i][y == 0])[0]
+        for i in range(len(seeds))
+    ]
+    var += np.var(per_seed, ddof=1) / len(seeds) if len(seeds) > 1 else 0.0
+    return 100 * diff, float(2 * norm.sf(abs(diff) / math.sqrt(var)))
+
+
+@pytest.fixture
+def runs(tmp_path: Path) -> pd.DataFrame:
+    return write_runs(tmp_path)
+
+
+@pytest.fixture
+def paper() -> pd.DataFrame:
+    from con2.report.paper import load_paper_numbers
+
+    return load_paper_numbers(Path(__file__).resolve().parents[1] / "workflow" / "resources" / "paper_numbers.csv")
+
+
+def test_runs_csv_carries_each_runs_interval(runs: pd.DataFrame):
+    row = runs[(runs["method"] == "simclr") & (runs["score"] == "knn") & (runs["seed"] == 1)].iloc[0]
+    y, scores = synthetic_scores(1)
+    s = scores[("simclr", "knn")]
+    ci = stats.delong_interval(s[y == 1], s[y == 0])
+    assert (row["auroc_lo"], row["auroc_hi"]) == pytest.approx((100 * ci.lo, 100 * ci.hi), abs=1e-9)
+    assert row["auroc_se"] == pytest.approx(100 * math.sqrt(slow_variance(s[y == 1], s[y == 0])), abs=1e-9)
+
+
+def test_comparisons_table_matches_the_slow_reference_with_holm(runs: pd.DataFrame):
+    from con2.report.artefacts import ReportInputs
+    from con2.report.tables import build_table
+
+    table = build_table("comparisons", ReportInputs(runs=runs, config=CONFIG, dataset="breastmnist"))
+    frame = table.data.set_index(["method", "score"])
+    assert set(frame.index) == {("con2", "lh"), ("simclr", "knn"), ("simclr", "ssd")}
+    expected = {k: expected_comparison(*k) for k in frame.index}
+    for k, (diff, p) in expected.items():
+        assert frame.loc[k, "diff"] == pytest.approx(diff, abs=1e-9)
+        assert frame.loc[k, "p"] == pytest.approx(p, abs=1e-9)
+        assert frame.loc[k, "n_seeds"] == 3 and frame.loc[k, "reference"] == "con2/nnd"
+    keys = list(expected)
+    holds = holm_by_definition([expected[k][1] for k in keys], 0.05)
+    assert [bool(frame.loc[k, "holds"]) for k in keys] == holds
+    assert holds.count(True) >= 1 and holds.count(False) >= 1  # the data make both outcomes appear
+    md = table.markdown()
+    assert table.name == "comparisons_breastmnist" and "Δ vs CON2 (NND)" in md and "Holm" in md
+    for k in keys:  # each difference with its interval, p-value and whether it holds
+        r = frame.loc[k]
+        line = next(line for line in md.splitlines() if f"{r['lo']:.1f} to {r['hi']:.1f}" in line)
+        assert f"{r['diff']:+.1f}" in line and ("yes" in line) == bool(r["holds"])
+    assert table.latex() and "comparisons_breastmnist" in table.html()
+
+
+def test_table1_marks_differences_that_hold_and_shows_intervals_on_request(runs: pd.DataFrame, paper):
+    from con2.report import tables as T
+    from con2.report.artefacts import ReportInputs
+    from con2.report.comparisons import compare
+
+    holds = compare(runs, CONFIG, "breastmnist").set_index(["method", "score"])["holds"]
+    t = T.table1_medical(ReportInputs(runs=runs, paper=paper, config=CONFIG))
+    cells = {r[0]: r[2] for r in t.rows if r[1] == "ours"}
+    assert cells["CON2 (NND)"].endswith("]")  # the reference is never marked
+    for (m, s), held in holds.items():
+        label = next(
+            k for k in cells if k.startswith({"con2": "CON2", "simclr": "SimCLR"}[m]) and s.upper() in k.upper()
+        )
+        assert cells[label].endswith("†") == bool(held), label
+    assert any("†: differs from CON2 (NND)" in n for n in t.notes)
+    assert "(" not in cells["CON2 (NND)"].split("]")[-1]  # no interval unless asked
+    # report.intervals: the t-interval of the mean over seeds, on a second line in HTML
+    config = {"report": {**CONFIG["report"], "intervals": True}}
+    t = T.table1_medical(ReportInputs(runs=runs, paper=paper, config=config))
+    cell = next(r[2] for r in t.rows if r[0] == "CON2 (NND)")
+    vals = runs[(runs["method"] == "con2") & (runs["score"] == "nnd")]["auroc"].to_numpy()
+    ci = stats.mean_interval([vals])
+    assert cell.endswith(f"({ci.lo:.1f}–{ci.hi:.1f})")
+    row = t.data[(t.data["method"] == "con2") & (t.data["score"] == "nnd")].iloc[0]
+    assert (row["ours_lo"], row["ours_hi"]) == pytest.approx((ci.lo, ci.hi))
+    assert f"<br><small>{ci.lo:.1f}–{ci.hi:.1f}</small>" in t.html()
+    from con2.report.format import latex_cell
+
+    assert latex_cell(cell + "†").endswith(
+        r"{\scriptsize (" + f"{ci.lo:.1f}--{ci.hi:.1f})" + r"}\textsuperscript{\dag}"
+    )
+
+
+def test_verdict_says_inside_or_outside_and_which_orderings_hold(runs: pd.DataFrame, paper):
+    from con2.report import tables as T
+    from con2.report.artefacts import ReportInputs
+    from con2.report.comparisons import compare
+
+    t = T.reproduction(ReportInputs(runs=runs, paper=paper, config=CONFIG))
+    lead = "\n".join(t.lead)
+    con2 = runs[(runs["method"] == "con2") & (runs["score"] == "nnd")]["auroc"].to_numpy()
+    ci = stats.mean_interval([con2])
+    where = "inside" if ci.lo <= 81.7 <= ci.hi else "outside"
+    assert (
+        f"CON2 (NND) on BreastMNIST, invert: paper 81.7 is {where} our 95% interval {ci.lo:.1f} to {ci.hi:.1f}" in lead
+    )
+    row = t.data[(t.data["method"] == "CON2") & (t.data["table"] == "table1_medical")].iloc[0]
+    assert row["paper_inside"] == (where == "inside")
+    frame = compare(runs, CONFIG, "breastmnist").set_index(["method", "score"])
+    paper_of = {("simclr", "knn"): ("SimCLR", 74.7), ("simclr", "ssd"): ("SSD", 44.6)}
+    for k, (label, value) in paper_of.items():
+        r = frame.loc[k]
+        word = ("confirm" if r["diff"] < 0 else "contradict") if r["holds"] else "cannot decide at this budget"
+        line = next(line for line in t.lead if f"paper 81.7 vs {value:.1f}" in line)
+        assert "CON2 (NND) above" in line and f"our runs {word}" in line, line
+    words = " ".join(t.lead)
+    assert "our runs confirm " in words and "our runs contradict " in words  # the data make both appear
+    assert sum("paper 81.7 is" in line for line in t.lead) == 1  # printed by two of the paper's tables: said once
+
+
+def test_old_records_without_intervals_or_scores_still_aggregate(tmp_path: Path, paper):
+    from con2.report import tables as T
+    from con2.report.artefacts import ReportInputs
+
+    runs = write_runs(tmp_path, with_scores=False, old=True)
+    assert runs["auroc_lo"].isna().all() and runs["auroc"].notna().all()
+    table = T.build_table("comparisons", ReportInputs(runs=runs, config=CONFIG, dataset="breastmnist"))
+    assert table.data["reason"].str.contains("no scores.csv").all() and table.data["p"].isna().all()
+    t1 = T.table1_medical(ReportInputs(runs=runs, paper=paper, config=CONFIG))
+    assert not any(c.endswith("†") for r in t1.rows for c in r)
+    assert T.reproduction(ReportInputs(runs=runs, paper=paper, config=CONFIG)).rows
+    # a single seed: no interval of the mean, and the verdict says so instead of inside/outside
+    one = write_runs(tmp_path / "one", seeds=(0,))
+    lead = "\n".join(T.reproduction(ReportInputs(runs=one, paper=paper, config=CONFIG)).lead)
+    assert "no interval of our mean" in lead
+
+
+def test_runs_on_other_test_images_are_not_paired(tmp_path: Path):
+    from con2.report.comparisons import compare
+
+    runs = write_runs(tmp_path)
+    f = tmp_path / "results" / "runs" / "breastmnist" / "1" / "simclr" / "default" / "seed2" / "scores.csv"
+    df = pd.read_csv(f)
+    df["index"] = df["index"] + 1000
+    df.to_csv(f, index=False)
+    frame = compare(runs, CONFIG, "breastmnist").set_index(["method", "score"])
+    assert "different test images" in frame.loc[("simclr", "knn"), "reason"]
+    assert frame.loc[("con2", "lh"), "reason"] == ""
+
+
+def test_comparisons_are_a_target_per_dataset_of_the_profile():
+    import yaml
+
+    from con2.report.artefacts import TABLES, table_targets
+
+    assert TABLES["comparisons"].stems({"comparisons": ["breastmnist", "digits"]}) == [
+        "comparisons_breastmnist",
+        "comparisons_digits",
+    ]
+    root = Path(__file__).resolve().parents[1] / "workflow"
+    for profile in ("default", "paper", "test"):
+        report = yaml.safe_load((root / "config" / f"{profile}.yaml").read_text())["report"]
+        assert set(report["comparisons"]) >= set(report.get("medical") or [])
+        assert all(f"results/tables/comparisons_{d}.md" in table_targets(report) for d in report["comparisons"])
+    assert (root / "report" / "comparisons.rst").is_file()

@@ -293,6 +293,7 @@ def interval_lines(frame: pd.DataFrame, names: Methods) -> list[str]:
             )
         else:
             out.append(f"- {head}: no interval of our mean (a single seed; each run's DeLong interval is in runs.csv).")
+    out = list(dict.fromkeys(out))  # a number the paper prints in several tables: once
     return ["**Paper numbers against our 95% intervals** (t-interval of the mean over seeds):", "", *out, ""]
 
 
@@ -337,7 +338,7 @@ def ordering_lines(runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str,
             if not r["holds"]:
                 word = "cannot decide at this budget"
             else:
-                word = "confirms" if (r["diff"] < 0) == ref_above else "contradicts"
+                word = "confirm" if (r["diff"] < 0) == ref_above else "contradict"
             out.append(f"- {dataset_label(d)}: {order} ({paper_text}): our runs {word} ({ours}).")
     if not out:
         return []
