@@ -289,20 +289,22 @@ def synthetic_scores(seed: int) -> tuple[np.ndarray, dict[tuple[str, str], np.nd
     return y, {k: latent + shift * y + 0.7 * rng.normal(size=len(y)) for k, shift in SHIFTS.items()}
 
 
-def write_runs(root: Path, seeds=(0, 1, 2), with_scores: bool = True, old: bool = False) -> pd.DataFrame:
+def write_runs(
+    root: Path, seeds=(0, 1, 2), with_scores: bool = True, old: bool = False, classes=("1",)
+) -> pd.DataFrame:
     from con2.records import write_record
     from con2.report.collect import collect_runs, load_runs
     from con2.rundir import build_record
 
     paths = []
-    for seed in seeds:
-        y, scores = synthetic_scores(seed)
+    for seed, cls in itertools.product(seeds, classes):
+        y, scores = synthetic_scores(seed + 10 * classes.index(cls))
         for method in ("con2", "simclr"):
             cols = {s: v for (m, s), v in scores.items() if m == method}
             params = {"contexts": ["invert"]} if method == "con2" else {}
             rec = build_record(
                 dataset="breastmnist",
-                normal_class="1",
+                normal_class=cls,
                 method=method,
                 variant=VARIANT[method],
                 seed=seed,
@@ -315,7 +317,7 @@ def write_runs(root: Path, seeds=(0, 1, 2), with_scores: bool = True, old: bool 
             if old:  # as written before intervals existed
                 rec["schema_version"] = 1
                 del rec["metrics"]["auroc_ci"]
-            run = root / "results" / "runs" / "breastmnist" / "1" / method / VARIANT[method] / f"seed{seed}"
+            run = root / "results" / "runs" / "breastmnist" / cls / method / VARIANT[method] / f"seed{seed}"
             write_record(rec, run / "record.json")
             if with_scores:
                 pd.DataFrame({"index": np.arange(len(y)), "label": y, **cols}).to_csv(run / "scores.csv", index=False)
@@ -436,8 +438,8 @@ def test_verdict_says_inside_or_outside_and_which_orderings_hold(runs: pd.DataFr
     row = t.data[(t.data["method"] == "CON2") & (t.data["table"] == "table1_medical")].iloc[0]
     assert row["paper_inside"] == (where == "inside")
     frame = compare(runs, CONFIG, "breastmnist").set_index(["method", "score"])
-    paper_of = {("simclr", "knn"): ("SimCLR", 74.7), ("simclr", "ssd"): ("SSD", 44.6)}
-    for k, (label, value) in paper_of.items():
+    paper_of = {("simclr", "knn"): 74.7, ("simclr", "ssd"): 44.6}  # the paper's SimCLR and SSD on BreastMNIST
+    for k, value in paper_of.items():
         r = frame.loc[k]
         word = ("confirm" if r["diff"] < 0 else "contradict") if r["holds"] else "cannot decide at this budget"
         line = next(line for line in t.lead if f"paper 81.7 vs {value:.1f}" in line)
@@ -492,3 +494,23 @@ def test_comparisons_are_a_target_per_dataset_of_the_profile():
         assert set(report["comparisons"]) >= set(report.get("medical") or [])
         assert all(f"results/tables/comparisons_{d}.md" in table_targets(report) for d in report["comparisons"])
     assert (root / "report" / "comparisons.rst").is_file()
+
+
+def test_several_classes_average_their_differences_and_the_reference_is_a_setting(tmp_path: Path):
+    from con2.report.comparisons import compare
+
+    runs = write_runs(tmp_path, seeds=(0, 1), classes=("1", "2"))
+    per_class = {
+        c: compare(runs[runs["normal_class"] == c], CONFIG, "breastmnist").set_index(["method", "score"])
+        for c in ("1", "2")
+    }
+    both = compare(runs, CONFIG, "breastmnist").set_index(["method", "score"])
+    k = ("simclr", "knn")
+    assert both.loc[k, "n_classes"] == 2 and both.loc[k, "n_seeds"] == 2
+    assert both.loc[k, "diff"] == pytest.approx((per_class["1"].loc[k, "diff"] + per_class["2"].loc[k, "diff"]) / 2)
+    se = math.sqrt(per_class["1"].loc[k, "se"] ** 2 + per_class["2"].loc[k, "se"] ** 2) / 2
+    assert both.loc[k, "se"] == pytest.approx(se, abs=1e-9)
+    config = {"report": {**CONFIG["report"], "compare_to": "simclr/knn"}}
+    other = compare(runs, config, "breastmnist").set_index(["method", "score"])
+    assert set(other.index) == {("con2", "nnd"), ("con2", "lh"), ("simclr", "ssd")}
+    assert other.loc[("con2", "nnd"), "diff"] == pytest.approx(-both.loc[k, "diff"], abs=1e-9)
