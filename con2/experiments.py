@@ -613,7 +613,7 @@ def check_report(config: Mapping[str, Any], tables: Collection[str] = ()) -> Non
 
     if rep.get("subject") is not None:
         known(rep["subject"], methods, "subject", "a method of the experiments")
-    for key in ("medical", "natural", "per_class", "pca"):
+    for key in ("medical", "natural", "per_class", "pca", "comparisons"):
         for dataset in rep.get(key) or []:
             known(dataset, datasets, key, "a key of `datasets`")
     for method, variant in (rep.get("main_variants") or {}).items():

@@ -1,6 +1,8 @@
-"""Evaluation metrics: AUROC (anomaly = positive class) and the context silhouette."""
+"""Evaluation metrics: AUROC (anomaly = positive class) with its DeLong interval, and the context silhouette."""
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 import numpy as np
 from sklearn.metrics import roc_auc_score, silhouette_score
@@ -15,6 +17,23 @@ def auroc(labels: np.ndarray, scores: np.ndarray) -> float:
     if len(np.unique(labels)) != 2:
         raise ValueError("AUROC needs both normal (0) and anomalous (1) test samples")
     return 100.0 * float(roc_auc_score(labels, scores))
+
+
+def auroc_intervals(labels: np.ndarray, scores: Mapping[str, np.ndarray]) -> dict[str, dict[str, float | None]]:
+    """Per score column its 95% DeLong interval and standard error in percent (``{"lo", "hi", "se"}``,
+    :func:`con2.stats.auroc_interval`), ``None`` where undefined (fewer than two test images of a
+    class): what a record stores as ``metrics.auroc_ci`` beside :func:`auroc`.
+
+    Args:
+        labels: ``[M]`` test labels, 1 = anomaly. scores: column -> ``[M]`` scores, higher = more anomalous.
+    """
+    from con2.stats import auroc_interval
+
+    out: dict[str, dict[str, float | None]] = {}
+    for name, s in scores.items():
+        ci = auroc_interval(np.asarray(labels), np.asarray(s, dtype=np.float64)).percent()
+        out[name] = {k: (float(v) if np.isfinite(v) else None) for k, v in ci.items()}
+    return out
 
 
 def context_silhouette(features: np.ndarray, context_labels: np.ndarray, metric: str = "cosine") -> float:

@@ -17,10 +17,12 @@ from typing import Any
 from con2.atomic import write_text_atomic
 from con2.errors import Con2Error
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: metrics.auroc_ci (a DeLong interval beside every AUROC); version-1 records still read
+READ_VERSIONS = (1, 2)
 
 _number = {"type": "number"}
 _nullable_number = {"type": ["number", "null"]}
+_nullable_percent = {"type": ["number", "null"], "minimum": 0, "maximum": 100}
 
 RECORD_SCHEMA: dict[str, Any] = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -42,7 +44,7 @@ RECORD_SCHEMA: dict[str, Any] = {
         "config_hash",
     ],
     "properties": {
-        "schema_version": {"const": SCHEMA_VERSION},
+        "schema_version": {"enum": list(READ_VERSIONS)},
         "dataset": {"type": "string", "minLength": 1},
         "normal_class": {"type": "string"},
         "method": {"type": "string", "minLength": 1},
@@ -56,6 +58,16 @@ RECORD_SCHEMA: dict[str, Any] = {
                     "type": "object",
                     "minProperties": 1,
                     "additionalProperties": {"type": "number", "minimum": 0, "maximum": 100},
+                },
+                # per AUROC column: its 95% DeLong interval and standard error in percent (con2.stats);
+                # null where undefined (fewer than two test images of a class)
+                "auroc_ci": {
+                    "type": "object",
+                    "additionalProperties": {
+                        "type": "object",
+                        "required": ["lo", "hi", "se"],
+                        "properties": {"lo": _nullable_percent, "hi": _nullable_percent, "se": _nullable_number},
+                    },
                 },
                 "silhouette": _nullable_number,
             },
@@ -114,6 +126,9 @@ RECORD_SCHEMA: dict[str, Any] = {
         "device": {"type": "string"},
         "created": {"type": "string"},
     },
+    # a record written since version 2 holds an interval for every AUROC (older ones have none)
+    "if": {"properties": {"schema_version": {"const": 2}}, "required": ["schema_version"]},
+    "then": {"properties": {"metrics": {"required": ["auroc", "auroc_ci"]}}},
 }
 
 
@@ -154,6 +169,12 @@ def validate_record(record: dict[str, Any], source: str = "<record>") -> None:
             missing = [f for f in err.validator_value if f not in err.instance]
             where = ".".join([*map(str, err.absolute_path), missing[0]]) if missing else where
         raise RecordError(f"{source}: invalid run record at field {where!r}: {err.message}")
+    metrics = record["metrics"]
+    if "auroc_ci" in metrics and set(metrics["auroc_ci"]) != set(metrics["auroc"]):
+        odd = sorted(set(metrics["auroc_ci"]) ^ set(metrics["auroc"]))
+        raise RecordError(
+            f"{source}: invalid run record at field 'metrics.auroc_ci': its columns differ from metrics.auroc's ({odd})"
+        )
 
 
 def write_record(record: dict[str, Any], path: Path) -> None:

@@ -542,7 +542,7 @@ def build_record(
     """
     import numpy as np
 
-    from con2.metrics import auroc
+    from con2.metrics import auroc, auroc_intervals
 
     labels = np.asarray(labels).astype(np.int64)
     where = f"run {dataset}/{normal_class}/{method}/{variant}/seed{seed}"
@@ -561,7 +561,11 @@ def build_record(
         "method": method,
         "variant": variant,
         "seed": int(seed),
-        "metrics": {"auroc": {k: auroc(labels, np.asarray(v)) for k, v in scores.items()}, **(extras or {})},
+        "metrics": {
+            "auroc": {k: auroc(labels, np.asarray(v)) for k, v in scores.items()},
+            "auroc_ci": auroc_intervals(labels, scores),  # 95% DeLong interval per column (con2.stats)
+            **(extras or {}),
+        },
         "timing": {k: (None if v is None else float(v)) for k, v in times.items()},
         "peak_memory_mb": peak_memory_mb,
         "n_train": int(n_train),

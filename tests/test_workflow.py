@@ -248,6 +248,12 @@ def test_tiny_run_writes_every_table_and_figure(tiny: Path) -> None:
     natural = (tiny / "results/tables/natural_summary.md").read_text()
     assert all(m in natural for m in ("CON2 (NND)", "SimCLR (kNN)", "SimCLR (SSD)", "CSI (CSI)"))
     assert "\\toprule" in (tiny / "results/tables/table1_medical.tex").read_text()
+    # issue 26: each run's DeLong interval, and the paired comparisons read every run's scores.csv
+    assert all(set(r["metrics"]["auroc_ci"]) == set(r["metrics"]["auroc"]) for r in recs)
+    import pandas as pd
+
+    compared = pd.read_csv(tiny / "results/tables/comparisons_digits.csv", keep_default_na=False)
+    assert len(compared) and (compared["reason"] == "").all() and (compared["reference"] == "con2/nnd").all()
     bench = list((tiny / "results/benchmarks/train").rglob("*.tsv"))
     assert len(bench) == 6
     cost = (tiny / "results/tables/compute_cost.csv").read_text()

@@ -123,6 +123,13 @@ TABLES: dict[str, Artefact] = _registry(
         each="per_class",
     ),
     _table(
+        "comparisons",
+        "each method against report.compare_to on the same test images: difference, 95% interval, p, Holm",
+        ("runs",),
+        module="comparisons",
+        each="comparisons",
+    ),
+    _table(
         "learning_curve",
         "AUROC after each scored epoch (score_at), per method; read from the records runs.csv lists",
         ("runs",),

@@ -15,7 +15,8 @@ code (method specs are torch-free).
 
 Aggregation conventions (documented because the paper does not spell them out):
 
-* over seeds: mean and sample standard deviation (``ddof = 1``; one seed gives no std);
+* over seeds: mean and sample standard deviation (``ddof = 1``; one seed gives no std), and the
+  95% t-interval of the mean (Welch's over the classes of a dataset; :mod:`con2.stats`);
 * per dataset: the mean over normal classes of the per-class seed means; the std is the std over
   seeds for a dataset with one normal class, and the std over the per-class means for a dataset
   with several (the paper's natural-image summaries, e.g. CIFAR-10 94.6 +- 3.6, spread over
@@ -45,6 +46,9 @@ RUN_COLUMNS = [
     "score",
     "headline",
     "auroc",
+    "auroc_lo",  # the run's 95% DeLong interval (record metrics.auroc_ci; NaN for older records)
+    "auroc_hi",
+    "auroc_se",
     "silhouette",
     "fit_seconds",
     "score_seconds",
@@ -141,8 +145,21 @@ def record_rows(
         "in_grid": True,
     }
     aurocs = sorted(record["metrics"]["auroc"].items())
+    intervals = record["metrics"].get("auroc_ci") or {}  # absent from records older than schema version 2
+
+    def ci(name: str, key: str) -> float:
+        value = (intervals.get(name) or {}).get(key)
+        return np.nan if value is None else float(value)
+
     return [
-        {**base, **card_fields(card, name), "score": name, "headline": is_headline(name), "auroc": float(value)}
+        {
+            **base,
+            **card_fields(card, name),
+            "score": name,
+            "headline": is_headline(name),
+            "auroc": float(value),
+            **{f"auroc_{k}": ci(name, k) for k in ("lo", "hi", "se")},
+        }
         for name, value in aurocs
     ]
 
@@ -270,22 +287,27 @@ def dataset_level(summary: pd.DataFrame, keys: list[str] | None = None) -> pd.Da
     """Collapse normal classes: mean of class means; std over seeds (one class) or over class means.
 
     ``summary`` comes from :func:`summarize`; ``keys`` default to dataset, method, variant, score.
-    Columns: keys, mean, std, n (seeds for one class, classes otherwise), n_classes, and the
-    fewest and most seeds of a class (``seeds_min``, ``seeds_max``): what a cell averages.
+    Columns: keys, mean, std, n (seeds for one class, classes otherwise), n_classes, the
+    fewest and most seeds of a class (``seeds_min``, ``seeds_max``): what a cell averages, and
+    ``lo``, ``hi``: the 95% interval of the mean over seeds (:func:`con2.stats.summary_interval`;
+    NaN when a class has a single seed).
     """
+    from con2.stats import summary_interval
+
     keys = keys or ["dataset", "method", "variant", "score"]
-    cols = [*keys, "mean", "std", "n", "n_classes", "seeds_min", "seeds_max"]
+    cols = [*keys, "mean", "std", "n", "n_classes", "seeds_min", "seeds_max", "lo", "hi"]
     if summary.empty:
         return pd.DataFrame(columns=cols)
     rows = []
     for key, grp in summary.groupby(keys, dropna=False, sort=True):
         key = key if isinstance(key, tuple) else (key,)
         seeds = (int(grp["n"].min()), int(grp["n"].max()))
+        ci = summary_interval(grp["mean"].tolist(), grp["std"].tolist(), grp["n"].tolist())
         if len(grp) == 1:
             row = grp.iloc[0]
-            rows.append((*key, row["mean"], row["std"], row["n"], 1, *seeds))
+            rows.append((*key, row["mean"], row["std"], row["n"], 1, *seeds, ci.lo, ci.hi))
         else:
-            rows.append((*key, grp["mean"].mean(), grp["mean"].std(ddof=1), len(grp), len(grp), *seeds))
+            rows.append((*key, grp["mean"].mean(), grp["mean"].std(ddof=1), len(grp), len(grp), *seeds, ci.lo, ci.hi))
     return pd.DataFrame(rows, columns=cols)
 
 

@@ -59,6 +59,22 @@ def cell(
     return text if text == MISSING or not n_classes else f"{text} {averaged_over(n_classes, seeds_min, seeds_max)}"
 
 
+def with_interval(text: str, lo: float | None, hi: float | None, digits: int = 1) -> str:
+    """``"57.9 ± 3.1 [1×3] (50.2–65.6)"``: a cell and its 95% interval of the mean (unchanged without one);
+    the HTML page shows the interval on a second line."""
+    if text == MISSING or lo is None or hi is None or math.isnan(lo) or math.isnan(hi):
+        return text
+    return f"{text} ({lo:.{digits}f}–{hi:.{digits}f})"
+
+
+_INTERVAL_HTML = re.compile(r" \((\d+(?:\.\d+)?–\d+(?:\.\d+)?)\)(†?)$")
+
+
+def interval_html(cell_html: str) -> str:
+    """A cell's interval (:func:`with_interval`) on a second, smaller line of the HTML page."""
+    return _INTERVAL_HTML.sub(r"\2<br><small>\1</small>", cell_html)
+
+
 def shown(value: float | None, digits: int = 1) -> float:
     """``value`` rounded as a table shows it (NaN for missing)."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
@@ -158,7 +174,7 @@ class Table:
 
         def cells(tag: str, row: list[str]) -> str:
             return "".join(
-                f"<{tag}{' class=num' if num and tag == 'td' else ''}>{inline_html(c)}</{tag}>"
+                f"<{tag}{' class=num' if num and tag == 'td' else ''}>{interval_html(inline_html(c))}</{tag}>"
                 for c, num in zip(row, numeric)
             )
 
@@ -253,7 +269,10 @@ def latex_escape(text: str) -> str:
     return s.replace("±", r"$\pm$").replace("–", "--").replace("−", "-")
 
 
-_NUMBER = re.compile(r"^([+-]?\d+(\.\d+)?(e[+-]?\d+)?( ± \d+(\.\d+)?)?)( \[\d+×\d+(-\d+)?\])?$")
+_NUMBER = re.compile(
+    r"^([+-]?\d+(\.\d+)?(e[+-]?\d+)?( ± \d+(\.\d+)?)?)( \[\d+×\d+(-\d+)?\])?"
+    r"(?P<ci> \(\d+(\.\d+)?–\d+(\.\d+)?\))?(?P<mark>†)?$"
+)
 
 
 def latex_cell(text: str) -> str:
@@ -262,5 +281,7 @@ def latex_cell(text: str) -> str:
     m = _NUMBER.match(s)
     if m:
         number = "$" + m.group(1).replace(" ± ", r" \pm ") + "$"
-        return number + (r" {\scriptsize " + m.group(6).strip().replace("×", r"$\times$") + "}" if m.group(6) else "")
+        number += r" {\scriptsize " + m.group(6).strip().replace("×", r"$\times$") + "}" if m.group(6) else ""
+        number += r" {\scriptsize " + m.group("ci").strip().replace("–", "--") + "}" if m.group("ci") else ""
+        return number + (r"\textsuperscript{\dag}" if m.group("mark") else "")
     return latex_escape(s)

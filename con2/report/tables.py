@@ -40,7 +40,8 @@ import pandas as pd
 
 from con2.report.artefacts import TABLES, ReportInputs
 from con2.report.collect import dataset_level, summarize
-from con2.report.format import CELL_NOTE, MISSING, Table, cell, shown, shown_diff, signed
+from con2.report.comparisons import holding_marks, inside_text, mark_note, verdict_uncertainty_lines
+from con2.report.format import CELL_NOTE, MISSING, Table, cell, shown, shown_diff, signed, with_interval
 from con2.report.methods import Methods, Subject, lacking_weights, method_names, missing_weights_notes, subject_of
 from con2.report.paper import (
     dataset_label,
@@ -211,9 +212,13 @@ class Stat:
     n_classes: int = 0
     seeds_min: int = 0
     seeds_max: int = 0
+    lo: float = np.nan  # the 95% interval of the mean over seeds (con2.stats.summary_interval)
+    hi: float = np.nan
 
-    def text(self, digits: int = 1) -> str:
-        return cell(self.mean, self.std, self.n_classes, self.seeds_min, self.seeds_max, digits)
+    def text(self, digits: int = 1, interval: bool = False) -> str:
+        """The cell; with ``interval`` (``report.intervals``) its 95% interval of the mean too."""
+        text = cell(self.mean, self.std, self.n_classes, self.seeds_min, self.seeds_max, digits)
+        return with_interval(text, self.lo, self.hi, digits) if interval else text
 
     @property
     def over(self) -> str:
@@ -235,7 +240,14 @@ def _lookup(level: pd.DataFrame, **match: Any) -> Stat:
         return Stat()
     r = hit.iloc[0]
     return Stat(
-        float(r["mean"]), float(r["std"]), int(r["n"]), int(r["n_classes"]), int(r["seeds_min"]), int(r["seeds_max"])
+        float(r["mean"]),
+        float(r["std"]),
+        int(r["n"]),
+        int(r["n_classes"]),
+        int(r["seeds_min"]),
+        int(r["seeds_max"]),
+        float(r.get("lo", np.nan)),
+        float(r.get("hi", np.nan)),
     )
 
 
@@ -276,6 +288,8 @@ def method_table(
     level = _level(ours, ["dataset", "method", "score"])
     pairs = sorted(dict.fromkeys(zip(level["method"], level["score"])), key=lambda p: names.pair_key(*p))
     rows, data, midrules, used_paper = [], [], [], set()
+    intervals = bool(rep.get("intervals"))
+    marks = holding_marks(ours, config, cols)
 
     def paper_cell(pm: str, ps: str, d: str) -> tuple[float, float] | None:
         return paper_value(psel, None, dmap.get(d, d), pm, ps, paper_context if ps else "")
@@ -286,7 +300,7 @@ def method_table(
         for d in cols:
             st = _lookup(level, dataset=d, method=m, score=s)
             pv = paper_cell(*target, d) if target else None
-            cells.append(st.text())
+            cells.append(st.text(interval=intervals) + marks.get((d, m, s), ""))
             data.append(
                 {
                     "dataset": d,
@@ -297,6 +311,9 @@ def method_table(
                     "ours_std": st.std,
                     "ours_n": st.n,
                     "ours_over": st.over,
+                    "ours_lo": st.lo,
+                    "ours_hi": st.hi,
+                    "holds": bool(marks.get((d, m, s))),
                     "paper_method": _paper_label(*target) if target else "",
                     "paper_mean": pv[0] if pv else np.nan,
                     "paper_std": pv[1] if pv else np.nan,
@@ -334,6 +351,9 @@ def method_table(
                         "ours_std": np.nan,
                         "ours_n": 0,
                         "ours_over": "",
+                        "ours_lo": np.nan,
+                        "ours_hi": np.nan,
+                        "holds": False,
                         "paper_method": pm,
                         "paper_mean": pv[0],
                         "paper_std": pv[1],
@@ -348,6 +368,10 @@ def method_table(
     ]
     if not ours.empty:
         notes.append(budget_note(ours, names, rep))
+    if intervals:
+        notes.append("(a–b): the 95% t-interval of our mean over seeds (report.intervals; none with one seed).")
+    if marks:
+        notes.append(mark_note(config, ours))
     for d in cols:
         classes = {
             m: frozenset(ours.loc[(ours["dataset"] == d) & (ours["method"] == m), "normal_class"]) for m, _ in pairs
@@ -374,6 +398,9 @@ def method_table(
             "ours_std",
             "ours_n",
             "ours_over",
+            "ours_lo",
+            "ours_hi",
+            "holds",
             "paper_method",
             "paper_mean",
             "paper_std",
@@ -1174,6 +1201,7 @@ def reproduction(inputs: ReportInputs) -> Table:
         pstd = r["auroc_std"] if pd.notna(r["auroc_std"]) else np.nan
         diff = shown_diff(st.mean, r["auroc_mean"])
         within = bool(abs(diff) <= shown(pstd)) if pd.notna(diff) and pd.notna(pstd) else None
+        inside = inside_text(r["auroc_mean"], st.lo, st.hi)  # the paper's number against our 95% interval
         data.append(
             {
                 **{k: r[k] for k in ("table", "dataset", "method", "family", "context", "score")},
@@ -1184,11 +1212,15 @@ def reproduction(inputs: ReportInputs) -> Table:
                 "ours_std": st.std,
                 "ours_n": st.n,
                 "ours_over": st.over,
+                "ours_lo": st.lo,
+                "ours_hi": st.hi,
                 "diff": diff,
                 "within_paper_std": within,
+                "paper_inside": {"inside": True, "outside": False}.get(inside),
             }
         )
         note = "not run" if pd.isna(st.mean) else ("n/a" if not what else ("within std" if within else ""))
+        note = ", ".join(x for x in (note, f"paper {inside} our CI" if inside else "") if x)
         note = "needs weights (Table 1's notes)" if pd.isna(st.mean) and r["method"] in needs_weights else note
         rows.append(
             [
@@ -1198,7 +1230,7 @@ def reproduction(inputs: ReportInputs) -> Table:
                 r["context"] or MISSING,
                 r["score"] or MISSING,
                 cell(r["auroc_mean"], pstd, 0, 0),
-                st.text(),
+                st.text(interval=bool(report_block(config).get("intervals"))),
                 signed(diff),
                 note,
             ]
@@ -1212,10 +1244,16 @@ def reproduction(inputs: ReportInputs) -> Table:
         f"{n_within} of the {len(with_std)} of those with a published std are within it** "
         "(|ours − paper| ≤ paper std, on the shown values)."
     ]
-    lead = [*verdict_lines(inputs.runs, frame, config, names), *lead]  # every reading's column, not only headlines
+    lead = [
+        *verdict_lines(inputs.runs, frame, config, names),  # every reading's column, not only headlines
+        *verdict_uncertainty_lines(runs, frame, paper, config, names),  # inside/outside, the paper's orderings
+        *lead,
+    ]
     notes = [
         f"{CELL_NOTE} Differences and 'within std' use the shown (rounded) values. A paper number without a std "
         "(zero-shot rows, PANDA's) is printed alone and has no 'within std'.",
+        "'paper inside/outside our CI': the published mean against the 95% t-interval of our mean over seeds "
+        "(ours_lo, ours_hi in the CSV; none with one seed).",
         *disagreement_notes(paper, paper, each_row_own=True),
     ]
     if len(matched):

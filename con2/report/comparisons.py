@@ -1,0 +1,358 @@
+"""Paired comparisons of methods on the same test images, and what they say about the paper.
+
+``comparisons_<dataset>`` (one per dataset of ``report.comparisons``): each method's main variant
+(every headline score) against a reference (``report.compare_to``: ``method`` or ``method/score``,
+default the subject's first score, e.g. CON2 (NND)), as the difference of AUROCs (method −
+reference, percent) with a 95% interval, a two-sided p-value and whether it holds after Holm's
+correction over the table's comparisons (``report.alpha``, default 0.05).
+
+The test (:func:`con2.stats.delong_paired`): per normal class, the runs of both methods are paired
+by seed; each pair must have scored the same test images (``scores.csv``: same index, same labels).
+The difference of the seed means has DeLong's variance over test images, with all seeds of both
+methods as scorers of the same images (their correlation through the shared test set is counted),
+plus the variance of the per-seed differences over seeds divided by their number (training
+randomness; nothing with one seed). DeLong rather than a paired bootstrap: it is exact for the
+U-statistic, deterministic (a record or table rebuilt from the same runs gives the same p-value),
+and fast; the tests check it against a paired bootstrap that resamples the same images for both
+methods. Several normal classes (the natural datasets' one-vs-rest tasks) are averaged with their
+variances summed as if independent (they share test images under other labels: an approximation).
+
+:func:`verdict_uncertainty_lines` gives the reproduction report's lines: whether each paper number
+lies inside our interval of the mean, and which of the paper's orderings (the reference above each
+method) our runs confirm, contradict, or cannot decide at this budget. Reading ``scores.csv``
+beside each record in runs.csv is the one thing here not read from a record.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from con2.report.artefacts import ReportInputs
+from con2.report.format import MISSING, Table, signed
+from con2.report.methods import Methods, method_names, subject_of
+from con2.report.paper import dataset_label, dataset_names, paper_value
+from con2.stats import LEVEL, holm, normal_interval
+
+ALPHA = 0.05
+HOLDS = "†"  # Table 1's mark: a difference from the reference that holds after Holm
+COLUMNS = [
+    "dataset",
+    "method",
+    "score",
+    "reference",
+    "diff",
+    "lo",
+    "hi",
+    "se",
+    "p",
+    "p_holm",
+    "holds",
+    "n_classes",
+    "n_seeds",
+    "reason",
+]
+
+
+# ----------------------------------------------------------------------------- settings
+def alpha(config: Mapping[str, Any]) -> float:
+    """The family-wise error rate (``report.alpha``, default 0.05)."""
+    return float((config.get("report") or {}).get("alpha", ALPHA))
+
+
+def reference_pair(config: Mapping[str, Any], runs: pd.DataFrame, names: Methods) -> tuple[str, str] | None:
+    """The reference ``(method, score)``: ``report.compare_to`` (``method`` or ``method/score``),
+    default the subject; a method alone means its first headline score. ``None`` without one."""
+    spec = str((config.get("report") or {}).get("compare_to") or names.subject or "")
+    method, _, score = spec.partition("/")
+    if not method:
+        return None
+    if score:
+        return method, score
+    scores = subject_of(config, runs, names, method=method).scores
+    return (method, scores[0]) if scores else None
+
+
+# ----------------------------------------------------------------------------- per-image scores
+@lru_cache(maxsize=512)
+def _scores_csv(path: str, mtime: float) -> pd.DataFrame | None:
+    try:
+        return pd.read_csv(path).set_index("index").sort_index()
+    except (OSError, ValueError, KeyError, pd.errors.ParserError, pd.errors.EmptyDataError):
+        return None
+
+
+def run_scores(record: str) -> pd.DataFrame | None:
+    """The ``scores.csv`` beside a record (index -> label and one column per score), or ``None``."""
+    path = Path(str(record)).parent / "scores.csv"
+    if not path.is_file():
+        return None
+    return _scores_csv(str(path), path.stat().st_mtime)
+
+
+def _main(runs: pd.DataFrame, config: Mapping[str, Any]) -> pd.DataFrame:
+    from con2.report.tables import headline, main_runs, report_block
+
+    return main_runs(headline(runs), report_block(config))
+
+
+def _paired_class(ref: pd.DataFrame, other: pd.DataFrame, ref_score: str, score: str) -> tuple[Any, str]:
+    """:func:`~con2.stats.delong_paired` of one normal class (rows of one run each per seed), or ``(None, why)``."""
+    from con2.stats import delong_paired
+
+    seeds = sorted(set(ref["seed"]) & set(other["seed"]))
+    if not seeds:
+        return None, "no seed run by both"
+    labels, a, b = None, [], []
+    for seed in seeds:
+        rr, ro = ref[ref["seed"] == seed].iloc[0], other[other["seed"] == seed].iloc[0]
+        sr, so = run_scores(rr["record"]), run_scores(ro["record"])
+        if sr is None or so is None:
+            return None, "no scores.csv beside a record"
+        if ref_score not in sr.columns or score not in so.columns:
+            return None, "a score column is missing from scores.csv"
+        if not sr.index.equals(so.index) or not (sr["label"].to_numpy() == so["label"].to_numpy()).all():
+            return None, "the two runs scored different test images"
+        if labels is not None and not np.array_equal(labels, sr["label"].to_numpy()):
+            return None, "the seeds scored different test images"
+        labels = sr["label"].to_numpy()
+        a.append(so[score].to_numpy(dtype=np.float64))
+        b.append(sr[ref_score].to_numpy(dtype=np.float64))
+    res = delong_paired(labels, np.stack(a), np.stack(b))
+    return (res, "") if not res.reason else (None, res.reason)
+
+
+def compare(runs: pd.DataFrame, config: Mapping[str, Any], dataset: str, names: Methods | None = None) -> pd.DataFrame:
+    """Every main (method, headline score) of ``dataset`` against the reference: :data:`COLUMNS`
+    (differences, intervals and standard errors in AUROC percent; ``holds``: Holm-adjusted p <= alpha)."""
+    names = names or method_names(config, runs)
+    ref = reference_pair(config, runs, names)
+    sel = _main(runs[runs["dataset"] == dataset], config) if not runs.empty else runs
+    if ref is None or sel.empty:
+        return pd.DataFrame(columns=COLUMNS)
+    ref_rows = sel[(sel["method"] == ref[0]) & (sel["score"] == ref[1])]
+    pairs = sorted(
+        {(m, s) for m, s in zip(sel["method"], sel["score"]) if (m, s) != ref}, key=lambda p: names.pair_key(*p)
+    )
+    rows = []
+    for m, s in pairs:
+        other = sel[(sel["method"] == m) & (sel["score"] == s)]
+        results, why, seeds = [], "", 0
+        for c in sorted(set(ref_rows["normal_class"]) & set(other["normal_class"])):
+            res, why_c = _paired_class(
+                ref_rows[ref_rows["normal_class"] == c], other[other["normal_class"] == c], ref[1], s
+            )
+            if res is None:
+                why = why or f"class {c}: {why_c}"
+                continue
+            results.append(res)
+            seeds = max(seeds, res.n_seeds)
+        if ref_rows.empty:
+            why = f"no run of the reference {names.pair_label(*ref)}"
+        elif not results:
+            why = why or "no normal class run by both"
+        row = {
+            "dataset": dataset,
+            "method": m,
+            "score": s,
+            "reference": f"{ref[0]}/{ref[1]}",
+            "n_classes": len(results),
+            "n_seeds": seeds,
+            "reason": "" if results else why,
+        }
+        if results:
+            from scipy.stats import norm
+
+            diff = float(np.mean([r.diff for r in results]))
+            se = math.sqrt(sum(r.se**2 for r in results)) / len(results)
+            lo, hi = normal_interval(diff, se, LEVEL)
+            p = float(2 * norm.sf(abs(diff) / se)) if se > 0 else (1.0 if diff == 0 else 0.0)
+            row.update(diff=100 * diff, lo=100 * lo, hi=100 * hi, se=100 * se, p=p)
+        rows.append(row)
+    frame = pd.DataFrame(rows, columns=COLUMNS)
+    frame["p_holm"] = holm(frame["p"].to_numpy(dtype=np.float64)) if len(frame) else []
+    frame["holds"] = (frame["p_holm"] <= alpha(config)).astype(bool)
+    return frame
+
+
+def _p_text(p: float) -> str:
+    if p is None or not np.isfinite(p):
+        return MISSING
+    return "<0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def comparisons(inputs: ReportInputs) -> Table:
+    """``comparisons_<dataset>``: each method against the reference on the same test images."""
+    runs, config, dataset = inputs.runs, inputs.config, inputs.dataset
+    names = method_names(config, runs)
+    ref = reference_pair(config, runs, names)
+    frame = compare(runs, config, dataset, names)
+    a = alpha(config)
+    ref_label = names.pair_label(*ref) if ref else "(no reference)"
+    rows = []
+    for r in frame.to_dict("records"):
+        over = f"{r['n_classes']}×{r['n_seeds']}" if r["n_classes"] else MISSING
+        if r["reason"]:
+            rows.append(
+                [names.pair_label(r["method"], r["score"]), MISSING, MISSING, MISSING, MISSING, r["reason"], over]
+            )
+            continue
+        verdict = ("yes: above" if r["diff"] > 0 else "yes: below") if r["holds"] else "no"
+        rows.append(
+            [
+                names.pair_label(r["method"], r["score"]),
+                signed(r["diff"]),
+                f"{r['lo']:.1f} to {r['hi']:.1f}",
+                _p_text(r["p"]),
+                _p_text(r["p_holm"]),
+                verdict,
+                over,
+            ]
+        )
+    notes = [
+        f"Δ: AUROC (%) of the method minus {ref_label} (`report.compare_to`), each method's main variant, on the "
+        "same test images and seeds (paired by normal class and seed; a run's images matched by scores.csv's index "
+        "and labels); the mean over seeds (and over classes where several).",
+        "95% interval and two-sided p by DeLong's paired test: the variance over test images of the seed-mean "
+        "difference (every seed of both methods scores the same images; their correlation is counted), plus the "
+        "variance of the per-seed differences over seeds / seeds (training randomness; none with one seed).",
+        f"Holds: Holm-adjusted p ≤ {a:g} over the {int(frame['p'].notna().sum())} comparisons of this table "
+        f"(`report.alpha`); 'no' is not 'equal': the difference is not resolved at this budget. Paired: classes × "
+        "seeds.",
+    ]
+    if len(frame) and frame["n_classes"].max() > 1:
+        notes.append(
+            "Several normal classes: their differences are averaged and their variances summed as if independent "
+            "(the one-vs-rest tasks share test images: an approximation)."
+        )
+    if ref and not frame.empty and frame["reason"].ne("").all():
+        notes.append("No comparison could be made: each row says why.")
+    title = f"Paired comparisons on {dataset_label(dataset)}: each method against {ref_label}"
+    header = ["Method", f"Δ vs {ref_label}", "95% interval", "p", "p (Holm)", "Holds", "Paired"]
+    return Table(f"comparisons_{dataset}", title, header, rows, frame, notes)
+
+
+# ----------------------------------------------------------------------------- Table 1's mark
+def holding_marks(
+    runs: pd.DataFrame, config: Mapping[str, Any], datasets: list[str]
+) -> dict[tuple[str, str, str], str]:
+    """``{(dataset, method, score): "†"}`` for each difference from the reference that holds after Holm."""
+    if runs is None or runs.empty:
+        return {}
+    names = method_names(config, runs)
+    marks = {}
+    for d in datasets:
+        frame = compare(runs, config, d, names)
+        for r in frame[frame["holds"]].to_dict("records"):
+            marks[(d, r["method"], r["score"])] = HOLDS
+    return marks
+
+
+def mark_note(config: Mapping[str, Any], runs: pd.DataFrame) -> str:
+    """The note under a table that carries :data:`HOLDS`."""
+    names = method_names(config, runs)
+    ref = reference_pair(config, runs, names)
+    label = names.pair_label(*ref) if ref else "the reference"
+    return (
+        f"{HOLDS}: differs from {label} on the same test images after Holm's correction (DeLong's paired test, "
+        f"α = {alpha(config):g}; comparisons_<dataset>)."
+    )
+
+
+# ----------------------------------------------------------------------------- the verdict
+def inside_text(paper_mean: float, lo: float, hi: float) -> str:
+    """``"inside"`` / ``"outside"`` our interval, or ``""`` when there is none."""
+    if not (np.isfinite(lo) and np.isfinite(hi) and np.isfinite(paper_mean)):
+        return ""
+    return "inside" if lo <= paper_mean <= hi else "outside"
+
+
+def interval_lines(frame: pd.DataFrame, names: Methods) -> list[str]:
+    """Per matched paper number: inside or outside our 95% interval of the mean over seeds."""
+    if frame.empty or "ours_lo" not in frame.columns:
+        return []
+    rows = frame.dropna(subset=["ours_mean"])
+    if rows.empty:
+        return []
+    out = []
+    for r in rows.to_dict("records"):
+        where = inside_text(r["paper_mean"], r["ours_lo"], r["ours_hi"])
+        m, _, s = str(r["ours"]).partition("/")
+        what = names.pair_label(m, s) if s else str(r["ours"])
+        ctx = f", {r['context']}" if r.get("context") else ""
+        head = f"{what} on {r['dataset']}{ctx}: paper {r['paper_mean']:.1f}"
+        if where:
+            out.append(
+                f"- {head} is {where} our 95% interval {r['ours_lo']:.1f} to {r['ours_hi']:.1f} ({r['ours_over']})."
+            )
+        else:
+            out.append(f"- {head}: no interval of our mean (a single seed; each run's DeLong interval is in runs.csv).")
+    out = list(dict.fromkeys(out))  # a number the paper prints in several tables: once
+    return ["**Paper numbers against our 95% intervals** (t-interval of the mean over seeds):", "", *out, ""]
+
+
+def ordering_lines(runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str, Any], names: Methods) -> list[str]:
+    """Per dataset with a comparison: the paper's ordering of the reference and each method (its
+    published means), and whether our paired test confirms it, contradicts it, or cannot decide."""
+    from con2.report.tables import main_context, report_block
+
+    ref = reference_pair(config, runs, names)
+    if ref is None or runs.empty:
+        return []
+    ref_row = names.paper_row(*ref)
+    if not ref_row:
+        return []
+    rep = report_block(config)
+    ctx = main_context(rep, subject_of(config, runs, names))
+    dmap = dataset_names(config)
+    out = []
+    for d in sorted(set(runs["dataset"])):
+        pd_name = dmap.get(d, d)
+        pref = paper_value(paper, None, pd_name, ref_row[0], ref_row[1], ctx if ref_row[1] else "")
+        if pref is None:
+            continue
+        frame = compare(runs, config, d, names)
+        for r in frame.to_dict("records"):
+            target = names.paper_row(r["method"], r["score"])
+            pv = (
+                paper_value(paper, None, pd_name, target[0], target[1], ctx if target and target[1] else "")
+                if target
+                else None
+            )
+            if pv is None or pv[0] == pref[0]:
+                continue
+            ref_above = pref[0] > pv[0]
+            side = "above" if ref_above else "below"
+            order = f"{names.pair_label(*ref)} {side} {names.pair_label(r['method'], r['score'])}"
+            paper_text = f"paper {pref[0]:.1f} vs {pv[0]:.1f}"
+            if r["reason"]:
+                out.append(f"- {dataset_label(d)}: {order} ({paper_text}): cannot test ({r['reason']}).")
+                continue
+            ours = f"ours Δ {signed(-r['diff'])} [{-r['hi']:.1f}, {-r['lo']:.1f}], Holm p {_p_text(r['p_holm'])}"
+            if not r["holds"]:
+                word = "cannot decide at this budget"
+            else:
+                word = "confirm" if (r["diff"] < 0) == ref_above else "contradict"
+            out.append(f"- {dataset_label(d)}: {order} ({paper_text}): our runs {word} ({ours}).")
+    if not out:
+        return []
+    return [
+        f"**The paper's orderings** ({names.pair_label(*ref)} − each method, paired over test images and seeds; "
+        "comparisons_<dataset>):",
+        "",
+        *out,
+        "",
+    ]
+
+
+def verdict_uncertainty_lines(
+    runs: pd.DataFrame, frame: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str, Any], names: Methods
+) -> list[str]:
+    """The reproduction report's uncertainty lines: :func:`interval_lines` then :func:`ordering_lines`."""
+    return [*interval_lines(frame, names), *ordering_lines(runs, paper, config, names)]
