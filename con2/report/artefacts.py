@@ -102,7 +102,7 @@ TABLES: dict[str, Artefact] = _registry(
     _table("silhouette", "context silhouette (the table behind the figure)", ("runs",)),
     _table("score_runtime", "S_NND vs S_LH timing (the table behind the figure)", ("measured",)),
     _table("compute_cost", "time and memory per run", ("runs", "hours")),
-    _table("reproduction", "every paper number next to ours"),
+    _table("reproduction", "every paper number next to ours", ("runs", "paper", "gpu")),
     _table(
         "fidelity",
         "every reading of the paper (training settings, scoring readings) against the default",

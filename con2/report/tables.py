@@ -39,6 +39,8 @@ import numpy as np
 import pandas as pd
 
 from con2.report.artefacts import TABLES, ReportInputs
+from con2.report.bound import bound_rows
+from con2.report.bound import verdict_lines as budget_lines
 from con2.report.collect import dataset_level, summarize
 from con2.report.comparisons import holding_marks, inside_text, mark_note, verdict_uncertainty_lines
 from con2.report.format import CELL_NOTE, MISSING, Table, cell, shown, shown_diff, signed, with_interval
@@ -1247,6 +1249,7 @@ def reproduction(inputs: ReportInputs) -> Table:
     lead = [
         *verdict_lines(inputs.runs, frame, config, names),  # every reading's column, not only headlines
         *verdict_uncertainty_lines(runs, frame, paper, config, names),  # inside/outside, the paper's orderings
+        *bound_lead(inputs),  # how far each measured budget goes (report.bound)
         *lead,
     ]
     notes = [
@@ -1319,6 +1322,16 @@ def score_runtime(inputs: ReportInputs) -> Table:
         measured,
         notes,
     )
+
+
+def bound_lead(inputs: ReportInputs) -> list[str]:
+    """The verdict's bound (``report.bound``): one line per measured budget, CON2 as printed against
+    content alone and SimCLR, and what no CPU can settle (:mod:`con2.report.bound`)."""
+    spec = inputs.report.get("bound") or {}
+    if not spec or inputs.runs is None:
+        return []
+    lines = budget_lines(bound_rows(inputs.runs, inputs.gpu, spec), spec)
+    return [f"**How far each budget goes** (the budget_bound table): {' '.join(lines)}"] if lines else []
 
 
 def build_table(name: str, inputs: ReportInputs) -> Table:
