@@ -303,7 +303,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("evaluate", help="re-score a trained run (e.g. other test-time augmentations)")
     p.add_argument("--run-dir", required=True)
     p.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE")
-    p.add_argument("--out", help="write the new record here instead of overwriting the run's")
+    p.add_argument(
+        "--out",
+        help="write the new record here instead of overwriting the run's: a new or empty folder (one holding a "
+        "run's files, or the run directory itself, is refused)",
+    )
     p.set_defaults(func=cmd_evaluate)
 
     p = sub.add_parser(

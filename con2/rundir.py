@@ -12,7 +12,8 @@ Layout of a run directory::
 
 Everything here is the single place for: the file names; the lock (one writer per run directory:
 a second writer stops at once naming the holder; a lock left by a killed process never blocks,
-since the operating system drops an ``flock`` with its process); atomic writes of every file
+since the operating system drops an ``flock`` with its process; a lock or run file that is a link
+is refused, never followed); atomic writes of every file
 (unique temporary names, removed on failure: :mod:`con2.atomic`); what a directory already holds
 and whether it belongs to a given config (:meth:`RunDir.plan`); the record of a run, built by
 :func:`build_record` for registered methods and external programs alike; and the data of a run,
@@ -179,8 +180,9 @@ def link_refusal(path: Path) -> RunDirError:
         target = "?"
     return RunDirError(
         f"{path} is a symbolic link (to {target}); a run directory holds its own files, and con2 neither writes "
-        f"nor reads through a link there (it would overwrite {target}). Fix: remove the link (`rm {path}`), or "
-        f"replace it with a copy of the file it points to, then rerun; {target} is untouched"
+        f"nor reads them through a link (a write would land in {target}, a read take another run's file). Fix: "
+        f"remove the link (`rm {path}`), or replace it with a copy of the file it points to, then rerun; {target} "
+        f"is untouched"
     )
 
 
@@ -330,7 +332,8 @@ class RunDir:
         Leftover temporaries of a killed writer are removed once the lock is held.
 
         Raises:
-            RunDirError: another process holds it (the message names its pid, host and start time).
+            RunDirError: another process holds it (the message names its pid, host and start time); the lock
+                is a link or not a regular file, or a run file is a symbolic link (:meth:`check_links`).
             OSError: the directory or its lock file cannot be created (read-only, full).
         """
         created = not self.path.exists()
