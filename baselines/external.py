@@ -184,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         n_train, split_sha256 = args.n_train, None
         if args.data_dir:
-            data = load_run_data(cfg)
+            data = load_run_data(cfg, verify=True)  # a new record: check the prepared cache
             manifest = data.manifest or {}
             where = (
                 f"the harness's {args.dataset} split (normal class {args.normal_class}, split seed {cfg.split_seed}: "

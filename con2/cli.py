@@ -144,12 +144,51 @@ def evaluate_overrides(overrides: list[str], scoring_params: tuple[str, ...] = (
         )
 
 
+def free_folder(base: Path) -> Path:
+    """``base`` if it is free (absent, or an empty folder), else the first free ``base-2``, ``base-3``, ..."""
+
+    def free(p: Path) -> bool:
+        return not os.path.lexists(p) or (p.is_dir() and not p.is_symlink() and not any(p.iterdir()))
+
+    n = 2
+    candidate = base
+    while not free(candidate):
+        candidate = base.with_name(f"{base.name}-{n}")
+        n += 1
+    return candidate
+
+
+def check_evaluate_out(src: RunDir, out: RunDir) -> None:
+    """Refuse a ``con2 evaluate --out`` that is the run directory itself or holds any run file (another run,
+    or an earlier re-scoring): its checkpoint, record and config would be replaced. The fix names a free folder.
+
+    Raises:
+        RunDirError: naming the files found and a free folder.
+    """
+    from con2.errors import RunDirError
+
+    if os.path.realpath(out.path) == os.path.realpath(src.path):
+        free = free_folder(src.path.with_name(f"{src.path.name}-rescored"))
+        raise RunDirError(
+            f"--out {out.path} is the run directory itself (--run-dir {src.path}): re-scoring there would replace "
+            f"its record.json and config.yaml. Fix: pass a new folder, e.g. --out {free}"
+        )
+    held = out.holds_run_files()
+    if held:
+        raise RunDirError(
+            f"--out {out.path} already holds {', '.join(held)} (another run, or an earlier re-scoring): writing there "
+            f"would replace them. Fix: pass a new or empty folder, e.g. --out {free_folder(out.path)} (or delete "
+            f"{out.path} first if its files are yours to discard)"
+        )
+
+
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from con2.config import RunConfig, load_config, read_yaml_mapping
     from con2.methods import get_spec
     from con2.rundir import RunDir
 
     src = RunDir(args.run_dir)
+    src.check_links()  # its config.yaml and checkpoint.pt are read: never through a link
     if not src.config.is_file():
         raise ConfigError(f"{src.path} holds no {src.config.name}; pass the run directory written by `con2 train`")
     fix = (
@@ -161,7 +200,11 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     evaluate_overrides(args.set, tuple(getattr(spec, "scoring_params", ())))
     cfg = load_config(src.config, args.set)
     out = RunDir(args.out) if args.out else src
+    if args.out:
+        check_evaluate_out(src, out)
     with out.lock():
+        if args.out:
+            check_evaluate_out(src, out)  # again, as the one writer
         from con2.runner import run
 
         record = run(cfg, out.path, train=False, weights=src.checkpoint)
@@ -260,7 +303,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("evaluate", help="re-score a trained run (e.g. other test-time augmentations)")
     p.add_argument("--run-dir", required=True)
     p.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE")
-    p.add_argument("--out", help="write the new record here instead of overwriting the run's")
+    p.add_argument(
+        "--out",
+        help="write the new record here instead of overwriting the run's: a new or empty folder (one holding a "
+        "run's files, or the run directory itself, is refused)",
+    )
     p.set_defaults(func=cmd_evaluate)
 
     p = sub.add_parser(

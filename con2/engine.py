@@ -54,6 +54,7 @@ class TrainSettings:
     checkpoint_seconds: float = 0.0  # at least this long between two checkpoints (the last one always)
     progress: bool = True
     fingerprint: str = ""  # identifies the config; a checkpoint of another config is refused
+    config: str = ""  # the run's configuration (JSON), stored in the checkpoint: `con2 evaluate` checks it
     compile: bool = False  # torch.compile the model's submodules that hold parameters
     finite_check_every: int = 50  # steps between reads of the on-device loss terms (and every epoch end)
 
@@ -361,6 +362,7 @@ def fit(
                     "optimizer": optimizer.state_dict(),
                     "scheduler": scheduler.state_dict(),
                     "fingerprint": settings.fingerprint,
+                    **({"config": settings.config} if settings.config else {}),
                 },
                 checkpoint_path,
             )

@@ -11,6 +11,7 @@ before anything is written, and writes nothing until the scores exist.
 
 from __future__ import annotations
 
+import json
 import math
 import resource
 import sys
@@ -22,7 +23,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from con2.config import RunConfig
+from con2.config import RUNTIME_KEYS, RunConfig
 from con2.engine import TrainSettings, fit, planned_steps, select_device
 from con2.errors import ConfigError
 from con2.methods import Method, build_method, get_spec
@@ -35,6 +36,7 @@ from con2.rundir import (
     RunDir,
     build_record,
     check_batch_size,
+    check_trained_config,
     copy_checkpoint,
     load_checkpoint,
     load_run_data,
@@ -92,6 +94,7 @@ def train_settings(cfg: RunConfig) -> TrainSettings:
         checkpoint_seconds=cfg.checkpoint_seconds,
         progress=cfg.progress,
         fingerprint=cfg.config_hash(),
+        config=json.dumps({k: v for k, v in cfg.to_dict().items() if k not in RUNTIME_KEYS}, sort_keys=True),
         compile=cfg.compile,
     )
 
@@ -133,12 +136,13 @@ def check_scoring_work(cfg: RunConfig, n_views: int, n_train: int, n_test: int) 
     return batches, blocks
 
 
-def _load_trained(method: Method, checkpoint: Path, device: torch.device, config: Path) -> None:
-    """Load a trained model's weights for re-scoring; a checkpoint that does not fit the configured
-    model (another width, encoder or method) stops with one line naming both files.
+def _load_trained(method: Method, checkpoint: Path, device: torch.device, config: Path, cfg: RunConfig) -> None:
+    """Load a trained model's weights for re-scoring; a checkpoint trained with another configuration than
+    ``cfg`` (:func:`con2.rundir.check_trained_config`) or that does not fit the configured model (another
+    width, encoder or method) stops with one line naming both files.
 
     Raises:
-        RunDirError: a corrupt checkpoint; ConfigError: weights that do not fit ``method``.
+        RunDirError: a corrupt checkpoint; ConfigError: another configuration, or weights that do not fit ``method``.
     """
     fix = (
         f"retrain that run (`con2 train --run-dir {checkpoint.parent} --force` with its configuration), or restore "
@@ -154,6 +158,11 @@ def _load_trained(method: Method, checkpoint: Path, device: torch.device, config
             f"checkpoint {checkpoint} does not fit the model {config} describes ({reason}). Fix: evaluate it with "
             f"the config.yaml that trained it (`con2 evaluate --set` changes only how a model is scored), or retrain"
         ) from None
+    # weights that fit may still be another variant's (flip for invert): the checkpoint names its configuration
+    scoring_params = tuple(getattr(get_spec(cfg.method), "scoring_params", ()))
+    note = check_trained_config(state, checkpoint, cfg, config, scoring_params)
+    if note:
+        print(note, flush=True)
 
 
 def run(
@@ -183,7 +192,8 @@ def run(
     with rd.lock():
         if train:
             rd.plan(cfg)  # a checkpoint or record of another config: refuse before loading anything
-        data = load_run_data(cfg)
+        # a new run or a re-scoring checks the prepared cache's sha256 (milliseconds); a resumed one trusts it
+        data = load_run_data(cfg, verify=not (train and rd.checkpoint.is_file()))
         if train:
             check_batch_size(cfg, len(data.train), data.normal_class)
         if cfg.threads:
@@ -226,7 +236,7 @@ def run(
             if not source.is_file():
                 raise FileNotFoundError(f"no checkpoint at {source}; run `con2 train` for that run directory first")
             method.to(device)
-            _load_trained(method, source, device, source.parent / CONFIG)
+            _load_trained(method, source, device, source.parent / CONFIG, cfg)
             fit_seconds, ips, curve_seconds = 0.0, None, 0.0
             training = {"epochs": 0, "steps": 0, "resumed_from_epoch": None}
 

@@ -157,6 +157,16 @@ def load_prepared(directory: Path, fingerprint: str | None = None, verify: bool 
     )
 
 
+def images_disagree(directory: Path) -> bool:
+    """Whether the cache's ``images.npy`` exists under a readable manifest whose ``images_sha256`` it does not have
+    (an edit or damage since it was prepared; size and mtime may still match the manifest's)."""
+    try:
+        manifest = json.loads((directory / "manifest.json").read_text())
+        return file_digest(directory / "images.npy", "sha256") != manifest["images_sha256"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+
+
 def row_order(splits: Sequence[str], labels: Sequence[int]) -> np.ndarray:
     """Row order of the cache: stable sort by (source split, class)."""
     keys = [(SPLIT_ORDER.get(s, 9), int(c), i) for i, (s, c) in enumerate(zip(splits, labels, strict=True))]

@@ -361,6 +361,7 @@ def load_one_class(
     size: int = 28,
     *,
     download: bool = False,
+    verify: bool = False,
 ) -> OneClassData:
     """Load dataset ``name`` as a one-class split.
 
@@ -374,6 +375,8 @@ def load_one_class(
         size: training resolution: the MedMNIST npz size (28/64/128/224), otherwise the size the
             spec's recipe is scaled to (see :mod:`con2.data.images`).
         download: download a missing dataset (otherwise a missing one raises with the command).
+        verify: recompute the sha256 of the prepared cache and prepare it again if it disagrees with its
+            manifest (otherwise only a changed size or mtime is noticed; see :func:`con2.data.cache.load_prepared`).
 
     Returns:
         :class:`OneClassData` whose arrays may be read-only memmaps of the prepared cache, and
@@ -384,7 +387,7 @@ def load_one_class(
     """
     info = get_info(name)
     normal_name, normal_idx = resolve_normal(info, normal_class)
-    prep = prepare_dataset(info.name, data_dir, size, download=download)
+    prep = prepare_dataset(info.name, data_dir, size, download=download, verify=verify)
     images, ids, splits, labels = prep.images, prep.ids, prep.splits, prep.labels
     sha, directory, source = prep.manifest["images_sha256"], prep.directory, prep.manifest["source"]
     train_idx, test_idx, test_labels = one_class_split(

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from con2.data.atomic import PARTIAL, file_lock
-from con2.data.cache import Found, Prepared, SourceTable, cache_dir, load_prepared, prepare
+from con2.data.cache import Found, Prepared, SourceTable, cache_dir, images_disagree, load_prepared, prepare
 from con2.errors import NO_SPACE, DataError, DatasetMissing, read_failure, write_failure
 
 
@@ -192,8 +192,15 @@ class Source(ABC):
             return prepared
         try:
             with file_lock(directory / ".lock"):
-                prepared = load_prepared(directory, found.fingerprint)  # another job may have finished it
+                # another job may have finished it (verified again: an edit that kept size and mtime passes otherwise)
+                prepared = load_prepared(directory, found.fingerprint, verify=verify)
                 if prepared is None:
+                    if verify and images_disagree(directory):
+                        print(
+                            f"{info.name}: the prepared {directory / 'images.npy'} disagrees with the sha256 of its "
+                            f"manifest (edited or damaged since it was prepared); preparing it again from the source",
+                            flush=True,
+                        )
                     prepared = prepare(self.table(info, found, size), size, directory, progress=show)
         except OSError as exc:
             if not _is_write(exc, directory):  # reading the source, not writing the cache
