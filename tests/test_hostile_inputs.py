@@ -50,19 +50,30 @@ HOSTILE = {
 }
 
 
+# A small Python between pytest and the CLI: a child's peak resident memory counts the pages it had
+# when forked, so measured straight from pytest (torch loaded by earlier tests: 1.1 GB) it would
+# say more about pytest than about the command. The wrapper starts at ~10 MB and reports the CLI's.
+MEASURE = (
+    "import resource, subprocess, sys; r = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL); "
+    "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss); sys.exit(r.returncode)"
+)
+
+
 def cli(*args: str, cwd: Path, env: dict[str, str] | None = None) -> tuple[int, str, float, float]:
     """``con2 ARGS`` in a subprocess: (exit status, stderr, seconds, peak resident memory in MB)."""
     full_env = {**os.environ, "PYTHONPATH": str(ROOT), "CON2_CACHE_DIR": str(cwd / ".cache"), **(env or {})}
     t0 = time.monotonic()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "con2.cli", *args], cwd=cwd, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    proc = subprocess.run(
+        [sys.executable, "-c", MEASURE, sys.executable, "-m", "con2.cli", *args],
+        cwd=cwd,
+        env=full_env,
+        capture_output=True,
     )
-    _, status, usage = os.wait4(proc.pid, 0)
     seconds = time.monotonic() - t0
-    err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
-    proc.stdout.close() if proc.stdout else None
-    proc.stderr.close() if proc.stderr else None
-    return os.waitstatus_to_exitcode(status), err, seconds, usage.ru_maxrss / 1024
+    err = proc.stderr.decode(errors="replace")
+    out = proc.stdout.decode(errors="replace").split()
+    mb = int(out[-1]) / 1024 if out else float("nan")
+    return proc.returncode, err, seconds, mb
 
 
 def assert_one_line(result: tuple[int, str, float, float], *needles: str) -> str:
