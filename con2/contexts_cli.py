@@ -19,6 +19,7 @@ def cmd_contexts(args: argparse.Namespace) -> int:
     from con2.contexts import choose_context, uint8_to_unit
     from con2.data import default_data_dir
     from con2.data.registry import get_info, load_one_class, normal_classes, source_of
+    from con2.errors import ConfigError
 
     info = get_info(args.dataset)  # DataError naming the registered datasets
     data_dir = args.data_dir or default_data_dir()
@@ -29,7 +30,13 @@ def cmd_contexts(args: argparse.Namespace) -> int:
         t0 = time.perf_counter()
         data = load_one_class(info.name, data_dir, cls, args.split_seed, size)
         x = uint8_to_unit(np.asarray(data.train).transpose(0, 3, 1, 2))
-        choice = choose_context(x, seed=args.seed)
+        try:
+            choice = choose_context(x, seed=args.seed)
+        except ValueError as exc:
+            raise ConfigError(
+                f"{info.name} normal class {data.normal_class}: {exc} ({len(x)} normal training images); "
+                "Fix: pass a normal class with at least 4 training images (--normal-class)"
+            ) from None
         choice["seconds"] = round(time.perf_counter() - t0, 1)
         results[data.normal_class] = choice
         if args.json:

@@ -145,3 +145,14 @@ def test_con2_best_chooses_its_context_from_the_training_images_before_training(
     method.prepare(train)
     assert method.context_choice is not None and method.context_choice["context"] == "invert"
     assert method.context_names == ["invert"] and torch.equal(method.contexts[1](train), 255 - train)
+
+
+def test_too_few_images_for_best_is_a_config_error_naming_the_fix() -> None:
+    import torch
+
+    from con2.config import make_config
+    from con2.methods.registry import build_method
+
+    cfg = make_config({"dataset": "digits", "image_size": 16, "width": 8, "tta": 2, "params": {"contexts": ["best"]}})
+    with pytest.raises(ConfigError, match=r"cannot choose a context from 3 training images.*Fix: name the context"):
+        build_method(cfg).prepare(torch.zeros(3, 1, 16, 16, dtype=torch.uint8))

@@ -35,6 +35,7 @@ import torch
 from torch import Tensor
 
 from con2.augment import contexts_for, multi_context_names, normalize, to_float
+from con2.errors import ConfigError
 from con2.evaluation import REFERENCES, ContextFn, Reading, Scorer, ScoringSpec, quantize
 from con2.losses import alpha_schedule, batch_labels, content_loss, context_loss
 from con2.methods.base import Method
@@ -88,7 +89,13 @@ class Con2(Method):
         from con2.contexts import choose_context, uint8_to_unit
 
         if self.context_choice is None:
-            self.context_choice = choose_context(uint8_to_unit(train), seed=self.params.best_seed)
+            try:
+                self.context_choice = choose_context(uint8_to_unit(train), seed=self.params.best_seed)
+            except ValueError as exc:
+                raise ConfigError(
+                    f"params.contexts: [best] cannot choose a context from {len(train)} training images ({exc}); "
+                    "Fix: name the context (e.g. contexts: [invert]) or use a normal class with at least 4 images"
+                ) from None
         chosen = str(self.context_choice["context"])
         self.context_names = [chosen]
         self.contexts = contexts_for([chosen])
