@@ -241,7 +241,11 @@ RULE = (
 )
 
 
-def uint8_to_unit(images: np.ndarray | torch.Tensor) -> np.ndarray:
-    """uint8 ``[n, c, h, w]`` (a tensor or array) -> float32 in [0, 1], same shape."""
+def uint8_to_unit(images: np.ndarray | torch.Tensor, seed: int | None = None) -> np.ndarray:
+    """uint8 ``[n, c, h, w]`` (a tensor or array) -> float32 in [0, 1]; with ``seed``, only the
+    :data:`MAX_IMAGES` images the measurement would draw with that seed (the same ones, so the same
+    numbers, without a float copy of a large training set)."""
     a = images.numpy() if isinstance(images, torch.Tensor) else np.asarray(images)
+    if seed is not None:
+        a = a[subsample(len(a), MAX_IMAGES, seed)]
     return a.astype(np.float32) / 255.0

@@ -29,19 +29,20 @@ def cmd_contexts(args: argparse.Namespace) -> int:
     for cls in classes:
         t0 = time.perf_counter()
         data = load_one_class(info.name, data_dir, cls, args.split_seed, size)
-        x = uint8_to_unit(np.asarray(data.train).transpose(0, 3, 1, 2))
+        n_train = len(data.train)
+        x = uint8_to_unit(np.asarray(data.train).transpose(0, 3, 1, 2), args.seed)
         try:
             choice = choose_context(x, seed=args.seed)
         except ValueError as exc:
             raise ConfigError(
-                f"{info.name} normal class {data.normal_class}: {exc} ({len(x)} normal training images); "
+                f"{info.name} normal class {data.normal_class}: {exc} ({n_train} normal training images); "
                 "Fix: pass a normal class with at least 4 training images (--normal-class)"
             ) from None
         choice["seconds"] = round(time.perf_counter() - t0, 1)
         results[data.normal_class] = choice
         if args.json:
             continue
-        print(f"{info.name} normal class {data.normal_class}: {choice['n_images']} of {len(x)} normal training images")
+        print(f"{info.name} normal class {data.normal_class}: {choice['n_images']} of {n_train} normal training images")
         print(f"  {'context':10} {'distinctiveness':>16} {'alignment':>10}")
         for m in choice["measures"]:
             mark = "  <- chosen" if m["context"] == choice["context"] else ""

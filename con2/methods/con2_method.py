@@ -90,7 +90,9 @@ class Con2(Method):
 
         if self.context_choice is None:
             try:
-                self.context_choice = choose_context(uint8_to_unit(train), seed=self.params.best_seed)
+                self.context_choice = choose_context(
+                    uint8_to_unit(train, self.params.best_seed), seed=self.params.best_seed
+                )
             except ValueError as exc:
                 raise ConfigError(
                     f"params.contexts: [best] cannot choose a context from {len(train)} training images ({exc}); "
