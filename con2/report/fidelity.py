@@ -75,17 +75,13 @@ def paper_row_value(
 
 def fidelity(inputs: ReportInputs) -> Table:
     """Rows: ``report.fidelity.rows``; per dataset: ours (mean ± std), Δ to the reference row, the paper's."""
-    return fidelity_table(
-        inputs, "fidelity", "Fidelity: each reading of the paper against the current default, AUROC (%)"
-    )
+    return fidelity_table(inputs, "fidelity", "Fidelity: each reading of the paper against the current default, AUROC (%)")
 
 
 def fidelity_native(inputs: ReportInputs) -> Table:
     """The native-resolution study (``report.fidelity_native``): 64 px from the native file vs upsampled."""
     return fidelity_table(
-        inputs,
-        "fidelity_native",
-        "Native-resolution study: 64 px from the native 64 px file against 28 px upsampled, AUROC (%)",
+        inputs, "fidelity_native", "Native-resolution study: 64 px from the native 64 px file against 28 px upsampled, AUROC (%)"
     )
 
 
