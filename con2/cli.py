@@ -7,6 +7,7 @@ Examples::
     con2 evaluate --run-dir results/runs/breastmnist/con2/seed0 --set tta=0 --out /tmp/no_tta
     con2 methods
     con2 data list
+    con2 contexts --dataset breastmnist --data-dir ../shared/data
 """
 
 from __future__ import annotations
@@ -332,6 +333,9 @@ def build_parser() -> argparse.ArgumentParser:
     else:
         add_data_subcommands(sub)
     add_plan_subcommand(sub)
+    from con2.contexts_cli import add_contexts_subcommand
+
+    add_contexts_subcommand(sub)
     return parser
 
 

@@ -618,6 +618,8 @@ def check_report(config: Mapping[str, Any], tables: Collection[str] = ()) -> Non
             known(dataset, datasets, key, "a key of `datasets`")
     for method, variant in (rep.get("main_variants") or {}).items():
         known(variant, variants, f"main_variants.{method}", "a key of `variants`")
+    if rep.get("best_variant") is not None:  # CON2 (Best)'s own row in the natural-image tables
+        known(rep["best_variant"], variants, "best_variant", "a key of `variants`")
     for table, exps in (rep.get("scopes") or {}).items():
         if tables:
             known(table, sorted(tables), "scopes", "a table")

@@ -43,6 +43,24 @@ def test_grid_expands_the_paper_profile() -> None:
     assert E.data_targets(runs) == sorted({(r.dataset, r.config["image_size"]) for r in runs})
 
 
+@pytest.mark.parametrize("profile", ["test", "default", "paper"])
+def test_every_profile_runs_con2_best_on_every_class_of_its_context_tables(profile: str) -> None:
+    """CON2 (Best): one variant, `contexts: [best]`, whose context each run chooses from its normal
+    training images (con2.contexts; the record's metrics.chosen_context): the grid keeps the marker,
+    so a run's config hash never depends on data read while the DAG is built."""
+    from con2.data import normal_classes
+
+    cfg = load_profile(profile)
+    runs = E.expand_grid(cfg, normal_classes)
+    best = [r for r in runs if r.variant == "best"]
+    assert best and all(r.method == "con2" and r.config["params"] == {"contexts": ["best"]} for r in best)
+    for run in best[:1]:
+        E.check_method(run.run_config)
+    flips = {(r.dataset, r.normal_class, r.seed) for r in runs if r.variant == "flip"}
+    assert flips <= {(r.dataset, r.normal_class, r.seed) for r in best}  # beside flip wherever flip runs
+    assert "best" in cfg["report"]["contexts"]
+
+
 def test_resolved_config_is_complete_and_round_trips_through_con2_train(tmp_path: Path) -> None:
     cfg = {
         "seeds": [1],
@@ -197,7 +215,7 @@ def test_the_workflow_parses_each_run_config_once(tmp_path: Path, monkeypatch: p
     grid = E.workflow_grid(cfg, normal_classes, own_rules, bool(cfg["strict"]), unknown_class, TABLES)
     hashes = [grid.hashes(), grid.hashes()]  # rules evaluate and evaluate_scope
     identities = Counter(tuple(str(getattr(r, k)) for k in E.IDENTITY_KEYS) for r in grid.runs)
-    assert len(grid.runs) == 1461 and not grid.missing_weights
+    assert len(grid.runs) == 1671 and not grid.missing_weights
     assert parses == identities, ([k for k, n in parses.items() if n > 1][:3], len(parses))
     assert loads == []
     assert hashes[0] == hashes[1] and len(set(hashes[0].values())) > 100

@@ -1102,3 +1102,28 @@ def test_figures_name_datasets_as_the_paper_and_say_what_each_bar_averages(
     fig, texts = drawn(F.pca_figure, pca, monkeypatch)
     assert "BreastMNIST (normal: 1), CON2 invert, seed 0" in texts
     plt.close(fig)
+
+
+def test_con2_best_is_a_row_of_its_own_in_the_natural_and_per_class_tables(
+    tmp_path: Path, paper: pd.DataFrame, config: dict
+) -> None:
+    auroc = {("invert", "airplane"): 90.0, ("invert", "cat"): 80.0, ("best", "airplane"): 96.0, ("best", "cat"): 84.0}
+    params = {"invert": {"contexts": ["invert"]}, "best": {"contexts": ["best"]}}
+    recs = [fake_record("cifar10", c, "con2", v, 0, {"nnd": a, "lh": a}, params[v]) for (v, c), a in auroc.items()]
+    runs = collect(tmp_path, recs)
+    cfg = {**config, "report": {**config["report"], "best_variant": "best"}}
+    natural = T.natural_summary(inputs_of(runs, paper, cfg))
+    col = natural.columns.index("CIFAR10")
+    rows = {r[0]: r for r in natural.rows if r[1] == "ours"}
+    assert rows["CON2 (NND)"][col].startswith("85.0 ") and rows["CON2 (Best) (NND)"][col].startswith("90.0 ")
+    labels = [r[0] for r in natural.rows]
+    assert labels.index("CON2 (Best) (NND)") > labels.index("CON2 (NND)")
+    # no paper row joined to CON2 (Best): the paper prints it only in a figure
+    best = natural.data[natural.data["method"] == "con2/best"]
+    assert len(best) and (best["paper_method"] == "").all() and best["paper_mean"].isna().all()
+    per = T.per_class(inputs_of(runs, paper, cfg, dataset="cifar10"))
+    airplane = next(r for r in per.rows if r[0] == "airplane")
+    assert airplane[per.columns.index("CON2 (Best) (NND)")] == "96.0 [1×1]"
+    assert airplane[per.columns.index("CON2 (NND)")] == "90.0 [1×1]"
+    # without report.best_variant the tables are as before
+    assert "CON2 (Best) (NND)" not in [r[0] for r in T.natural_summary(inputs_of(runs, paper, config)).rows]

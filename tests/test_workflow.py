@@ -182,12 +182,12 @@ def test_paper_dry_run_builds_the_whole_grid(tmp_path: Path) -> None:
     assert cfg["strict"] is True  # the paper profile fails on a missing dataset: its DAG is known up front
     runs = expand_grid(cfg, normal_classes)
     n_train = expected_paper_train_jobs(cfg)
-    # 70 (dataset, class) x 4 methods x 3 seeds + contexts 420 + loss 36 + k 108 + I-JEPA-AD 18
+    # 70 (dataset, class) x 4 methods x 3 seeds + contexts 630 (flip, equalize, best) + loss 36 + k 108 + I-JEPA-AD 18
     # + the fidelity study's 39 more
-    assert n_train == 1461 == len(runs)
+    assert n_train == 1671 == len(runs)
     studies = [e for exps in cfg["report"]["scopes"].values() for e in exps]
     n_all = expected_paper_train_jobs(cfg, skip=tuple(studies))  # `all` leaves the studies' own runs out
-    assert n_all == 1461 - 39
+    assert n_all == 1671 - 39
     assert stats["train"] == n_all
     assert stats["prepare_data"] == len(data_targets(runs)) == 11
     report = cfg["report"]
@@ -229,7 +229,12 @@ def test_tiny_run_writes_every_table_and_figure(tiny: Path) -> None:
     for target in table_targets(cfg["report"]) + figure_targets(cfg["report"]):
         assert (tiny / target).stat().st_size > 0, target
     recs = [read_record(tiny / p) for p in records(tiny)]
-    assert len(recs) == 6 and {r["method"] for r in recs} == {"con2", "simclr", "csi"}
+    assert len(recs) == 7 and {r["method"] for r in recs} == {"con2", "simclr", "csi"}
+    # CON2 (Best): the config keeps the marker, the record says which context it chose (issue 26)
+    best = [r for r in recs if r["variant"] == "best"]
+    assert len(best) == 1 and best[0]["config"]["params"]["contexts"] == ["best"]
+    assert best[0]["metrics"]["chosen_context"] in ("invert", "flip", "equalize")
+    assert best[0]["metrics"]["context_choice"]["context"] == best[0]["metrics"]["chosen_context"]
     # No threshold on a reading: a 1-epoch digits run scores differently in bf16 (CPUs with AMX or
     # AVX512-BF16, `amp`) and in fp32 (the rest), and `nnd@encoder/original` falls below chance on
     # some (README). What holds on every CPU: every reading the record declares is there, finite,
@@ -246,7 +251,8 @@ def test_tiny_run_writes_every_table_and_figure(tiny: Path) -> None:
     assert "CON2 (NND)" in per_class_md and re.search(r"\| 0 \| \d+\.\d", per_class_md)
     assert "k = 3" in (tiny / "results/tables/multi_context.md").read_text()
     natural = (tiny / "results/tables/natural_summary.md").read_text()
-    assert all(m in natural for m in ("CON2 (NND)", "SimCLR (kNN)", "SimCLR (SSD)", "CSI (CSI)"))
+    assert all(m in natural for m in ("CON2 (NND)", "CON2 (Best) (NND)", "SimCLR (kNN)", "SimCLR (SSD)", "CSI (CSI)"))
+    assert "CON2 (Best) (NND)" in per_class_md
     assert "\\toprule" in (tiny / "results/tables/table1_medical.tex").read_text()
     # issue 26: each run's DeLong interval, and the paired comparisons read every run's scores.csv
     assert all(set(r["metrics"]["auroc_ci"]) == set(r["metrics"]["auroc"]) for r in recs)
@@ -255,7 +261,7 @@ def test_tiny_run_writes_every_table_and_figure(tiny: Path) -> None:
     compared = pd.read_csv(tiny / "results/tables/comparisons_digits.csv", keep_default_na=False)
     assert len(compared) and (compared["reason"] == "").all() and (compared["reference"] == "con2/nnd").all()
     bench = list((tiny / "results/benchmarks/train").rglob("*.tsv"))
-    assert len(bench) == 6
+    assert len(bench) == 7
     cost = (tiny / "results/tables/compute_cost.csv").read_text()
     assert "bench_max_rss_mb" in cost and "cpu_share" in cost
     # one resolved config per run, named by its hash, which is what `con2 train` read
@@ -269,7 +275,7 @@ def test_tiny_run_writes_every_table_and_figure(tiny: Path) -> None:
 def test_console_has_one_line_per_finished_run_and_logs_one_per_epoch(tiny: Path) -> None:
     console = (tiny / "console.txt").read_text()
     finished = re.findall(r"^digits/\d \S+/\S+ seed=\d: AUROC\[\w+\]=\d+\.\d.*$", console, re.M)
-    assert len(finished) == len(records(tiny)) == 6, console[-3000:]
+    assert len(finished) == len(records(tiny)) == 7, console[-3000:]
     assert "rule train:" not in console and "    wildcards:" not in console  # job blocks are one-line messages
     log_file = "results/logs/train/digits/0/con2/invert/seed0.log"
     log = (tiny / log_file).read_text()
@@ -277,7 +283,7 @@ def test_console_has_one_line_per_finished_run_and_logs_one_per_epoch(tiny: Path
     assert re.search(r"^epoch 1/1  loss=\S+.*  \d+ img/s  ETA \d+s$", log, re.M) and "\r" not in log, log
     # and the console the first epoch's line of each run, with its ETA and where its log is
     started = re.findall(r"^digits/\d \S+/\S+ seed=\d: epoch 1/1 .* ETA \d+s \(log: (\S+)\)$", console, re.M)
-    assert len(started) == 6 and log_file in started, console[-3000:]
+    assert len(started) == 7 and log_file in started, console[-3000:]
 
 
 def test_deleting_one_table_rebuilds_only_that_table(tiny: Path, tmp_path: Path) -> None:

@@ -35,14 +35,19 @@ import torch
 from torch import Tensor
 
 from con2.augment import contexts_for, multi_context_names, normalize, to_float
+from con2.errors import ConfigError
 from con2.evaluation import REFERENCES, ContextFn, Reading, Scorer, ScoringSpec, quantize
 from con2.losses import alpha_schedule, batch_labels, content_loss, context_loss
 from con2.methods.base import Method
-from con2.methods.con2_spec import FEATURES, SPEC, Con2Params
+from con2.methods.con2_spec import BEST, FEATURES, SPEC, Con2Params
 from con2.methods.spec import MethodSettings
 from con2.metrics import context_silhouette
 from con2.models import projection_head
 from con2.scores import fit_gaussian, lh_scores, nnd_scores
+
+
+def _unresolved_best(x: Tensor) -> Tensor:
+    raise RuntimeError("contexts: [best] is chosen in Con2.prepare(train); call it before training or scoring")
 
 
 def alpha_at(progress: float, params: Con2Params, epochs: int) -> float:
@@ -65,11 +70,44 @@ class Con2(Method):
     def __init__(self, cfg: MethodSettings, params: Con2Params) -> None:
         super().__init__(cfg, params)
         names = multi_context_names(params.n_contexts) if params.n_contexts else list(params.contexts)
+        self.context_choice: dict | None = None  # contexts: [best]: the choice prepare() makes, for the record
         self.context_names = names
-        self.contexts = contexts_for(names)  # unknown context names fail here, naming the choices
+        if names == [BEST]:  # CON2 (Best): the context is chosen from the normal training images in prepare()
+            self.contexts = [lambda x: x, _unresolved_best]
+        else:
+            self.contexts = contexts_for(names)  # unknown context names fail here, naming the choices
         d = self.encoder.out_dim
         self.context_head = projection_head(d, d, params.head_dim)
         self.content_head = projection_head(d, d, params.head_dim)
+
+    def prepare(self, train: Tensor) -> None:
+        """``contexts: [best]``: choose the context by its assumptions on the normal training images
+        (:func:`con2.contexts.choose_context`, seeded with ``params.best_seed``; never the test
+        split, so no anomaly), before training starts or resumes: the same images, the same choice."""
+        if self.context_names != [BEST] and self.context_choice is None:
+            return
+        from con2.contexts import choose_context, uint8_to_unit
+
+        if self.context_choice is None:
+            try:
+                self.context_choice = choose_context(
+                    uint8_to_unit(train, self.params.best_seed), seed=self.params.best_seed
+                )
+            except ValueError as exc:
+                raise ConfigError(
+                    f"params.contexts: [best] cannot choose a context from {len(train)} training images ({exc}); "
+                    "Fix: name the context (e.g. contexts: [invert]) or use a normal class with at least 4 images"
+                ) from None
+        chosen = str(self.context_choice["context"])
+        self.context_names = [chosen]
+        self.contexts = contexts_for([chosen])
+
+    def score(self, train: Tensor, test: Tensor, device: torch.device):
+        out = super().score(train, test, device)
+        if self.context_choice is not None:  # the record says which context `best` chose, and why
+            out.extras["chosen_context"] = self.context_choice["context"]
+            out.extras["context_choice"] = self.context_choice
+        return out
 
     @property
     def n_contexts(self) -> int:

@@ -18,6 +18,7 @@ REFERENCES = ("matched", "original")  # the training set x^C views are compared 
 CONTEXT_ORDERS = ("before_views", "after_views")  # t_C on the raw pixels, or on each (uint8-quantised) view
 ENCODER_PASSES = ("joint", "per_context")  # one encoder pass over every context, or one per context
 CONTEXT_NAMES = ("invert", "flip", "equalize")  # con2.augment.BASE_CONTEXTS (a test keeps them equal)
+BEST = "best"  # contexts: [best]: CON2 (Best), the context chosen per normal class (con2.contexts)
 MAX_CONTEXTS = 8  # the identity, invert, flip, equalize and their 4 compositions
 
 
@@ -44,6 +45,7 @@ class Con2Params:
     )
     score_features: str = "encoder"  # headline reading: encoder (the paper's f) | content | context
     score_reference: str = "matched"  # headline reading: matched | original (x^C vs the training set as printed)
+    best_seed: int = 0  # contexts: [best]: seed of the measurement that chooses the context (con2.contexts)
 
 
 def n_contexts(params: Con2Params) -> int:
@@ -74,7 +76,15 @@ def check(params: Con2Params, cfg: MethodSettings) -> None:
         raise ConfigError(f"params.n_contexts: number of contexts k={params.n_contexts} must lie in 2..{MAX_CONTEXTS}")
     if not params.n_contexts and not params.contexts:
         raise ConfigError("params.contexts must name at least one context transform, e.g. [invert]")
+    if BEST in params.contexts and (len(params.contexts) != 1 or params.n_contexts):
+        raise ConfigError(
+            f"params.contexts: {BEST!r} (CON2 (Best): one context chosen per normal class) stands alone; "
+            f"got contexts={list(params.contexts)}, n_contexts={params.n_contexts}: "
+            "use contexts: [best] and no n_contexts"
+        )
     for name in params.contexts:
+        if name == BEST:
+            continue
         if not name or any(part not in CONTEXT_NAMES for part in name.split("+")):
             raise ConfigError(
                 f"unknown context {name!r}: use one of {sorted(CONTEXT_NAMES)} or a '+'-joined composition "

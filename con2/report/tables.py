@@ -428,9 +428,37 @@ def table1_medical(inputs: ReportInputs) -> Table:
     )
 
 
+def with_best_rows(runs: pd.DataFrame, config: Mapping[str, Any]) -> tuple[pd.DataFrame, Mapping[str, Any]]:
+    """The runs with the subject's ``report.best_variant`` (CON2 (Best): the context chosen per normal
+    class, ``contexts: [best]``) shown as a method of its own, ``<subject>/<variant>`` labelled
+    ``<label> (Best)``, with no paper row (the paper prints CON2 (Best) only in a figure), and the
+    config whose ``main_variants`` names it; both unchanged without ``best_variant`` or such runs."""
+    rep = config.get("report") or {}
+    subject, variant = rep.get("subject"), rep.get("best_variant")
+    if not subject or not variant or runs.empty:
+        return runs, config
+    hit = (runs["method"] == subject) & (runs["variant"] == variant)
+    if not hit.any():
+        return runs, config
+    name = f"{subject}/{variant}"
+    best = runs[hit].copy()
+    best["method"] = name
+    label = next(
+        (str(v) for v in best.get("method_label", pd.Series(dtype=object)) if isinstance(v, str) and v), subject
+    )
+    best["method_label"] = f"{label} (Best)"
+    for col in ("paper_method", "paper_score", "compute_name"):
+        if col in best.columns:
+            best[col] = None
+    report = {**rep, "main_variants": {**(rep.get("main_variants") or {}), name: variant}}
+    return pd.concat([runs, best], ignore_index=True), {**config, "report": report}
+
+
 def natural_summary(inputs: ReportInputs) -> Table:
-    """Natural-image summary: AUROC per dataset (mean over normal classes), the paper's beside ours."""
-    runs, paper, config = inputs.runs, inputs.paper, inputs.config
+    """Natural-image summary: AUROC per dataset (mean over normal classes), the paper's beside ours
+    (and CON2 (Best), ``report.best_variant``, as a row of its own)."""
+    paper = inputs.paper
+    runs, config = with_best_rows(inputs.runs, inputs.config)
     rep = report_block(config)
     return method_table(
         "natural_summary",
@@ -746,8 +774,10 @@ def multi_context(inputs: ReportInputs) -> Table:
 
 # ----------------------------------------------------------------------------- per class, silhouette, compute
 def per_class(inputs: ReportInputs) -> Table:
-    """AUROC per normal class of one dataset, each method's main variant (mean ± std over seeds)."""
-    runs, config, dataset = inputs.runs, inputs.config, inputs.dataset
+    """AUROC per normal class of one dataset, each method's main variant (mean ± std over seeds), and
+    CON2 (Best) (``report.best_variant``) as a method of its own."""
+    dataset = inputs.dataset
+    runs, config = with_best_rows(inputs.runs, inputs.config)
     rep = report_block(config)
     runs = headline(runs)
     names = method_names(config, runs)
