@@ -33,13 +33,20 @@ if TYPE_CHECKING:
 # pandas or the data layer, which the commands import when they need them.
 
 
-def _summary(record: dict) -> str:
+def _summary(record: dict, where: str | Path | None = None) -> str:
+    """The one result line: the headline scores (plain names such as ``nnd``, ``lh``; the other
+    readings, ``<score>@<reading>``, are counted and left to the record), the silhouette, the times
+    and where the record is."""
     m = record["metrics"]
-    aurocs = "  ".join(f"AUROC[{k}]={v:.1f}" for k, v in m["auroc"].items())
+    heads = {k: v for k, v in m["auroc"].items() if "@" not in k}
+    aurocs = "  ".join(f"AUROC[{k}]={v:.1f}" for k, v in heads.items())
+    more = len(m["auroc"]) - len(heads)
     sil = f"  silhouette={m['silhouette']:.3f}" if m.get("silhouette") is not None else ""
     t = record["timing"]
     run = f"{record['dataset']}/{record['normal_class']} {record['method']}/{record['variant']} seed={record['seed']}"
-    return f"{run}: {aurocs}{sil}  (fit {t['fit_seconds']:.0f}s, score {t['score_seconds']:.0f}s)"
+    rec = f"  {more} more readings in {Path(where) / 'record.json'}" if where is not None and more else ""
+    rec = rec or (f"  record: {Path(where) / 'record.json'}" if where is not None else "")
+    return f"{run}: {aurocs}{sil}  (fit {t['fit_seconds']:.0f}s, score {t['score_seconds']:.0f}s){rec}"
 
 
 def output_to_log(path: str) -> TextIO:
@@ -123,7 +130,7 @@ def _train(args: argparse.Namespace, cfg: RunConfig, rd: RunDir, console: TextIO
         name = f"{where} {cfg.method}/{cfg.variant} seed={cfg.seed}"
         notice = first_epoch_notice(args.log, name, console) if console is not None and cfg.progress else None
         record = run(cfg, rd.path, on_epoch_end=notice)
-    say(_summary(record))
+    say(_summary(record, rd.path))
     return 0
 
 
@@ -209,7 +216,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         from con2.runner import run
 
         record = run(cfg, out.path, train=False, weights=src.checkpoint)
-    print(_summary(record))
+    print(_summary(record, out.path))
     return 0
 
 

@@ -415,7 +415,10 @@ def fit(
                 terms, pending = read_terms(pending), []
         if pending:
             terms, pending = read_terms(pending), []
-        bar.set_postfix({k: f"{v:.3f}" for k, v in terms.items()})
+        # a method's loss weights at this point of training (CON2's alpha), host floats: shown, not summed
+        weights = getattr(model, "progress_weights", None)
+        shown = {**terms, **(weights(step / max(1, total_steps)) if callable(weights) else {})}
+        bar.set_postfix({k: f"{v:.3f}" for k, v in shown.items()})
         done = epoch + 1
         t_hook = time.perf_counter()
         if on_epoch_trained is not None:
@@ -426,7 +429,7 @@ def fit(
             train_seconds = t_hook - t_epoch
             ips = (trained_images - epoch_images) / train_seconds if train_seconds > 0 else float("nan")
             eta = (now - t0) / (done - start_epoch) * (epochs - done)
-            print(epoch_line(done, epochs, terms, ips, eta), flush=True)
+            print(epoch_line(done, epochs, shown, ips, eta), flush=True)
         due = settings.checkpoint_every and done % settings.checkpoint_every == 0
         if done == epochs or (due and time.perf_counter() - last_checkpoint >= settings.checkpoint_seconds):
             checkpoint(done)

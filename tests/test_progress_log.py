@@ -53,6 +53,33 @@ def test_fit_prints_one_line_per_epoch_when_stderr_is_not_a_terminal(tmp_path: P
     assert [(m[1], m[2]) for m in map(EPOCH.match, out.splitlines()) if m] == [("5", "6"), ("6", "6")], out
 
 
+class Annealed(Linear):
+    """A method whose loss weight anneals with training, as CON2's alpha does."""
+
+    def progress_weights(self, progress: float) -> dict[str, float]:
+        return {"alpha": progress}
+
+
+def test_the_progress_line_shows_a_methods_loss_weights(tmp_path: Path, capsys) -> None:
+    """CON2's loss = L_Context + alpha L_Content grows while alpha anneals 0 -> 1: the line shows alpha."""
+    images = torch.randint(0, 256, (12, 1, 2, 2), dtype=torch.uint8, generator=torch.Generator().manual_seed(0))
+    settings = TrainSettings(epochs=4, batch_size=4, progress=True, channels_last=False, checkpoint_seconds=0)
+    fit(Annealed(), images, settings, torch.device("cpu"), tmp_path / "ckpt.pt")
+    lines = [line for line in capsys.readouterr().out.splitlines() if EPOCH.match(line)]
+    # 3 steps an epoch, 12 in all: alpha after epoch e is the progress of its last step's successor
+    assert [re.search(r"alpha=(\S+)", line)[1] for line in lines] == ["0.25", "0.5", "0.75", "1"]
+
+
+def test_con2_shows_alpha_only_when_it_weighs_the_content_term() -> None:
+    from con2.config import RunConfig
+    from con2.methods.registry import build_method
+
+    full = build_method(RunConfig(dataset="digits", image_size=16, width=4, epochs=10))
+    assert full.progress_weights(0.0) == {"alpha": 0.0} and full.progress_weights(1.0) == {"alpha": 1.0}
+    ablated = build_method(RunConfig(dataset="digits", image_size=16, width=4, params={"loss": "content_only"}))
+    assert ablated.progress_weights(0.5) == {}
+
+
 def test_a_logged_run_has_one_line_per_epoch_with_an_eta_and_no_warning(shared_data: Path, tmp_path: Path) -> None:
     """`con2 train --log` (the workflow's train job) on BreastMNIST with the paper's centre crop, on
     the prepared memmap: the log holds one line per epoch with its ETA, the console the first of

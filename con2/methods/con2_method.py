@@ -160,6 +160,11 @@ class Con2(Method):
             out["loss"] = out["context"] if "context" in out else out["content"]
         return out
 
+    def progress_weights(self, progress: float) -> dict[str, float]:
+        """The weight alpha of L_Content at ``progress`` in [0, 1], for the progress line: it anneals
+        0 -> 1, so ``loss = w L_Context + alpha L_Content`` grows while both terms fall."""
+        return {"alpha": alpha_at(progress, self.params, self.cfg.epochs)} if self.params.loss == "full" else {}
+
     # --- scoring ----------------------------------------------------------------------------------
 
     def test_contexts(self) -> list[ContextFn]:
