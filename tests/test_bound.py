@@ -131,3 +131,17 @@ def test_budget_bound_table_builds_from_the_committed_gpu_lines():
     expected = measured.groupby("seed")["auroc"].last().mean()
     assert table.data.loc[0, "con2_mean"] == pytest.approx(expected)
     assert any(n.startswith("Not measured: 224 px, 2048 epochs") for n in table.notes)
+
+
+def test_a_checkout_without_gpu_lines_builds_the_bound_from_the_records(tmp_path):
+    """The gpu input is optional (an installed workflow has no benchmarks/measured/): no GPU rows then."""
+    from con2.report.collect import RUN_COLUMNS
+
+    runs_csv = tmp_path / "runs.csv"
+    pd.DataFrame(columns=RUN_COLUMNS).to_csv(runs_csv, index=False)
+    inputs = ReportInputs.load(TABLES["budget_bound"], {"runs": str(runs_csv)}, {"report": {"bound": SPEC}})
+    assert inputs.gpu is None
+    table = TABLES["budget_bound"].builder()(inputs)
+    assert table.rows == [] and table.notes[0].startswith("No budget of report.bound measured yet")
+    with pytest.raises(ValueError, match="runs"):
+        ReportInputs.load(TABLES["budget_bound"], {}, {})

@@ -33,6 +33,8 @@ if TYPE_CHECKING:
 # file).
 FILE_INPUTS: tuple[str, ...] = ("runs", "paper", "hours", "measured", "table", "status", "gpu")
 INPUTS: tuple[str, ...] = (*FILE_INPUTS, "panels")
+# inputs a rule may lack (a checkout without benchmarks/measured/): the builder then gets None
+OPTIONAL_INPUTS: frozenset[str] = frozenset({"gpu"})
 
 
 @dataclass(frozen=True)
@@ -242,7 +244,7 @@ class ReportInputs:
             "status": lambda p: json.loads(Path(p).read_text()),
             "gpu": _read_gpu_folder,
         }
-        wanted = [r for r in artefact.reads if r in FILE_INPUTS]
+        wanted = [r for r in artefact.reads if r in FILE_INPUTS and (r in files or r not in OPTIONAL_INPUTS)]
         missing = [r for r in wanted if r not in files]
         if missing:
             raise ValueError(f"{artefact.name} reads {missing}: give the rule these inputs ({list(files)} given)")

@@ -293,7 +293,7 @@ def artefact_inputs(artefact):
         "measured": SCORE_RUNTIME_CSV,
         "table": f"results/tables/{TABLES[artefact.table].stem}.csv" if artefact.table else None,
         "status": DATA_STATUS,  # which datasets were skipped for want of data (a table's notes say why)
-        "gpu": GPU_MEASURED,  # benchmarks/measured/: the GPU runs' JSON lines (report.bound)
+        "gpu": GPU_MEASURED if os.path.isdir(GPU_MEASURED) else None,  # the GPU runs' lines (report.bound), if any
         "panels": None,
     }
     inputs = {name: files[name] for name in artefact.reads if files[name]}
