@@ -36,6 +36,7 @@ from con2.errors import ConfigError
 REPO = Path(__file__).resolve().parents[1]
 THROUGHPUT_CSV = REPO / "benchmarks" / "measured" / "throughput.csv"
 SIZES_CSV = REPO / "workflow" / "resources" / "train_set_sizes.csv"
+DEFAULT_PROFILE = REPO / "workflow" / "config" / "default.yaml"
 PAPER_HOURS_CSV = REPO / "workflow" / "resources" / "paper_compute_hours.csv"
 THROUGHPUT_COLUMNS = (
     "device",
@@ -464,7 +465,11 @@ def plan_lines(
         from con2.data import default_data_dir
 
         data_dir = Path(config.get("data_dir") or default_data_dir())
-    n_train, where = train_sizes(runs, read_sizes(sizes), data_dir if data_dir.is_dir() else None)
+    table, found_in = read_sizes(sizes), data_dir if data_dir.is_dir() else None
+    runs, left_out = sized_runs(runs, table, found_in)
+    if not runs:
+        raise ConfigError("nothing to plan: " + "; ".join(left_out.values()))
+    n_train, where = train_sizes(runs, table, found_in)
     settings = sorted({setting_of(r.config) for r in runs})
     rate_of = {s: estimate_rate(rates, *s) for s in settings}
     costs = cost_runs(runs, n_train, rate_of, paper_hours_per_run(paper, runs, config))
@@ -485,7 +490,27 @@ def plan_lines(
         "GPU-h: training steps alone at the measured rate (no scoring, data preparation or checkpoints); "
         "paper GPU-h: the paper's hours per run (its compute table, medical datasets) summed over the runs it covers"
     )
+    for dataset, why in left_out.items():  # as the workflow skips a dataset it cannot have
+        lines.append(f"left out: {dataset} ({why})")
     return lines
+
+
+def sized_runs(
+    runs: Sequence[Any], table: Mapping[tuple[str, str], tuple[int, str]], data_dir: Path | None
+) -> tuple[list[Any], dict[str, str]]:
+    """The runs of datasets whose training-set sizes are known, and ``{dataset: why}`` for the rest
+    (no prepared data and no line in the sizes table): planned without them, as the workflow skips
+    a dataset it cannot have."""
+    kept, left_out = [], {}
+    for dataset in dict.fromkeys(r.dataset for r in runs):
+        group = [r for r in runs if r.dataset == dataset]
+        try:
+            train_sizes(group, table, data_dir)
+        except ConfigError as exc:
+            left_out[dataset] = str(exc)
+            continue
+        kept += group
+    return kept, left_out
 
 
 def load_profile(path: Path) -> dict[str, Any]:
@@ -520,7 +545,11 @@ def cmd_plan(args: argparse.Namespace) -> int:
 def add_plan_subcommand(sub: Any) -> None:
     """``con2 plan``: registered on the CLI's subparsers."""
     p = sub.add_parser("plan", help="runs, training images and estimated GPU-hours of a workflow profile")
-    p.add_argument("--configfile", required=True, help="a workflow profile, e.g. workflow/config/paper.yaml")
+    p.add_argument(
+        "--configfile",
+        default=str(DEFAULT_PROFILE),
+        help="a workflow profile (default: workflow/config/default.yaml; the paper's: workflow/config/paper.yaml)",
+    )
     p.add_argument("--device", default="h200", help="device whose measured throughput to use (default: h200)")
     p.add_argument("--throughput", default=str(THROUGHPUT_CSV), help="measured throughput table (CSV)")
     p.add_argument("--sizes", default=str(SIZES_CSV), help="training-set sizes where no manifest exists (CSV)")

@@ -174,3 +174,32 @@ def test_a_prepared_split_manifest_gives_the_size(tables: dict[str, Path], tmp_p
     sizes, where = plan.train_sizes(runs, plan.read_sizes(tables["sizes"]), tmp_path)
     assert sizes[("digits", "0")] == 77 and sizes[("digits", "1")] == 101
     assert where["digits"] == "split manifest of the prepared data"
+
+
+def test_a_dataset_without_a_size_is_left_out_and_named(tables: dict[str, Path], tmp_path: Path, capsys) -> None:
+    """As the workflow skips a dataset it cannot have, con2 plan plans the rest and says what it left out."""
+    seven = {**PROFILE, "datasets": {**PROFILE["datasets"], "pneumoniamnist": {"normal_classes": ["0"]}}}
+    seven["experiments"] = {"main": {**PROFILE["experiments"]["main"], "datasets": ["digits", "pneumoniamnist"]}}
+    profile = tmp_path / "two.yaml"
+    profile.write_text(yaml.safe_dump(seven))
+    args = ["plan", "--configfile", str(profile), "--device", "test gpu", "--data-dir", str(tmp_path / "none")]
+    args += ["--throughput", str(tables["throughput"]), "--sizes", str(tables["sizes"])]
+    assert main([*args, "--paper-hours", str(tables["paper"])]) == 0
+    out = capsys.readouterr().out.splitlines()
+    left = [line for line in out if line.startswith("left out: ")]
+    assert len(left) == 1 and left[0].startswith("left out: pneumoniamnist (no training-set size for pneumoniamnist")
+    assert next(line for line in out if line.startswith("main ")).split()[1] == "8"  # digits' runs only
+    only = {**seven, "experiments": {"main": {**seven["experiments"]["main"], "datasets": ["pneumoniamnist"]}}}
+    profile.write_text(yaml.safe_dump(only))
+    assert main([*args, "--paper-hours", str(tables["paper"])]) == 2
+    assert capsys.readouterr().err.startswith("con2: error: nothing to plan: no training-set size for pneumoniamnist")
+
+
+def test_con2_plan_defaults_to_the_default_profile(capsys) -> None:
+    assert main(["plan"]) == 0
+    out = capsys.readouterr().out
+    default = yaml.safe_load((ROOT / "workflow" / "config" / "default.yaml").read_text())
+    assert plan.DEFAULT_PROFILE == ROOT / "workflow" / "config" / "default.yaml"
+    left_out = {line.split()[2] for line in out.splitlines() if line.startswith("left out: ")}
+    runs = [r for r in expand_grid(default, normal_classes) if r.dataset not in left_out]
+    assert out.splitlines()[0].startswith(f"{len(runs):,} training runs on one")
