@@ -8,7 +8,8 @@
 # run started only when its predicted time fits what is left (or, for the first unfinished run, when it
 # can make progress and pause), paused at a checkpoint before the budget ends. A second identical
 # call on the same (warm) machine resumes: finished runs are read back, the paused one continues.
-# A hard `timeout` of BUDGET_S + 40 s stops it in any case before the 600 s command limit
+# A hard `timeout` of BUDGET_S + 30 s stops it in any case before the 600 s command limit (the
+# environment lines before it take at most 10 s)
 # (everything printed so far is already in $OUT; checkpoints are written atomically).
 #
 # Environment:
@@ -24,6 +25,7 @@ export PYTHONPATH=".${PYTHONPATH:+:$PYTHONPATH}"
 export OUT="${OUT:-results/gpu_call}"
 BUDGET_S="${BUDGET_S:-540}"
 FINISH_ONLY="${FINISH_ONLY:-0}"
+PY="$(command -v python || command -v python3)"
 mkdir -p "$OUT"
 if ! [[ "$BUDGET_S" =~ ^[0-9]+$ ]] || [ "$BUDGET_S" -gt 540 ]; then
   echo "BUDGET_S must be a whole number of seconds <= 540 (got $BUDGET_S)" >&2
@@ -31,16 +33,16 @@ if ! [[ "$BUDGET_S" =~ ^[0-9]+$ ]] || [ "$BUDGET_S" -gt 540 ]; then
 fi
 {
   echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-  echo "nvidia-smi: $(timeout 20 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>&1 | head -n 1)"
+  echo "nvidia-smi: $(timeout 10 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>&1 | head -n 1)"
   echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
-  echo "python: $(command -v python) $(python --version 2>&1)"
+  echo "python: $PY $("$PY" --version 2>&1)"
   echo "budget_s: $BUDGET_S finish_only: $FINISH_ONLY cpus: $(nproc)"
 } | tee "$OUT/environment.txt"
 args=(--data-dir shared/data --plan all --budget-s "$BUDGET_S")
 if [ "$FINISH_ONLY" = 1 ]; then
   args+=(--finish-only)
 fi
-timeout -k 5 "$((BUDGET_S + 40))" python benchmarks/gpu_fidelity.py "${args[@]}" "$@"
+timeout -k 5 "$((BUDGET_S + 30))" "$PY" benchmarks/gpu_fidelity.py "${args[@]}" "$@"
 rc=$?
 echo "gpu_fidelity.py exit code $rc (124/137: stopped by the hard timeout)" | tee -a "$OUT/environment.txt"
 exit "$rc"

@@ -36,8 +36,12 @@ pause; ``--finish-only`` forbids that, for a session's last call). Each checkpoi
 ``--checkpoint-s`` = 20 s) checks whether the next one, with any curve scoring or the final scoring
 before it, could end after the budget, from the epoch and scoring times measured in this call; if
 so the run stops there with a ``paused`` line and every item after it is listed ``skipped`` with
-its prediction. The same command again resumes: finished runs are read back from their records
-(in the run directories under ``--out``, or in ``--records``, default
+its prediction. Should a run still be busy 2 s before the budget ends (slower than measured, a
+compilation or scoring longer than reserved), an alarm stops it where it is (``"how": "alarm"``);
+it resumes from its last checkpoint, which the engine writes atomically, as it keeps the curve
+points. A packing measurement is killed with its workers at the same point. The same command
+again resumes: finished runs are read back from their records (in the run directories under
+``--out``, or in ``--records``, default
 ``benchmarks/measured/records_<plan>``, if their config matches), a paused run resumes from its
 checkpoint and keeps its curve points, finished packing measurements are reused. Records of runs
 finished in this call are copied to ``$OUT/records_<plan>/``: committed to
@@ -199,6 +203,29 @@ RESERVE_SECONDS = 15.0  # what a partial start must leave besides its overheads 
 
 class Paused(Exception):
     """The budget was spent: the run stopped right after a checkpoint and resumes on the next call."""
+
+
+class OutOfTime(Paused):
+    """The budget ran out mid-epoch (the alarm, the backstop of the pause rule): the run stopped where it
+    was and resumes from its last checkpoint (checkpoints and curve points are written atomically)."""
+
+
+def arm_alarm(seconds: float) -> Callable[[], None]:
+    """Raise :class:`OutOfTime` in the main thread after ``seconds`` (once); returns the disarm function."""
+    state = {"armed": True}
+
+    def ring(signum: int, frame: Any) -> None:
+        if state["armed"]:
+            state["armed"] = False
+            raise OutOfTime(None)
+
+    def disarm() -> None:
+        state["armed"] = False
+        signal.setitimer(signal.ITIMER_REAL, 0)
+
+    signal.signal(signal.SIGALRM, ring)
+    signal.setitimer(signal.ITIMER_REAL, max(seconds, 0.01))
+    return disarm
 
 
 def curve_epochs(epochs: int) -> list[int]:
@@ -631,11 +658,14 @@ def main() -> None:
             torch._dynamo.reset()  # each run compiles its own model (predicted so); no stale graphs or guards
         curve = curve_all if it.curve else []
         t_run = time.perf_counter()
-        seen: dict[str, Any] = {"mtime": None, "last": t_run, "epoch_s": [], "score_s": None}
+        # a checkpoint left by an earlier call is not a fresh one: only one this call writes is a pause point
+        mtime0 = rd.checkpoint.stat().st_mtime_ns if rd.checkpoint.is_file() else None
+        seen: dict[str, Any] = {"mtime": mtime0, "last": t_run, "epoch_s": [], "score_s": None}
         # the first scoring of a process compiles the eval graphs; until a scoring is measured, reserve that
         seen["first_score_s"] = SCORE_SECONDS[method_of(it.label)] * step_factor(it.label)
         seen["first_score_s"] += EVAL_COMPILE_SECONDS if compile else 0.0
         seen["from_epoch"] = from_epoch[it] if (rd.path / CHECKPOINT).is_file() else 0
+        seen["checkpoint_epoch"] = seen["from_epoch"]
 
         def on_epoch_end(
             epoch: int, it: Item = it, rd: RunDir = rd, t_run: float = t_run, seen=seen, curve=curve
@@ -665,6 +695,8 @@ def main() -> None:
             seen["warm"] = True
             mtime = rd.checkpoint.stat().st_mtime_ns if rd.checkpoint.is_file() else None
             fresh, seen["mtime"] = mtime != seen["mtime"], mtime
+            if fresh:
+                seen["checkpoint_epoch"] = epoch
             if not fresh or epoch >= epochs:
                 return
             if seen["epoch_s"]:
@@ -678,25 +710,35 @@ def main() -> None:
             if late or epoch == args.pause_at:
                 raise Paused(epoch)
 
+        disarm = arm_alarm(budget.left() - PAUSE_SLACK_SECONDS)  # the backstop: its lines before the budget
         try:
             record = run(config_of(it), rd.path, on_epoch_end)
+            disarm()
         except Paused as stop:
-            (rd.path / PAUSE_NOTE).write_text(json.dumps({"epoch": stop.args[0]}))
+            disarm()
+            # the pause rule stops at the checkpoint it just wrote; the alarm wherever it was: the last checkpoint
+            epoch = stop.args[0] if stop.args[0] is not None else seen["checkpoint_epoch"]
+            if epoch:
+                (rd.path / PAUSE_NOTE).write_text(json.dumps({"epoch": epoch}))
             emit(
                 {
                     "event": "paused",
                     "part": it.part,
                     "setting": it.label,
                     "seed": seed,
-                    "epoch": stop.args[0],
+                    "epoch": epoch,
                     "elapsed_s": round(time.perf_counter() - t_run, 1),
                     "call_elapsed_s": round(budget.elapsed(), 1),
+                    "how": "at a checkpoint"
+                    if stop.args[0] is not None
+                    else "alarm at the budget: from the last checkpoint",
                     "resume": "run the same command again: the run resumes from this checkpoint",
                 }
             )
             paused = True
             continue
         finally:
+            disarm()
             if torch.cuda.is_available():
                 torch.cuda.empty_cache()
         wall = time.perf_counter() - t_run

@@ -274,7 +274,33 @@ def test_gpu_fidelity_all_plan_rehearsal_pauses_resumes_and_reuses(shared_data, 
     written = [json.loads(line) for line in (out / "gpu_fidelity_all.jsonl").read_text().splitlines()]
     assert written == first + second + third  # every line also in $OUT, in order
 
-    # a real budget: 50 epochs cannot finish in 120 s here; the run pauses at a checkpoint before the budget
-    budgeted = call("--only", "as printed", "--epochs", "50", "--budget-s", "120", "--out", str(tmp_path / "b"))
-    paused = next(x for x in budgeted if x["event"] == "paused")
-    assert 1 <= paused["epoch"] < 50 and budgeted[-1]["total_seconds"] <= 120
+    # a real budget: 400 epochs cannot finish in 120 s here; the run pauses (at a checkpoint, or by the
+    # alarm if an epoch or scoring outruns the reserve) and the call ends within its budget
+    budgeted = call(
+        "--only",
+        "as printed",
+        "--epochs",
+        "400",
+        "--budget-s",
+        "120",
+        "--checkpoint-s",
+        "30",
+        "--out",
+        str(tmp_path / "b"),
+    )
+    events = [x["event"] for x in budgeted]
+    assert events[events.index("start") :] == ["start", *["point"] * (events.count("point")), "paused", "done"]
+    assert next(x for x in budgeted if x["event"] == "paused")["epoch"] < 400
+    assert budgeted[-1]["total_seconds"] <= 120
+
+
+def test_gpu_fidelity_alarm_stops_a_busy_run_once():
+    gf = load_script("gpu_fidelity")
+    disarm = gf.arm_alarm(0.2)
+    with pytest.raises(gf.OutOfTime):
+        while True:  # a step that never returns to a checkpoint
+            sum(range(1000))
+    disarm()
+    disarm = gf.arm_alarm(0.2)
+    disarm()  # finished in time: nothing fires
+    gf.time.sleep(0.4)
