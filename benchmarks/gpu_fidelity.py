@@ -62,7 +62,7 @@ measured), ~30 s to compile the scoring graphs (a guess from a CPU check), 2.8 s
         SimCLR, 64 px (x2):      16 x 10.9 x 1.251 / 1.3 = 168 s fit + 48 + 1 x 1.5 x 1.251 + 6        = 224 s each
     (d) packing, k = 1, 2, 4, 8: 15 s start-up + k x (6144 images / 2979 images/s + 0.56 s scoring)
                                  = 18 + 20 + 25 + 36                                                    =  99 s
-    all: a 553 + b 199 + c 1071 + d 99 = 1922 s, about 32 minutes: four calls of 540 s at least.
+    all: a 553 + b 199 + c 1070 + d 99 = 1922 s, about 32 minutes: four calls of 540 s at least.
 
 The 64 px step (c) is predicted from FLOPs: the encoder's forward and backward per view
 (``torch.utils.flop_counter`` on the CPU, ResNet18 width 64) is 10.645 GFLOP at 224 px with the
