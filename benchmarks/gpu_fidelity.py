@@ -113,7 +113,7 @@ import signal  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
 from collections.abc import Callable  # noqa: E402
-from dataclasses import dataclass  # noqa: E402
+from dataclasses import dataclass, replace  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
@@ -513,19 +513,21 @@ def main() -> None:
     ]
     emit(environment(args.plan, compile, records_validated()))
 
+    # the seed offset applied once: every seed below (run directories, configs, lines) is the run's own
+    offset = [
+        it if it.k else replace(it, seed=it.seed + args.seed_offset)
+        for it in plan_items(args.plan, tuple(args.packing_ks))
+    ]
     items = [
         it
-        for it in plan_items(args.plan, tuple(args.packing_ks))
-        if not (
-            (args.only and it.label not in args.only)
-            or (args.seeds and not it.k and it.seed + args.seed_offset not in args.seeds)
-        )
+        for it in offset
+        if not ((args.only and it.label not in args.only) or (args.seeds and not it.k and it.seed not in args.seeds))
     ]
 
     def config_of(it: Item) -> Any:
         settings = [o for o in SETTINGS[it.label] if not (args.tiny and o.startswith("image_size="))]
         curve = [f"score_at={json.dumps(curve_all)}", "curve_views=null"] if it.curve else []
-        return load_config(None, [*base, *curve, f"seed={it.seed + args.seed_offset}", *settings])
+        return load_config(None, [*base, *curve, f"seed={it.seed}", *settings])
 
     # What is done already, what a paused run has left, and every item's predicted time: printed first.
     finished: dict[Item, tuple[dict[str, Any], str]] = {}
@@ -560,7 +562,7 @@ def main() -> None:
                 "event": "prediction",
                 "part": it.part,
                 "setting": it.label,
-                "seed": it.seed + args.seed_offset,
+                "seed": it.seed,
                 "predicted_s": round(predicted[it]),
                 "status": status,
                 "cumulative_s": round(cumulative),
@@ -585,7 +587,7 @@ def main() -> None:
     done: list[tuple[Item, dict[str, Any]]] = []
     paused = False
     for i, it in enumerate(items):
-        seed = it.seed + args.seed_offset
+        seed = it.seed
         if it in finished:
             record, source = finished[it]
             if it.k:

@@ -124,6 +124,8 @@ def test_gpu_fidelity_rehearsal_runs_its_plan_pauses_and_resumes(shared_data, tm
     assert nothing[1]["event"] == "run" and nothing[1]["reused"]  # a finished run is read back, never retrained
     length = [(it.label, it.seed) for it in gpu_fidelity.plan_items("length")]
     assert [(x["setting"], x["seed"]) for x in nothing if x["event"] == "skipped"] == length[1:]
+    offset = call("--budget-s", "0", "--seed-offset", "1")  # seed 1: its own runs, not seed 0's record
+    assert [(x["setting"], x["seed"]) for x in offset if x["event"] == "skipped"] == [(s, 1) for s, _ in length]
     readings = call("--budget-s", "0", plan="readings")
     assert [(x["setting"], x["seed"]) for x in readings if x["event"] == "skipped"] == [
         (it.label, it.seed) for it in gpu_fidelity.plan_items("readings")
