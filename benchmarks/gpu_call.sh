@@ -8,9 +8,10 @@
 # run started only when its predicted time fits what is left (or, for the first unfinished run, when it
 # can make progress and pause), paused at a checkpoint before the budget ends. A second identical
 # call on the same (warm) machine resumes: finished runs are read back, the paused one continues.
-# A hard `timeout` of BUDGET_S + 30 s stops it in any case before the 600 s command limit (the
-# environment lines before it take at most 10 s)
-# (everything printed so far is already in $OUT; checkpoints are written atomically).
+# Inside the budget, an alarm 2 s before its end stops a run that outran the pause rule. A hard
+# `timeout` of BUDGET_S + 30 s stops the script in any case before the 600 s command limit (the
+# environment lines before it take at most 10 s; everything printed is already in $OUT and
+# checkpoints are written atomically).
 #
 # Environment:
 #   OUT          where the lines go (set by the device tool); default results/gpu_call
