@@ -30,6 +30,7 @@ def load_script(name: str):
     try:
         spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
         module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module  # dataclasses look their module up there
         spec.loader.exec_module(module)
         return module
     finally:
@@ -94,10 +95,13 @@ def test_gpu_fidelity_rehearsal_runs_its_plan_pauses_and_resumes(shared_data, tm
     base = [sys.executable, "-c", WITHOUT_KORNIA_JSONSCHEMA, script, "--data-dir", str(shared_data), "--tiny"]
     base += ["--out", str(tmp_path / "gf"), "--checkpoint-s", "0"]
 
-    def call(*args):
-        res = subprocess.run([*base, *args], capture_output=True, text=True, timeout=900, env=env, cwd=ROOT)
+    def call(*args, plan="length"):
+        res = subprocess.run(
+            [*base, "--plan", plan, *args], capture_output=True, text=True, timeout=900, env=env, cwd=ROOT
+        )
         assert res.returncode == 0, res.stderr[-3000:]
-        return [json.loads(line) for line in res.stdout.splitlines() if line.startswith("{")]
+        lines = [json.loads(line) for line in res.stdout.splitlines() if line.startswith("{")]
+        return [x for x in lines if x["event"] not in ("prediction", "plan")]  # the predictions: tested apart
 
     first = call("--only", "as printed", "--pause-at", "1")
     assert [x["event"] for x in first] == ["environment", "start", "point", "paused", "done"]
@@ -112,15 +116,20 @@ def test_gpu_fidelity_rehearsal_runs_its_plan_pauses_and_resumes(shared_data, tm
     assert {"nnd", "nnd@encoder/original", "nnd@content/matched", "nnd@encoder/matched/csi"} <= set(run["auroc"])
     assert second[-1]["summary"] == {"as printed seed0": round(run["auroc"]["nnd"], 1)}
     written = [json.loads(line) for line in (out / "gpu_fidelity_length.jsonl").read_text().splitlines()]
-    assert written == first + second  # every line also in $OUT
+    assert [x for x in written if x["event"] not in ("prediction", "plan")] == first + second  # also in $OUT
 
     gpu_fidelity = load_script("gpu_fidelity")
     assert gpu_fidelity.curve_epochs(2048) == [64, 128, 256, 512, 1024, 2048] and gpu_fidelity.curve_epochs(2) == [1, 2]
     nothing = call("--budget-s", "0")
     assert nothing[1]["event"] == "run" and nothing[1]["reused"]  # a finished run is read back, never retrained
-    assert [(x["setting"], x["seed"]) for x in nothing if x["event"] == "skipped"] == gpu_fidelity.PLANS["length"][1:]
-    readings = call("--plan", "readings", "--budget-s", "0")
-    assert [(x["setting"], x["seed"]) for x in readings if x["event"] == "skipped"] == gpu_fidelity.PLANS["readings"]
+    length = [(it.label, it.seed) for it in gpu_fidelity.plan_items("length")]
+    assert [(x["setting"], x["seed"]) for x in nothing if x["event"] == "skipped"] == length[1:]
+    offset = call("--budget-s", "0", "--seed-offset", "1")  # seed 1: its own runs, not seed 0's record
+    assert [(x["setting"], x["seed"]) for x in offset if x["event"] == "skipped"] == [(s, 1) for s, _ in length]
+    readings = call("--budget-s", "0", plan="readings")
+    assert [(x["setting"], x["seed"]) for x in readings if x["event"] == "skipped"] == [
+        (it.label, it.seed) for it in gpu_fidelity.plan_items("readings")
+    ]
 
 
 def test_gpu_fidelity_predicts_the_length_plan_from_the_measured_rate():
@@ -129,3 +138,171 @@ def test_gpu_fidelity_predicts_the_length_plan_from_the_measured_rate():
     simclr = gpu_fidelity.predicted_seconds("SimCLR + kNN", 2048, 6, compile=True)
     assert 16 * 16.5 / 1.3 < con2 < 300 and 16 * 10.9 / 1.3 < simclr < 210  # the docstring's ~280 s and ~200 s
     assert gpu_fidelity.predicted_seconds("as printed", 2048, 6, compile=False) > con2
+
+
+def simulate_run(gf, budget: float, start: float, epochs: int, epoch_s: float, score_s: float, curve: list[int]):
+    """The engine's loop in simulated time (con2.engine.fit: a curve scoring before an epoch's checkpoint,
+    a checkpoint once ``checkpoint_s`` has passed, 0.3 s to write it) with the script's pause rule;
+    returns (the time the run paused or ended, paused)."""
+    checkpoint_s, t = 20.0, start
+    last = t
+    for done in range(1, epochs + 1):
+        t += epoch_s + (score_s if done in curve else 0.0)
+        if done == epochs or t - last >= checkpoint_s:
+            t += 0.3
+            last = t
+            if done < epochs and gf.must_pause(t, budget, done, epochs, epoch_s, score_s, checkpoint_s, curve):
+                return t, True
+    return t + score_s, False
+
+
+def test_gpu_fidelity_pause_rule_never_outruns_the_budget():
+    """Whatever the epoch and scoring times, a run started under the start rule pauses (or ends) within
+    the budget; it does not pause while the rest of the run fits."""
+    gf = load_script("gpu_fidelity")
+    curve = gf.curve_epochs(2048)
+    for epoch_s in (0.05, 0.13, 0.17, 1.0, 7.0):
+        for score_s in (1.0, 3.5, 30.0):
+            for left in (60.0, 130.0, 260.0, 540.0):
+                fixed = gf.fixed_seconds("as printed", compile=True)
+                if gf.start_decision(1e9, left, fixed, 20.0, partial_ok=True) == "skip":
+                    continue
+                end, paused = simulate_run(gf, 540.0, 540.0 - left + fixed, 2048, epoch_s, score_s, curve)
+                assert end <= 540.0, (epoch_s, score_s, left, end)
+                assert paused or end <= 540.0
+    end, paused = simulate_run(gf, 540.0, 0.0, 2048, 0.13, 3.0, curve)  # 266 s + 7 scorings: fits, no pause
+    assert not paused and end < 300
+    assert not gf.must_pause(100.0, 0.0, 2048, 2048, 0.13, 3.0, 20.0, curve)  # never after the last epoch
+    # 100 epochs done at 0.13 s, checkpoints every 20 s: the next may come 156 epochs on, past 128 and 256
+    reserve = 156 * 0.13 + 2 * 3.0 + gf.PAUSE_SLACK_SECONDS
+    assert not gf.must_pause(540.0 - reserve - 0.1, 540.0, 100, 2048, 0.13, 3.0, 20.0, curve)
+    assert gf.must_pause(540.0 - reserve + 0.1, 540.0, 100, 2048, 0.13, 3.0, 20.0, curve)
+    assert gf.start_decision(277.0, 300.0, 60.0, 20.0, partial_ok=False) == "start"
+    assert gf.start_decision(277.0, 256.0, 60.0, 20.0, partial_ok=True) == "partial"
+    assert gf.start_decision(277.0, 256.0, 60.0, 20.0, partial_ok=False) == "skip"  # --finish-only, or not first
+    assert gf.start_decision(277.0, 110.0, 60.0, 20.0, partial_ok=True) == "skip"  # too little to make progress
+
+
+def test_gpu_fidelity_all_plan_order_and_64px_prediction():
+    gf = load_script("gpu_fidelity")
+    items = gf.plan_items("all")
+    assert [it.part for it in items] == list("aabccccdddd")
+    assert [it.label for it in items][:3] == ["as printed", "content only", "SimCLR + kNN"]
+    assert all(it.curve for it in items[:3]) and not any(it.curve for it in items[3:7])
+    assert [it.k for it in items[7:]] == [1, 2, 4, 8]
+    assert gf.SETTINGS["as printed, 64 px native"] == ["image_size=64", "data_size=64"]
+    assert gf.SETTINGS["SimCLR + kNN, 64 px upsampled"] == ["method=simclr", "image_size=64", "data_size=28"]
+    # the 64 px step from FLOPs: the CIFAR stem at 64 px is exactly 4x its 32 px count, 1.25x the 224 px step
+    assert gf.GFLOP_PER_VIEW[64] == pytest.approx(4 * gf.GFLOP_PER_VIEW[32], rel=1e-3)
+    assert gf.step_factor("as printed, 64 px native") == pytest.approx(1.251, abs=1e-3)
+    assert gf.step_factor("as printed") == 1.0
+    assert round(gf.predicted_seconds("as printed, 64 px native", 2048, 0, compile=True)) == 312
+    assert round(gf.predicted_seconds("SimCLR + kNN, 64 px upsampled", 2048, 0, compile=True)) == 224
+    assert [round(gf.predicted_packing_seconds(k)) for k in (1, 2, 4, 8)] == [18, 20, 25, 36]
+    # a paused run is predicted from its checkpoint: the epochs left, the curve points left, compiled again
+    rest = gf.predicted_seconds("content only", 2048, 1, compile=True, from_epoch=1640)
+    assert 16 * 16.5 / 1.3 * 408 / 2048 + 48 < rest < 110
+
+
+@pytest.mark.slow
+def test_gpu_call_script_prints_every_parts_prediction(shared_data, tmp_path):
+    """benchmarks/gpu_call.sh as the device tool runs it, with no budget: the environment, then the
+    predictions of the real plan (2048 epochs, compile) for every item, everything skipped, nothing trained."""
+    out = tmp_path / "OUT"
+    env = {**os.environ, "OUT": str(out), "BUDGET_S": "0"}
+    script = ["bash", str(ROOT / "benchmarks" / "gpu_call.sh"), "--data-dir", str(shared_data)]
+    res = subprocess.run(
+        [*script, "--out", str(tmp_path / "gf")], capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path
+    )
+    assert res.returncode == 0, res.stderr[-3000:]
+    lines = [json.loads(line) for line in res.stdout.splitlines() if line.startswith("{")]
+    assert "nvidia-smi:" in res.stdout and (out / "environment.txt").is_file()
+    plan = next(x for x in lines if x["event"] == "plan")
+    assert plan["epochs"] == 2048 and plan["predicted_s_per_part"] == {"a": 553, "b": 199, "c": 1070, "d": 99}
+    assert plan["predicted_s"] == 1922  # the docstring's and benchmarks/README.md's numbers
+    predictions = [x for x in lines if x["event"] == "prediction"]
+    assert [x["predicted_s"] for x in predictions] == [277, 277, 199, 312, 312, 224, 224, 18, 20, 25, 36]
+    assert [x["event"] for x in lines].index("plan") < [x["event"] for x in lines].index("skipped")
+    assert len([x for x in lines if x["event"] == "skipped"]) == 11 and lines[-1]["event"] == "done"
+    assert (out / "gpu_fidelity_all.jsonl").read_text().count("\n") == len(lines)
+    refused = subprocess.run(script, capture_output=True, text=True, env={**env, "BUDGET_S": "541"}, cwd=tmp_path)
+    assert refused.returncode == 2 and "<= 540" in refused.stderr
+
+
+@pytest.mark.slow
+def test_gpu_fidelity_all_plan_rehearsal_pauses_resumes_and_reuses(shared_data, tmp_path):
+    """The whole entry point (--plan all: a, b, c, d) on the CPU at tiny sizes, as the GPU image runs it
+    (no kornia, no jsonschema): call 1 pauses the first run after epoch 1 and lists every other item
+    skipped with its prediction; call 2 resumes it and runs the rest in order (the 64 px pair reads the
+    native 64 px file and the 28 px file); call 3 reuses everything; a budgeted call pauses in time."""
+    out = tmp_path / "OUT"
+    env = {**os.environ, "OUT": str(out), "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    script = str(ROOT / "benchmarks" / "gpu_fidelity.py")
+    base = [sys.executable, "-c", WITHOUT_KORNIA_JSONSCHEMA, script, "--data-dir", str(shared_data), "--tiny"]
+    base += ["--out", str(tmp_path / "gf"), "--checkpoint-s", "0", "--packing-ks", "1"]
+
+    def call(*args):
+        res = subprocess.run([*base, *args], capture_output=True, text=True, timeout=1800, env=env, cwd=ROOT)
+        assert res.returncode == 0, res.stderr[-3000:]
+        return [json.loads(line) for line in res.stdout.splitlines() if line.startswith("{")]
+
+    gf = load_script("gpu_fidelity")
+    names = [it.label for it in gf.plan_items("all", (1,))]
+    first = call("--pause-at", "1")
+    events = [x["event"] for x in first]
+    assert events == ["environment", *["prediction"] * 8, "plan", "start", "point", "paused", *["skipped"] * 7, "done"]
+    assert [x["setting"] for x in first if x["event"] == "prediction"] == names  # predicted before anything runs
+    assert [x["setting"] for x in first if x["event"] == "skipped"] == names[1:]
+    assert all(x["predicted_s"] > 0 for x in first if x["event"] == "skipped")
+
+    second = call("--budget-s", "3000")  # the CPU is slower than the H200 predictions: no budget here
+    assert next(x for x in second if x["event"] == "prediction")["status"] == "resumes from epoch 1"
+    runs = [x for x in second if x["event"] == "run"]
+    assert [x["setting"] for x in runs] == names[:7] and [x["part"] for x in runs] == list("aabcccc")
+    assert runs[0]["resumed_from_epoch"] == 1 and [c["epoch"] for c in runs[0]["curve"]] == [1, 2]
+    assert all(not r["curve"] for r in runs[3:])  # the 64 px pair: no curve
+    assert runs[2]["main"] == runs[5]["main"] == "knn" and runs[3]["main"] == "nnd"
+    packing = [x for x in second if x["event"] == "packing"]
+    assert len(packing) == 1 and packing[0]["k"] == 1 and packing[0]["aggregate_images_per_s"] > 0
+    assert "paused" not in [x["event"] for x in second] and "skipped" not in [x["event"] for x in second]
+    kept = out / "records_all"
+    for it in gf.plan_items("all", (1,))[3:7]:  # each record came back under $OUT, with its data size
+        config = json.loads((kept / it.name / "record.json").read_text())["config"]
+        assert config["data_size"] == (64 if "native" in it.label else 28) and config["image_size"] == 16
+
+    third = call("--budget-s", "0")
+    assert [x.get("reused") for x in third if x["event"] in ("run", "packing")] == [True] * 8
+    assert "start" not in [x["event"] for x in third]
+    written = [json.loads(line) for line in (out / "gpu_fidelity_all.jsonl").read_text().splitlines()]
+    assert written == first + second + third  # every line also in $OUT, in order
+
+    # a real budget: 400 epochs cannot finish in 120 s here; the run pauses (at a checkpoint, or by the
+    # alarm if an epoch or scoring outruns the reserve) and the call ends within its budget
+    budgeted = call(
+        "--only",
+        "as printed",
+        "--epochs",
+        "400",
+        "--budget-s",
+        "120",
+        "--checkpoint-s",
+        "30",
+        "--out",
+        str(tmp_path / "b"),
+    )
+    events = [x["event"] for x in budgeted]
+    assert events[events.index("start") :] == ["start", *["point"] * (events.count("point")), "paused", "done"]
+    assert next(x for x in budgeted if x["event"] == "paused")["epoch"] < 400
+    assert budgeted[-1]["total_seconds"] <= 120
+
+
+def test_gpu_fidelity_alarm_stops_a_busy_run_once():
+    gf = load_script("gpu_fidelity")
+    disarm = gf.arm_alarm(0.2)
+    with pytest.raises(gf.OutOfTime):
+        while True:  # a step that never returns to a checkpoint
+            sum(range(1000))
+    disarm()
+    disarm = gf.arm_alarm(0.2)
+    disarm()  # finished in time: nothing fires
+    gf.time.sleep(0.4)
