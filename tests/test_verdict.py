@@ -129,3 +129,16 @@ def test_table1_states_the_budget_of_ours(runs, paper) -> None:
     runs.loc[runs["method"] == "simclr", "epochs"] = 15
     t1 = T.table1_medical(ReportInputs(runs=runs, paper=paper, config=CONFIG))
     assert "Budget of ours: 10 epochs (SimCLR 15) at 28 px" in "\n".join(t1.notes)
+
+
+@pytest.mark.parametrize("which", ["no runs", "no counterpart"])
+def test_an_empty_verdict_says_what_is_missing_and_the_command(runs, paper, which) -> None:
+    """Issue 27 (7): no '**Verdict** ...:' heading over nothing, no '0 of the 0'."""
+    if which == "no runs":
+        runs = runs.iloc[0:0]
+    else:  # runs of a dataset the paper has no number for
+        runs = runs.assign(dataset="digits")
+    lead = T.reproduction(ReportInputs(runs=runs, paper=paper, config=CONFIG)).lead
+    assert lead[0] == T.NOTHING_TO_COMPARE and "snakemake --cores 2 all" in lead[0]
+    assert lead[-1].startswith("**Summary: none of the") and "0 of the 0" not in " ".join(lead)
+    assert not any(line.startswith("**Verdict** (the paper trained") for line in lead)

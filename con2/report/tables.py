@@ -1130,6 +1130,12 @@ def _curve_text(runs: pd.DataFrame, names: Methods, rep: ReportCfg, method: str,
     return f"learning curve {mean.iloc[0]:.1f} (epoch {mean.index[0]}) -> {mean.iloc[-1]:.1f} (epoch {mean.index[-1]})"
 
 
+NOTHING_TO_COMPARE = (
+    "**Verdict:** nothing to compare yet: no run of this profile matches a published number. "
+    "`snakemake --cores 2 all --config data_dir=DIR` trains them (Table 1's notes name what is missing)."
+)
+
+
 def verdict_lines(runs: pd.DataFrame, frame: pd.DataFrame, config: Mapping[str, Any], names: Methods) -> list[str]:
     """The reproduction report's opening: per method (each of our scores with a paper row), the budget
     it ran at beside the paper's, how far from the paper it is, the readings the fidelity study tried
@@ -1142,6 +1148,8 @@ def verdict_lines(runs: pd.DataFrame, frame: pd.DataFrame, config: Mapping[str, 
     inv_d = {v: k for k, v in dataset_names(config).items()}
     matched = frame.dropna(subset=["ours_mean"])
     matched = matched[matched["context"].isin(["", context])].drop_duplicates(subset=["ours", "dataset"])
+    if matched.empty:
+        return [NOTHING_TO_COMPARE]
     lines = [f"**Verdict** (the paper trained {paper_budget_text(rep)}):", ""]
     for what in sorted(dict.fromkeys(matched["ours"]), key=lambda w: names.pair_key(*w.split("/", 1))):
         m, s = what.split("/", 1)
@@ -1275,9 +1283,12 @@ def reproduction(inputs: ReportInputs) -> Table:
         f"**Summary: {len(matched)} of {len(frame)} published numbers have a counterpart in these runs; "
         f"{n_within} of the {len(with_std)} of those with a published std are within it** "
         "(|ours − paper| ≤ paper std, on the shown values)."
+        if len(matched)
+        else f"**Summary: none of the {len(frame)} published numbers has a counterpart in these runs yet.**"
     ]
+    verdict = verdict_lines(inputs.runs, frame, config, names)  # every reading's column, not only headlines
     lead = [
-        *verdict_lines(inputs.runs, frame, config, names),  # every reading's column, not only headlines
+        *(verdict or ([] if len(matched) else [NOTHING_TO_COMPARE])),
         *verdict_uncertainty_lines(runs, frame, paper, config, names),  # inside/outside, the paper's orderings
         *bound_lead(inputs),  # how far each measured budget goes (report.bound)
         *lead,
