@@ -91,6 +91,7 @@ RECORD_SCHEMA: dict[str, Any] = {
         "resumed_from_epoch": {"type": ["integer", "null"]},
         "precision": {"enum": ["float32", "bfloat16-autocast"]},  # what the training steps ran in
         "cpu": {"type": "string"},  # the CPU's model name: equal numbers need the same kind of CPU (README)
+        "gpu": {"type": "string"},  # the GPU's name, for runs on CUDA
         "batch_size": {"type": ["integer", "null"], "minimum": 1},  # the effective batch (images per step)
         "split_seed": {"type": ["integer", "null"]},
         "split_sha256": {"type": ["string", "null"]},  # the split manifest's checksum (same test ids <=> same value)

@@ -750,6 +750,11 @@ def build_record(
         "cpu": cpu_model(),
         "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
     }
+    if str(device).startswith("cuda"):
+        import torch  # heavy: only here, where a CUDA run has loaded it already
+
+        if torch.cuda.is_available():
+            record["gpu"] = torch.cuda.get_device_name(torch.device(device))
     for key in ("epochs", "steps", "resumed_from_epoch", "precision"):
         if training and key in training:
             record[key] = training[key]

@@ -142,3 +142,17 @@ def test_an_empty_verdict_says_what_is_missing_and_the_command(runs, paper, whic
     assert lead[0] == T.NOTHING_TO_COMPARE and "snakemake --cores 2 all" in lead[0]
     assert lead[-1].startswith("**Summary: none of the") and "0 of the 0" not in " ".join(lead)
     assert not any(line.startswith("**Verdict** (the paper trained") for line in lead)
+
+
+def test_the_budget_names_methods_that_train_nothing_and_the_machine(runs) -> None:
+    """Issue 27 (8): 'no training' instead of '? epochs at ? px, width ?', and the CPU model / GPU name."""
+    from con2.report.methods import method_names
+
+    names = method_names(CONFIG, runs)
+    base = runs.assign(machine="AMD EPYC", steps=60)
+    pixel = base[base["method"] == "simclr"].assign(method="pixel_nn", epochs=float("nan"), steps=float("nan"))
+    zero_shot = base[base["method"] == "simclr"].assign(method="clip_ad", steps=0, machine="NVIDIA H200")
+    assert T.budget_of(pixel, names).text() == "no training (pixel_nn), 3 seeds, on AMD EPYC"
+    mixed = T.budget_of(pd.concat([base, pixel, zero_shot]), names).text()
+    assert mixed.startswith("10 epochs at 28 px, ResNet18 width 16, 3 seeds; no training: ")
+    assert mixed.endswith("; no training: pixel_nn, CLIP-AD, on AMD EPYC, NVIDIA H200")

@@ -65,6 +65,7 @@ RUN_COLUMNS = [
     "n_test",
     "n_anomalous",
     "device",
+    "machine",
     "threads",
     "image_size",
     "width",
@@ -90,6 +91,13 @@ def read_benchmark(path: str | Path | None) -> tuple[float, float, float]:
         return nan, nan, nan
     values = [pd.to_numeric(row.get(k, np.nan), errors="coerce") for k in ("s", "max_rss", "cpu_time")]
     return tuple(float(v) for v in values)  # type: ignore[return-value]
+
+
+def machine_of(record: Mapping[str, Any]) -> str | None:
+    """What a run ran on: the GPU's name on CUDA, else the CPU's model name (older records: the device)."""
+    if str(record.get("device", "")).startswith("cuda"):
+        return record.get("gpu") or record.get("device")
+    return record.get("cpu") or record.get("device")
 
 
 def is_headline(score: str) -> bool:
@@ -136,6 +144,7 @@ def record_rows(
         "n_test": record["n_test"],
         "n_anomalous": record["n_anomalous"],
         "device": record.get("device"),
+        "machine": machine_of(record),
         "threads": cfg.get("threads"),
         "image_size": cfg.get("image_size"),
         "width": cfg.get("width"),
@@ -323,6 +332,7 @@ def load_runs(path: str | Path) -> pd.DataFrame:
         "loss",
         *CARD_COLUMNS,
         "device",
+        "machine",
         "config_hash",
         "record",
     ]

@@ -914,6 +914,7 @@ def compute_cost(inputs: ReportInputs) -> Table:
     if runs.empty:
         return Table("compute_cost", "Compute cost per run", cols, [], pd.DataFrame(columns=cols))
     per_run = runs.drop_duplicates(subset=["dataset", "normal_class", "method", "variant", "seed"])
+    per_run = per_run.assign(device=per_run["machine"].fillna(per_run["device"]))  # the CPU model or GPU name
     data = []
     for (d, m, v, dev), g in per_run.groupby(["dataset", "method", "variant", "device"], dropna=False, sort=False):
         epochs = g["epochs"].astype(float)
@@ -1062,8 +1063,15 @@ class Budget:
     max_epochs: float
     max_image_size: float
 
+    untrained: str = ""  # methods that train nothing (an external program, a zero-shot model)
+    machines: str = ""  # the CPU models / GPU names the runs ran on
+
     def text(self) -> str:
-        return f"{self.epochs} at {self.image_size}, ResNet18 width {self.width}, {self.seeds}"
+        on = f", on {self.machines}" if self.machines else ""
+        if self.epochs.startswith("?") and self.untrained:  # nothing here was trained
+            return f"no training ({self.untrained}), {self.seeds}{on}"
+        trained = f"{self.epochs} at {self.image_size}, ResNet18 width {self.width}, {self.seeds}"
+        return trained + (f"; no training: {self.untrained}" if self.untrained else "") + on
 
     def below_paper(self, paper_epochs: int) -> bool:
         return self.max_epochs < paper_epochs or self.max_image_size < PAPER_IMAGE_SIZE
@@ -1073,10 +1081,14 @@ def budget_of(runs: pd.DataFrame, names: Methods) -> Budget:
     """The budget of runs (rows of the run frame): per method epochs and seeds, per dataset the input size."""
     r = _run_level(runs)
     labels = {m: names.label(m) for m in r["method"].unique()}
-    epochs = r.groupby("method")["epochs"].max().to_dict()
-    sizes = r.groupby("dataset")["image_size"].max().to_dict()
-    widths = r.groupby("method")["width"].max().to_dict()
+    steps, most_epochs = r.groupby("method")["steps"].max(), r.groupby("method")["epochs"].max()
+    untrained = [m for m in labels if steps.get(m) == 0 or (pd.isna(steps.get(m)) and pd.isna(most_epochs.get(m)))]
+    trained = r[~r["method"].isin(untrained)]
+    epochs = trained.groupby("method")["epochs"].max().to_dict()
+    sizes = trained.groupby("dataset")["image_size"].max().to_dict()
+    widths = trained.groupby("method")["width"].max().to_dict()
     seeds = r.groupby(["method", "dataset", "normal_class"])["seed"].nunique().groupby("method").max().to_dict()
+    machines = sorted({str(x) for x in r["machine"].dropna()}) if "machine" in r else []
     return Budget(
         epochs=_usual(epochs, "epochs", labels),
         image_size=_usual(sizes, "px", {d: dataset_label(d) for d in sizes}),
@@ -1084,6 +1096,8 @@ def budget_of(runs: pd.DataFrame, names: Methods) -> Budget:
         seeds=_usual(seeds, "seeds", labels),
         max_epochs=float(np.nanmax(list(epochs.values()) or [np.nan])),
         max_image_size=float(np.nanmax(list(sizes.values()) or [np.nan])),
+        untrained=", ".join(labels[m] for m in untrained),
+        machines=", ".join(machines),
     )
 
 
