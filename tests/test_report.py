@@ -1127,3 +1127,13 @@ def test_con2_best_is_a_row_of_its_own_in_the_natural_and_per_class_tables(
     assert airplane[per.columns.index("CON2 (NND)")] == "90.0 [1×1]"
     # without report.best_variant the tables are as before
     assert "CON2 (Best) (NND)" not in [r[0] for r in T.natural_summary(inputs_of(runs, paper, config)).rows]
+
+
+def test_score_runtime_is_rounded_in_milliseconds_and_names_its_repeats() -> None:
+    """Issue 27 (12): '0.00047' was a raw float of seconds from one repeat."""
+    measured = score_runtime_measurements().assign(repeats=5)
+    measured.loc[0, "seconds"] = 0.00047
+    table = T.score_runtime(ReportInputs(measured=measured))
+    assert table.columns[4] == "Time (ms)" and table.rows[0][4] == "0.5"
+    assert all(len(row[4].split(".")[-1]) <= 1 for row in table.rows)  # one decimal at most
+    assert "median over 5 repeat(s)" in table.notes[0] and "overhead" in table.notes[1]

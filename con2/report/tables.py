@@ -1356,8 +1356,8 @@ def score_runtime(inputs: ReportInputs) -> Table:
                 r["sweep"],
                 str(int(r["n_train"])),
                 str(int(r["n_batches"])),
-                f"{r['seconds']:.3g}",
-                f"{r['memory_mb']:.3g}",
+                f"{1000 * r['seconds']:.1f}" if r["seconds"] < 10 else f"{1000 * r['seconds']:,.0f}",
+                f"{r['memory_mb']:.1f}" if r["memory_mb"] < 100 else f"{r['memory_mb']:,.0f}",
             ]
         )
     meta = measured.iloc[0] if len(measured) else None
@@ -1365,14 +1365,16 @@ def score_runtime(inputs: ReportInputs) -> Table:
     if meta is not None:
         notes.append(
             f"Synthetic features, d = {int(meta['dim'])}, {int(meta['views'])} test-time views, batches of "
-            f"{int(meta['batch_size'])} test images, device {meta['device']}; seconds = median over repeats of fitting "
+            f"{int(meta['batch_size'])} test images, device {meta['device']}; time = median over "
+            f"{int(meta['repeats']) if 'repeats' in meta and pd.notna(meta['repeats']) else '?'} repeat(s) of fitting "
             "(LH: mean and covariance) plus scoring every batch, summed over views; memory = what the score keeps "
             "(NND: views x n x d floats, LH: views x d x d)."
         )
+        notes.append("Times under about 1 ms are mostly Python and timer overhead: compare the larger n and batches.")
     return Table(
         "score_runtime",
         "Runtime and memory of the S_NND and S_LH scores",
-        ["Score", "Sweep", "n (train)", "Batches", "Seconds", "Memory (MB)"],
+        ["Score", "Sweep", "n (train)", "Batches", "Time (ms)", "Memory (MB)"],
         rows,
         measured,
         notes,
