@@ -459,6 +459,12 @@ def run_packing(
     return True
 
 
+def skipped_line(it: Item, predicted_s: float, left_s: float, **reason: str) -> dict[str, Any]:
+    """An item's ``skipped`` line: what it would take and what was left (the next call reads it)."""
+    line = {"event": "skipped", "part": it.part, "setting": it.label, "seed": it.seed}
+    return {**line, "predicted_s": round(predicted_s), "left_s": round(left_s), **reason}
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--data-dir", required=True)
@@ -597,31 +603,13 @@ def main() -> None:
                 done.append((it, record))
             continue
         left = budget.left()
+
         if paused:
-            emit(
-                {
-                    "event": "skipped",
-                    "part": it.part,
-                    "setting": it.label,
-                    "seed": seed,
-                    "predicted_s": round(predicted[it]),
-                    "left_s": round(left),
-                    "reason": "paused: the budget is spent",
-                }
-            )
+            emit(skipped_line(it, predicted[it], left, reason="paused: the budget is spent"))
             continue
         if it.k:
             if predicted[it] > left:
-                emit(
-                    {
-                        "event": "skipped",
-                        "part": it.part,
-                        "setting": it.label,
-                        "seed": seed,
-                        "predicted_s": round(predicted[it]),
-                        "left_s": round(left),
-                    }
-                )
+                emit(skipped_line(it, predicted[it], left))
                 continue
             emit({"event": "start", "part": it.part, "setting": it.label, "predicted_s": round(predicted[it])})
             run_packing(it, args, budget, out / "packing", emit)
@@ -631,16 +619,7 @@ def main() -> None:
             predicted[it], left, fixed_seconds(it.label, compile), args.checkpoint_s, head and not args.finish_only
         )
         if decision == "skip":
-            emit(
-                {
-                    "event": "skipped",
-                    "part": it.part,
-                    "setting": it.label,
-                    "seed": seed,
-                    "predicted_s": round(predicted[it]),
-                    "left_s": round(left),
-                }
-            )
+            emit(skipped_line(it, predicted[it], left))
             continue
         rd = RunDir(out / it.name)
         resuming = (rd.path / CHECKPOINT).is_file()
