@@ -155,4 +155,4 @@ def test_the_budget_names_methods_that_train_nothing_and_the_machine(runs) -> No
     assert T.budget_of(pixel, names).text() == "no training (pixel_nn), 3 seeds, on AMD EPYC"
     mixed = T.budget_of(pd.concat([base, pixel, zero_shot]), names).text()
     assert mixed.startswith("10 epochs at 28 px, ResNet18 width 16, 3 seeds; no training: ")
-    assert mixed.endswith("; no training: pixel_nn, CLIP-AD, on AMD EPYC, NVIDIA H200")
+    assert mixed.endswith("; no training: pixel_nn, clip_ad, on AMD EPYC, NVIDIA H200")

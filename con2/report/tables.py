@@ -1096,7 +1096,7 @@ def budget_of(runs: pd.DataFrame, names: Methods) -> Budget:
         seeds=_usual(seeds, "seeds", labels),
         max_epochs=float(np.nanmax(list(epochs.values()) or [np.nan])),
         max_image_size=float(np.nanmax(list(sizes.values()) or [np.nan])),
-        untrained=", ".join(labels[m] for m in untrained),
+        untrained=", ".join(untrained),  # method names (validated), not labels: a note is not escaped
         machines=", ".join(machines),
     )
 
