@@ -109,8 +109,9 @@ def test_rows_from_records_and_gpu_lines_and_the_verdict(tmp_path):
     assert math.isnan(g["content_mean"])
 
     said = verdict_lines(rows, SPEC)
-    assert "SimCLR + kNN above it" in said[0] and "content alone: not decided at 3 seed(s)" in said[0]
-    assert "not decided" in said[1]
+    assert "SimCLR + kNN above it by 8.5 (95% interval over seeds)" in said[0]
+    assert "content alone +6.6, not decided at 3 paired seed(s)" in said[0]
+    assert "SimCLR + kNN +10.6, not decided at 1 paired seed(s)" in said[1] and "content alone" not in said[1]
     assert said[-1].startswith("Not measured: 224 px, 2048 epochs") and "2048 epochs at 224 px" in said[-1]
 
 
@@ -145,3 +146,9 @@ def test_a_checkout_without_gpu_lines_builds_the_bound_from_the_records(tmp_path
     assert table.rows == [] and table.notes[0].startswith("No budget of report.bound measured yet")
     with pytest.raises(ValueError, match="runs"):
         ReportInputs.load(TABLES["budget_bound"], {}, {})
+
+
+def test_a_budget_without_con2_runs_says_so() -> None:
+    runs = _runs({("con2", "content_only", "nnd"): [78.2]})
+    rows = bound_rows(runs, None, {**SPEC, "gpu": []})
+    assert verdict_lines(rows, SPEC)[0] == "28 px, 10 epochs (cpu): CON2 as printed not measured yet."

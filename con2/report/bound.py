@@ -186,17 +186,18 @@ def verdict_lines(rows: Sequence[Mapping[str, Any]], spec: Mapping[str, Any]) ->
     """One sentence per budget measured, and what no CPU can settle."""
     lines = []
     for r in rows:
-        above = [
-            name
-            for role, name, _ in ROLES[1:]
-            if not math.isnan(r[f"{role}_low"]) and r[f"{role}_low"] > 0  # the interval excludes 0
-        ]
-        level = [name for role, name, _ in ROLES[1:] if not math.isnan(r[f"{role}_minus_con2"]) and name not in above]
+        if math.isnan(r["con2_mean"]):
+            lines.append(f"{r['budget']} ({r['machine']}): CON2 as printed not measured yet.")
+            continue
         said = f"{r['budget']} ({r['machine']}): CON2 as printed {mean_std(r['con2_mean'], r['con2_std'])}"
-        if above:
-            said += f"; {' and '.join(above)} above it (95% interval over seeds excludes 0)"
-        if level:
-            said += f"; {' and '.join(level)}: not decided at {min(r['content_pairs'], r['simclr_pairs']) or 1} seed(s)"
+        for role, name, _ in ROLES[1:]:
+            diff, low, high, pairs = (r[f"{role}_minus_con2"], r[f"{role}_low"], r[f"{role}_high"], r[f"{role}_pairs"])
+            if math.isnan(diff):
+                continue
+            if not math.isnan(low) and (low > 0 or high < 0):  # the interval excludes 0
+                said += f"; {name} {'above' if low > 0 else 'below'} it by {abs(diff):.1f} (95% interval over seeds)"
+            else:
+                said += f"; {name} {signed(round(diff, 1))}, not decided at {pairs} paired seed(s)"
         lines.append(said + ".")
     unsettled = spec.get("unsettled")
     gpu_labels = {r["budget"] for r in rows if r["source"] == "gpu"}
@@ -204,7 +205,7 @@ def verdict_lines(rows: Sequence[Mapping[str, Any]], spec: Mapping[str, Any]) ->
     if unsettled and missing:
         lines.append(
             f"Not measured: {', '.join(missing)}. What no CPU can settle is {unsettled}: "
-            "`PYTHONPATH=. python benchmarks/gpu_fidelity.py --data-dir shared/data` on one GPU."
+            "`bash benchmarks/gpu_call.sh` on one GPU."
         )
     return lines
 
