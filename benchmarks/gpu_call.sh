@@ -9,7 +9,7 @@
 # can make progress and pause), paused at a checkpoint before the budget ends. A second identical
 # call on the same (warm) machine resumes: finished runs are read back, the paused one continues.
 # Inside the budget, an alarm 2 s before its end stops a run that outran the pause rule. A hard
-# `timeout` of BUDGET_S + 30 s stops the script in any case before the 600 s command limit (the
+# `timeout` of BUDGET_S + 30 s (at least 120 s) stops the script in any case before the 600 s command limit (the
 # environment lines before it take at most 10 s; everything printed is already in $OUT and
 # checkpoints are written atomically).
 #
@@ -43,7 +43,13 @@ args=(--data-dir shared/data --plan all --budget-s "$BUDGET_S")
 if [ "$FINISH_ONLY" = 1 ]; then
   args+=(--finish-only)
 fi
-timeout -k 5 "$((BUDGET_S + 30))" "$PY" benchmarks/gpu_fidelity.py "${args[@]}" "$@"
+# the hard stop: 30 s past the budget, but never under 120 s (start-up alone, importing torch on a
+# loaded machine, can take half a minute) and never past 570 s (BUDGET_S <= 540)
+HARD_S=$((BUDGET_S + 30))
+if [ "$HARD_S" -lt 120 ]; then
+  HARD_S=120
+fi
+timeout -k 5 "$HARD_S" "$PY" benchmarks/gpu_fidelity.py "${args[@]}" "$@"
 rc=$?
 echo "gpu_fidelity.py exit code $rc (124/137: stopped by the hard timeout)" | tee -a "$OUT/environment.txt"
 exit "$rc"
