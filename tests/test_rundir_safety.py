@@ -26,6 +26,7 @@ import torch
 import yaml
 from conftest import TINY
 from data_fixtures import write_medmnist_npz
+from test_cli_errors import one_error_line  # the one `con2: error:` line, as the CLI error tests read it
 
 from con2.cli import free_folder, main
 from con2.config import load_config
@@ -40,13 +41,6 @@ def train(run_dir: Path, *overrides: str) -> int:
 
 def evaluate(run_dir: Path, *args: str) -> int:
     return main(["evaluate", "--run-dir", str(run_dir), *args])
-
-
-def one_error_line(capsys: pytest.CaptureFixture) -> str:
-    err = capsys.readouterr().err
-    lines = err.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("con2: error: ") and "Traceback" not in err, err
-    return lines[0]
 
 
 def assert_refused(code: int, capsys: pytest.CaptureFixture, *needles: str) -> str:
