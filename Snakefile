@@ -17,7 +17,7 @@ from snakemake.exceptions import WorkflowError
 from snakemake.utils import min_version, validate
 
 from con2.data import default_data_dir
-from con2.experiments import GridError, check_profile_size
+from con2.grid.experiments import GridError, check_profile_size
 
 min_version("9.0")
 
@@ -47,7 +47,7 @@ include: "workflow/rules/common.smk"
 report: "workflow/report/workflow.rst"
 
 
-# Every name in a path or a shell command matches one pattern (con2.experiments.NAME_PATTERN: no
+# Every name in a path or a shell command matches one pattern (con2.grid.experiments.NAME_PATTERN: no
 # slash, no dot, no shell character), checked by the schema and the grid before any job, and here.
 wildcard_constraints:
     dataset=E.NAME_REGEX,

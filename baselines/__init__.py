@@ -17,7 +17,7 @@ The contract for a new baseline, either way it joins every table through its run
     ``pyproject.toml`` (one line; then reinstall). ``con2 train --set method=NAME`` runs it and
     ``tests/test_every_method.py`` trains and scores it on tiny data, with no other edit.
 (b) An external program: it writes per-sample scores (a ``label`` column and one column per
-    score); ``python -m baselines.external`` (:mod:`baselines.external`) turns them into the
+    score); ``python -m con2.run.external`` (:mod:`con2.run.external`) turns them into the
     standard ``scores.csv`` and a schema-validated ``record.json``. See
     ``baselines/examples/pixel_nn.smk`` for a Snakemake rule doing both steps.
 

@@ -25,8 +25,8 @@ from torch import Tensor, nn
 from baselines.clip_ad_spec import SPEC, TINY, ClipADParams, prompts
 from baselines.zero_shot import PretrainedInput, ZeroShotMethod, require
 from con2 import weights
-from con2.evaluation import Scorer, ScoringSpec
 from con2.methods.spec import MethodSettings
+from con2.training.evaluation import Scorer, ScoringSpec
 
 
 def tiny_clip() -> nn.Module:

@@ -40,13 +40,13 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from baselines.csi_spec import SPEC, CSIParams
-from con2.augment import ViewAugment
 from con2.errors import ConfigError
-from con2.evaluation import ContextFn, Reading, Scorer, ScoringSpec, TestView, tta_plan
-from con2.losses import nt_xent
+from con2.maths.augment import ViewAugment
+from con2.maths.losses import nt_xent
 from con2.methods.base import Method
 from con2.methods.spec import MethodSettings
-from con2.models import projection_head
+from con2.training.evaluation import ContextFn, Reading, Scorer, ScoringSpec, TestView, tta_plan
+from con2.training.models import projection_head
 
 N_ROTATIONS = 4
 

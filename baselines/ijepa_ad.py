@@ -43,12 +43,12 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from baselines.ijepa_ad_spec import SPEC, IJepaADParams, block_size, min_keep_for, patch_size_for
-from con2.augment import ViewAugment, ViewParams, normalize, to_float
 from con2.errors import ConfigError
-from con2.evaluation import Scorer, ScoringSpec
+from con2.maths.augment import ViewAugment, ViewParams, normalize, to_float
+from con2.maths.scores import nnd_scores
 from con2.methods.base import Method, MethodScores
 from con2.methods.spec import MethodSettings
-from con2.scores import nnd_scores
+from con2.training.evaluation import Scorer, ScoringSpec
 
 LAYER_NORM = partial(nn.LayerNorm, eps=1e-6)  # I-JEPA's (and timm's ViT) LayerNorm
 

@@ -26,9 +26,9 @@ from torch import Tensor, nn
 from baselines.ijepa_zsad_spec import SPEC, IJepaZSADParams
 from baselines.zero_shot import PretrainedInput, ZeroShotMethod, require
 from con2 import weights
-from con2.evaluation import Scorer, ScoringSpec
+from con2.maths.scores import nnd_scores
 from con2.methods.spec import MethodSettings
-from con2.scores import nnd_scores
+from con2.training.evaluation import Scorer, ScoringSpec
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)

@@ -23,12 +23,12 @@ import torch
 from torch import Tensor
 
 from baselines.simclr_spec import SPEC, SimCLRParams
-from con2.evaluation import Scorer, ScoringSpec
-from con2.losses import nt_xent
+from con2.maths.losses import nt_xent
+from con2.maths.scores import knn_scores, mahalanobis_scores
 from con2.methods.base import Method
 from con2.methods.spec import MethodSettings
-from con2.models import projection_head
-from con2.scores import knn_scores, mahalanobis_scores
+from con2.training.evaluation import Scorer, ScoringSpec
+from con2.training.models import projection_head
 
 
 class SimCLR(Method):

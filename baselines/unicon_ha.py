@@ -62,13 +62,13 @@ from torch import Tensor, nn
 
 from baselines.csi import rotate_all
 from baselines.unicon_ha_spec import SPEC, UniConHAParams
-from con2.augment import ViewAugment, ViewParams, normalize, to_float
 from con2.errors import ConfigError
-from con2.evaluation import Scorer, ScoringSpec
+from con2.maths.augment import ViewAugment, ViewParams, normalize, to_float
+from con2.maths.scores import nnd_scores
 from con2.methods.base import Method
 from con2.methods.spec import MethodSettings
-from con2.models import projection_head
-from con2.scores import nnd_scores
+from con2.training.evaluation import Scorer, ScoringSpec
+from con2.training.models import projection_head
 
 N_STAGES = 4
 

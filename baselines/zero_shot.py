@@ -21,10 +21,10 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from con2.augment import IDENTITY_VIEW
 from con2.errors import ConfigError
-from con2.evaluation import TestView
+from con2.maths.augment import IDENTITY_VIEW
 from con2.methods.base import Method
+from con2.training.evaluation import TestView
 
 PIP_EXTRA = "pip install 'con2-bench[pretrained]'"
 

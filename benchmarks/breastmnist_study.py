@@ -1,6 +1,6 @@
 """CON2 on the real BreastMNIST (28 px, normal = label 1, test split): the numbers of the core issue.
 
-Runs through ``con2.runner.run`` into ``--out`` (one run directory each; finished runs are reused,
+Runs through ``con2.run.runner.run`` into ``--out`` (one run directory each; finished runs are reused,
 interrupted ones resume) and prints:
 
 1. AUROC of S_NND and S_LH, mean ± std over seeds, at the given budget, beside the paper's 81.7
@@ -26,11 +26,11 @@ import torch
 
 from con2.config import load_config
 from con2.data import load_one_class
-from con2.metrics import auroc
-from con2.records import read_record
+from con2.maths.metrics import auroc
+from con2.maths.scores import nnd_scores
 from con2.report.paper import load_paper_numbers, paper_value
-from con2.runner import RECORD, run
-from con2.scores import nnd_scores
+from con2.run.records import read_record
+from con2.run.runner import RECORD, run
 
 PAPER_NUMBERS = Path(__file__).resolve().parents[1] / "workflow" / "resources" / "paper_numbers.csv"
 

@@ -40,10 +40,10 @@ from throughput import load_images, measure
 
 from con2.config import make_config
 from con2.data import DataError, load_one_class
-from con2.engine import fit, select_device
+from con2.maths.metrics import auroc
 from con2.methods import build_method
-from con2.metrics import auroc
-from con2.runner import train_settings
+from con2.run.runner import train_settings
+from con2.training.engine import fit, select_device
 
 # (name, config overrides, timed steps per round): the issue's two throughput settings
 THROUGHPUT = (
@@ -119,7 +119,7 @@ def breastmnist_data(cfg_values: dict[str, Any], data_dir: str):
 def run_check(
     a: argparse.Namespace, device: torch.device, seconds_left: float, step_rate: float | None
 ) -> dict[str, Any]:
-    """One CON2 run as ``con2.runner.run`` trains and scores it (without the record, which needs jsonschema)."""
+    """One CON2 run as ``con2.run.runner.run`` trains and scores it (without the record, which needs jsonschema)."""
     t_wall = time.perf_counter()
     values = {**PAPER_BREASTMNIST, "data_dir": a.data_dir, "device": str(device), "compile": a.compile}
     if a.tiny:

@@ -317,13 +317,13 @@ def emitter(path: Path) -> Callable[[dict[str, Any]], None]:
 
 def records_validated() -> bool:
     """Whether run records can be validated here; where jsonschema is missing, write and read them
-    unvalidated (con2.records validates with jsonschema; the GPU image lacks it)."""
+    unvalidated (con2.run.records validates with jsonschema; the GPU image lacks it)."""
     try:
         import jsonschema  # noqa: F401
     except ModuleNotFoundError:
-        import con2.records
+        import con2.run.records
 
-        con2.records.validate_record = lambda record, source="<record>": None
+        con2.run.records.validate_record = lambda record, source="<record>": None
         return False
     return True
 
@@ -385,7 +385,7 @@ def keep_record(run_dir: Path, dest: Path | None) -> None:
     """Copy a finished run's record and curve to ``dest`` (under $OUT: small files that come back)."""
     if dest is None:
         return
-    from con2.rundir import CURVE, RECORD
+    from con2.run.rundir import CURVE, RECORD
 
     dest.mkdir(parents=True, exist_ok=True)
     for name in (RECORD, CURVE):
@@ -491,9 +491,9 @@ def main() -> None:
     import torch
 
     from con2.config import load_config
-    from con2.records import read_record
-    from con2.rundir import CHECKPOINT, RECORD, RunDir
-    from con2.runner import run
+    from con2.run.records import read_record
+    from con2.run.rundir import CHECKPOINT, RECORD, RunDir
+    from con2.run.runner import run
 
     compile = not (args.no_compile or args.tiny)
     epochs = args.epochs or (2 if args.tiny else EPOCHS[args.plan])

@@ -65,10 +65,10 @@ def worker(a: argparse.Namespace) -> None:
     from gpu_check import breastmnist_data
 
     from con2.config import make_config
-    from con2.engine import fit, select_device
+    from con2.maths.metrics import auroc
     from con2.methods import build_method
-    from con2.metrics import auroc
-    from con2.runner import train_settings
+    from con2.run.runner import train_settings
+    from con2.training.engine import fit, select_device
 
     torch.set_num_threads(a.threads)
     device = select_device(a.device)

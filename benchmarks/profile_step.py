@@ -1,4 +1,4 @@
-"""Where the time of one training step goes: torch.profiler over ``con2.engine.train_step``.
+"""Where the time of one training step goes: torch.profiler over ``con2.training.engine.train_step``.
 
 The step is set up exactly as ``benchmarks/throughput.py`` (and ``fit``) sets it up. The engine
 labels ``forward`` (contexts, views, encoder, heads, loss), ``backward`` and ``optimizer``; the
@@ -19,7 +19,7 @@ import torch
 from throughput import build_ours, config_for, load_images, parser, sync
 from torch.profiler import ProfilerActivity, profile, record_function
 
-from con2.engine import select_device
+from con2.training.engine import select_device
 
 REGIONS = ("forward", "views", "encoder forward", "backward", "optimizer")
 LABELS = {"views": "  views (in forward)", "encoder forward": "  encoder (in forward)"}

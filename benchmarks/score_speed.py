@@ -1,7 +1,7 @@
 """Scoring speed and memory: S_NND and S_LH of synthetic features, one test-time view at a time.
 
 Per view, fresh Gaussian features ``train [n, d]`` and ``test [M, d]`` are drawn on the device
-(untimed), then ``con2.scores.view_scores``' two parts are timed separately: S_NND (blocked
+(untimed), then ``con2.maths.scores.view_scores``' two parts are timed separately: S_NND (blocked
 nearest-neighbour search, ``--chunk`` rows per block) and S_LH (fit the Gaussian, score the test
 set). Prints seconds per view (median) and for all views, the peak resident memory of the process
 (and the CUDA allocator's peak on a GPU) next to the size of one view's features, so the memory
@@ -23,8 +23,8 @@ import time
 
 import torch
 
-from con2.engine import select_device
-from con2.scores import fit_gaussian, lh_scores, nnd_scores
+from con2.maths.scores import fit_gaussian, lh_scores, nnd_scores
+from con2.training.engine import select_device
 
 
 def peak_rss_mb() -> float:

@@ -1,11 +1,11 @@
-"""Training throughput: the CON2 step as ``con2.engine.fit`` runs it, against a per-image torchvision pipeline.
+"""Training throughput: the CON2 step as ``con2.training.engine.fit`` runs it, against a per-image torchvision pipeline.
 
 Both sides train the same CON2 model (encoder + two heads, same loss) on the same images:
 
-* ours: ``con2.engine.train_step``, the function ``fit`` calls, with ``fit``'s model preparation
+* ours: ``con2.training.engine.train_step``, the function ``fit`` calls, with ``fit``'s model preparation
   and optimiser (channels-last, bfloat16 autocast on CUDA, fused AdamW on CUDA, optional
   ``torch.compile``): the uint8 training set lives on the device, each step gathers its batch
-  there, and the contexts and the batched views (``con2.views``) run on the whole batch;
+  there, and the contexts and the batched views (``con2.maths.views``) run on the whole batch;
 * plain: a ``Dataset`` whose ``__getitem__`` applies a torchvision ``transforms.v2`` pipeline to one
   image at a time (context, then two random views), batched by a ``DataLoader`` (the usual
   SimCLR reference-code layout), float32, default memory format, plain AdamW.
@@ -33,10 +33,12 @@ import numpy as np
 import torch
 import torchvision.transforms.v2 as T
 
-from con2.augment import contexts_for
 from con2.config import RunConfig, make_config
 from con2.data import load_one_class
-from con2.engine import (
+from con2.maths.augment import contexts_for
+from con2.maths.losses import alpha_schedule, batch_labels, content_loss, context_loss
+from con2.methods import build_method
+from con2.training.engine import (
     TrainSettings,
     autocast_enabled,
     compile_submodules,
@@ -45,8 +47,6 @@ from con2.engine import (
     select_device,
     train_step,
 )
-from con2.losses import alpha_schedule, batch_labels, content_loss, context_loss
-from con2.methods import build_method
 
 # Dense (no sparsity) bf16 tensor-core peaks in TFLOP/s from the vendors' data sheets; the first
 # name contained in torch.cuda.get_device_name() wins, so specific names come first.
@@ -72,7 +72,7 @@ def peak_tflops(device: torch.device) -> tuple[str, float | None]:
 
 
 def uint8_nchw(images: np.ndarray) -> torch.Tensor:
-    """uint8 ``[N, H, W, C]`` -> ``[N, C, H, W]`` (as ``con2.runner.to_tensor``, which needs jsonschema to import)."""
+    """uint8 ``[N, H, W, C]`` -> ``[N, C, H, W]`` (as ``con2.run.runner.to_tensor``; that import needs jsonschema)."""
     return torch.from_numpy(np.array(images, copy=True).transpose(0, 3, 1, 2).copy())
 
 

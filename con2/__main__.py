@@ -1,3 +1,3 @@
-from con2.cli import main
+from con2.cli.main import main
 
 raise SystemExit(main())

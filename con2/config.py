@@ -13,6 +13,7 @@ import hashlib
 import json
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -351,7 +352,7 @@ def validate_readings(cfg: RunConfig) -> None:
 
 
 def unknown_encoder(name: str) -> str | None:
-    """Why ``name`` is no encoder :func:`con2.models.build_encoder` can build, or None if it is one
+    """Why ``name`` is no encoder :func:`con2.training.models.build_encoder` can build, or None if it is one
     (``resnet18`` and its stems without an import; any other name is asked of timm)."""
     if name in RESNET_ENCODERS:
         return None
@@ -402,7 +403,7 @@ def safe_yaml(text: str, what: str, fix: str) -> Any:
 
 def min_image_size(cfg: RunConfig) -> int:
     """The smallest input size of the configured ResNet18 (its total stride: 8 with the CIFAR stem,
-    32 with the ImageNet stem); 1 for timm encoders, which :func:`con2.models.check_input_size` probes."""
+    32 with the ImageNet stem); 1 for timm encoders, which :func:`con2.training.models.check_input_size` probes."""
     if cfg.encoder not in RESNET_ENCODERS:
         return 1
     cifar = {"resnet18_cifar": True, "resnet18_imagenet": False}.get(
@@ -515,3 +516,16 @@ def dataclass_from_params(cls: type, params: dict[str, Any], owner: str) -> Any:
         raise ConfigError(f"unknown params {unknown} for method {owner!r}; valid: {sorted(names)}")
     defaults = cls()
     return cls(**{k: _coerce(f"params.{k}", v, getattr(defaults, k), str(names[k].type)) for k, v in params.items()})
+
+
+def config_diff(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+    """``["lr: 0.001 -> 0.01", "params.temperature: 0.5 -> 0.2", ...]`` over the keys that change results."""
+
+    def flat(d: Mapping[str, Any]) -> dict[str, Any]:
+        out = {k: v for k, v in d.items() if k not in RUNTIME_KEYS and k != "params"}
+        out.update({f"params.{k}": v for k, v in (d.get("params") or {}).items()})
+        return out
+
+    a, b = flat(old), flat(new)
+    missing = "(unset)"
+    return [f"{k}: {a.get(k, missing)} -> {b.get(k, missing)}" for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]

@@ -19,13 +19,13 @@ import torch
 
 from baselines.csi import CSI, csi_scores, random_hflip, rotate_all, rotation_context, rotation_labels
 from baselines.simclr import SimCLR
-from con2.augment import IDENTITY_VIEW, normalize, to_float
 from con2.config import make_config
 from con2.errors import ConfigError
-from con2.evaluation import tta_plan, view_features
-from con2.losses import nt_xent
+from con2.maths.augment import IDENTITY_VIEW, normalize, to_float
+from con2.maths.losses import nt_xent
+from con2.maths.scores import knn_scores, mahalanobis_scores
 from con2.methods import build_method, get_method
-from con2.scores import knn_scores, mahalanobis_scores
+from con2.training.evaluation import tta_plan, view_features
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -12,9 +12,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from baselines.external import main as external_main
-from baselines.external import write_external_run
-from con2.records import RecordError, read_record
+from con2.run.external import main as external_main
+from con2.run.external import write_external_run
+from con2.run.records import RecordError, read_record
 
 REPO = Path(__file__).resolve().parents[1]
 

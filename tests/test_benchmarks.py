@@ -141,7 +141,7 @@ def test_gpu_fidelity_predicts_the_length_plan_from_the_measured_rate():
 
 
 def simulate_run(gf, budget: float, start: float, epochs: int, epoch_s: float, score_s: float, curve: list[int]):
-    """The engine's loop in simulated time (con2.engine.fit: a curve scoring before an epoch's checkpoint,
+    """The engine's loop in simulated time (con2.training.engine.fit: a curve scoring before an epoch's checkpoint,
     a checkpoint once ``checkpoint_s`` has passed, 0.3 s to write it) with the script's pause rule;
     returns (the time the run paused or ended, paused)."""
     checkpoint_s, t = 20.0, start

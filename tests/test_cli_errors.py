@@ -23,11 +23,11 @@ import pytest
 import yaml
 from conftest import TINY
 
-from con2.cli import evaluate_overrides, main
+from con2.cli.main import evaluate_overrides, main
 from con2.config import EVALUATE_RUNTIME_KEYS, MAX_TTA, SCORING_KEYS
 from con2.errors import ConfigError
-from con2.rundir import CHECKPOINT, CONFIG, RECORD
-from con2.runner import MAX_NN_BLOCKS, MAX_SCORING_BATCHES, scoring_work
+from con2.run.rundir import CHECKPOINT, CONFIG, RECORD
+from con2.run.runner import MAX_NN_BLOCKS, MAX_SCORING_BATCHES, scoring_work
 
 TINY_SET = [f"{k}={json.dumps(v)}" for k, v in TINY.items()]
 
@@ -286,7 +286,7 @@ def test_scoring_pass_beyond_the_bounds_stops_before_training(overrides, needles
 
 def test_lh_ridge_zero_with_fewer_images_than_dimensions_completes(tmp_path, capsys):
     """ridge 0, 119 training images, 128 feature dimensions (width 16): the covariance is singular;
-    the smallest jitter that factorises it makes S_LH well defined (con2.scores.cholesky_with_jitter)."""
+    the smallest jitter that factorises it makes S_LH well defined (con2.maths.scores.cholesky_with_jitter)."""
     run_dir = tmp_path / "run"
     assert train(run_dir, "lh_ridge=0", "width=16", "epochs=1") == 0
     record = json.loads((run_dir / RECORD).read_text())
@@ -367,7 +367,7 @@ def test_unreadable_medmnist_file_is_not_called_damaged(tmp_path, capsys, monkey
 
 def test_a_profile_with_a_negative_lr_fails_while_the_grid_is_built():
     """Issue 16, case 15: the workflow's grid expansion validates each run's config before any job."""
-    from con2 import experiments
+    from con2.grid import experiments
 
     profile = {
         "seeds": [0],

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from con2.cli import _summary
+from con2.cli.main import _summary
 
 
 def record(auroc: dict[str, float], silhouette: float | None = 0.86) -> dict:

@@ -1,12 +1,12 @@
-"""CON2's assumptions measured (con2.contexts), the CON2 (Best) rule, `con2 contexts` and the `best` variant."""
+"""CON2's assumptions measured (con2.methods.contexts), the CON2 (Best) rule, `con2 contexts` and the `best` variant."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from con2 import contexts as C
 from con2.errors import ConfigError
+from con2.methods import contexts as C
 
 SIZE = 16
 YY, XX = np.mgrid[0:SIZE, 0:SIZE]
@@ -102,7 +102,7 @@ def test_bad_images_are_refused(images: np.ndarray, message: str) -> None:
 
 
 def test_con2_contexts_prints_both_measures_and_the_choice(capsys) -> None:
-    from con2.cli import main
+    from con2.cli.main import main
 
     assert main(["contexts", "--dataset", "digits", "--normal-class", "0", "--size", "16"]) == 0
     out = capsys.readouterr().out
@@ -112,7 +112,7 @@ def test_con2_contexts_prints_both_measures_and_the_choice(capsys) -> None:
 
 
 def test_con2_contexts_bad_input_is_one_error_line(capsys) -> None:
-    from con2.cli import main
+    from con2.cli.main import main
 
     assert main(["contexts", "--dataset", "digits", "--normal-class", "11"]) == 2
     err = capsys.readouterr().err.strip().splitlines()

@@ -3,7 +3,8 @@
 import pytest
 import torch
 
-from con2.augment import (
+from con2.errors import ConfigError
+from con2.maths.augment import (
     FixedView,
     ViewAugment,
     context_fn,
@@ -15,8 +16,7 @@ from con2.augment import (
     to_float,
     vflip,
 )
-from con2.errors import ConfigError
-from con2.evaluation import tta_plan
+from con2.training.evaluation import tta_plan
 
 
 @pytest.fixture

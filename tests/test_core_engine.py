@@ -10,10 +10,10 @@ import torch
 from con2.atomic import partials
 from con2.config import make_config
 from con2.data import load_one_class
-from con2.engine import derived_seed, steps_per_epoch
-from con2.records import read_record
-from con2.rundir import load_checkpoint
-from con2.runner import CHECKPOINT, RECORD, SCORES, run
+from con2.run.records import read_record
+from con2.run.runner import CHECKPOINT, RECORD, SCORES, run
+from con2.training.checkpoints import load_checkpoint
+from con2.training.engine import derived_seed, steps_per_epoch
 
 
 class Interrupt(Exception):
@@ -105,7 +105,7 @@ class Toy(torch.nn.Module):
 
 
 def toy_fit(tmp_path, model, **kw):
-    from con2.engine import TrainSettings, fit
+    from con2.training.engine import TrainSettings, fit
 
     images = torch.randint(0, 256, (12, 1, 2, 2), dtype=torch.uint8, generator=torch.Generator().manual_seed(0))
     settings = TrainSettings(epochs=3, batch_size=4, progress=False, channels_last=False, **kw)
@@ -122,7 +122,7 @@ def test_non_finite_loss_names_its_step_though_read_later(tmp_path):
 
 
 def test_loss_terms_are_read_every_k_steps_and_at_epoch_end(tmp_path, monkeypatch):
-    import con2.engine as engine
+    import con2.training.engine as engine
 
     reads = []
     real = engine.read_terms
@@ -138,8 +138,8 @@ def test_loss_terms_are_read_every_k_steps_and_at_epoch_end(tmp_path, monkeypatc
     [(1, 0.0, [1, 2, 3, 4, 5]), (2, 0.0, [2, 4, 5]), (1, 50.0, [2, 4, 5]), (1, 1000.0, [5]), (0, 0.0, [5])],
 )
 def test_checkpoints_every_k_epochs_but_no_sooner_than_the_time_floor(tmp_path, monkeypatch, every, seconds, written):
-    import con2.engine as engine
-    from con2.engine import TrainSettings, fit
+    import con2.training.engine as engine
+    from con2.training.engine import TrainSettings, fit
 
     clock = [0.0]  # a fake clock: every training step takes 10 s, so an epoch (3 steps) 30 s
 
@@ -173,9 +173,9 @@ class StridedConv(torch.nn.Module):
 
 
 def test_a_strided_convolution_on_a_1x1_input_is_refused_under_cpu_bf16(tmp_path, monkeypatch):
-    import con2.engine as engine
-    from con2.engine import TrainSettings, fit, refuse_broken_cpu_bf16_convolutions
+    import con2.training.engine as engine
     from con2.errors import ConfigError
+    from con2.training.engine import TrainSettings, fit, refuse_broken_cpu_bf16_convolutions
 
     model = StridedConv(1)
     with pytest.raises(ConfigError, match=r"convolution conv on its 1 x 1 input .*set amp=false .*image_size"):
@@ -217,7 +217,7 @@ def test_compile_failure_is_a_config_error(tmp_path, monkeypatch):
 
 
 def test_autocast_policy():
-    from con2.engine import autocast_enabled, cpu_has_native_bf16
+    from con2.training.engine import autocast_enabled, cpu_has_native_bf16
 
     assert not autocast_enabled(torch.device("cpu"), amp=False)
     assert autocast_enabled(torch.device("cpu"), amp=True) == cpu_has_native_bf16()
@@ -245,13 +245,13 @@ CPUINFO_OLD_AMD = "processor\t: 0\nmodel name\t: AMD EPYC\nflags\t\t: fpu avx2 f
     ],
 )
 def test_native_bf16_needs_the_cpu_flag_not_only_onednn(cpuinfo, onednn, native):
-    from con2.engine import cpu_flags, native_bf16_from_flags
+    from con2.training.engine import cpu_flags, native_bf16_from_flags
 
     assert native_bf16_from_flags(cpu_flags(cpuinfo), onednn) is native
 
 
 def test_cpu_has_native_bf16_reads_the_flags(monkeypatch):
-    import con2.engine as engine
+    import con2.training.engine as engine
 
     avx512_only = engine.cpu_flags(CPUINFO_AVX512_ONLY)
     monkeypatch.setattr(engine, "cpu_flags", lambda cpuinfo=None: avx512_only)
@@ -263,8 +263,8 @@ def test_steady_training_step_builds_no_tensor_from_host_data(tiny):
     """``torch.tensor(data)`` in the step would be a blocking host-to-device copy on a GPU, every step."""
     from torch.utils._python_dispatch import TorchDispatchMode
 
-    from con2.engine import TrainSettings, make_optimizer, prepare_model, train_step
     from con2.methods import build_method
+    from con2.training.engine import TrainSettings, make_optimizer, prepare_model, train_step
 
     class Ops(TorchDispatchMode):
         def __init__(self):

@@ -21,15 +21,15 @@ from conftest import TINY
 from data_fixtures import write_medmnist_npz
 
 from con2.atomic import partials
-from con2.cli import main
+from con2.cli.main import main
 from con2.config import load_config, make_config
 from con2.data import DataError
 from con2.errors import ConfigError, NonFiniteLossError
 from con2.methods import registry
 from con2.methods.con2_method import Con2
-from con2.models import build_encoder
-from con2.records import read_record
-from con2.runner import CHECKPOINT, RECORD, run
+from con2.run.records import read_record
+from con2.run.runner import CHECKPOINT, RECORD, run
+from con2.training.models import build_encoder
 
 
 def no_record_left(path):
@@ -177,7 +177,7 @@ def test_cli_second_writer_stops_at_once_naming_the_holder(tmp_path, capsys):
         [
             sys.executable,
             "-c",
-            "import sys, time; from con2.rundir import RunDir\n"
+            "import sys, time; from con2.run.rundir import RunDir\n"
             f"with RunDir({str(run_dir)!r}).lock():\n    print('held', flush=True); time.sleep(120)",
         ],
         stdout=subprocess.PIPE,
@@ -347,7 +347,7 @@ def test_cli_data_dir_that_is_a_file(tmp_path, capsys):
 
 def test_cli_answers_a_finished_run_without_loading_torch(finished_run):
     code = (
-        "import sys; from con2.cli import main; "
+        "import sys; from con2.cli.main import main; "
         f"rc = main(['train', '--set', *{TINY_SET!r}, '--run-dir', {str(finished_run)!r}]); "
         "print(rc, 'torch' in sys.modules, 'pandas' in sys.modules, 'con2.data.registry' in sys.modules)"
     )

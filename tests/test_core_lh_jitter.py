@@ -8,7 +8,7 @@ import torch
 from scipy.stats import multivariate_normal
 
 from con2.errors import NonFiniteFeaturesError
-from con2.scores import JITTERS, cholesky_with_jitter, fit_gaussian, lh_scores
+from con2.maths.scores import JITTERS, cholesky_with_jitter, fit_gaussian, lh_scores
 
 
 def reference_jitter(cov: np.ndarray) -> float:

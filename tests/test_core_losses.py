@@ -6,7 +6,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from con2.losses import alpha_schedule, batch_labels, content_loss, context_loss, label_contrastive_loss, nt_xent
+from con2.maths.losses import alpha_schedule, batch_labels, content_loss, context_loss, label_contrastive_loss, nt_xent
 
 
 def ell(z: torch.Tensor, i: int, j: int, tau: float) -> float:

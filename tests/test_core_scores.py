@@ -5,8 +5,8 @@ import pytest
 import torch
 from scipy.stats import multivariate_normal
 
-from con2.metrics import auroc, context_silhouette
-from con2.scores import fit_gaussian, knn_scores, lh_scores, mahalanobis_scores, nnd_scores, view_scores
+from con2.maths.metrics import auroc, context_silhouette
+from con2.maths.scores import fit_gaussian, knn_scores, lh_scores, mahalanobis_scores, nnd_scores, view_scores
 
 
 def cos(a, b):

@@ -7,9 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from con2.records import write_record
 from con2.report.artefacts import FIGURES, TABLES, ReportInputs
 from con2.report.collect import collect_runs
+from con2.run.records import write_record
 
 CURVES = {  # seed -> epoch -> nnd (CON2) ; SimCLR's knn is 10 below
     0: {2: 55.0, 5: 58.0, 10: 60.0},

@@ -21,6 +21,7 @@ from data_fixtures import (  # noqa: F401  (isolated_env is autouse)
 )
 from PIL import Image
 
+from con2.cli.data import add_data_subcommands, main
 from con2.data import (
     DataError,
     DatasetInfo,
@@ -34,7 +35,6 @@ from con2.data import (
 )
 from con2.data import cache as cache_mod
 from con2.data.cache import Found, SourceTable, cache_root, take
-from con2.data.cli import add_data_subcommands, main
 from con2.data.images import preprocess
 from con2.data.splits import hash_rank, holdout_mask, one_class_split
 

@@ -1,4 +1,4 @@
-"""con2.experiments: the grid of a profile, each run's resolved config (written once, read by
+"""con2.grid.experiments: the grid of a profile, each run's resolved config (written once, read by
 ``con2 train --config``), and ``con2 train --replace-stale``, the train rule's command."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from con2 import experiments as E
 from con2.config import RUNTIME_KEYS, load_config, make_config
 from con2.errors import ConfigError
+from con2.grid import experiments as E
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = ROOT / "workflow" / "config"
@@ -46,7 +46,7 @@ def test_grid_expands_the_paper_profile() -> None:
 @pytest.mark.parametrize("profile", ["test", "default", "paper"])
 def test_every_profile_runs_con2_best_on_every_class_of_its_context_tables(profile: str) -> None:
     """CON2 (Best): one variant, `contexts: [best]`, whose context each run chooses from its normal
-    training images (con2.contexts; the record's metrics.chosen_context): the grid keeps the marker,
+    training images (con2.methods.contexts; the record's metrics.chosen_context): the grid keeps the marker,
     so a run's config hash never depends on data read while the DAG is built."""
     from con2.data import normal_classes
 
@@ -204,8 +204,8 @@ def test_the_workflow_parses_each_run_config_once(tmp_path: Path, monkeypatch: p
     two aggregation rules) parses each run's config once and writes nothing (the run_config jobs
     write the configs, under Snakemake's lock); a config file written from a run holds its hash."""
     from con2.data import normal_classes
+    from con2.grid.status import unknown_class
     from con2.report.artefacts import TABLES
-    from con2.workflow_status import unknown_class
 
     cfg = load_profile("paper")
     own_rules = [p.stem for p in (ROOT / "workflow" / "rules" / "methods").glob("*.smk")]
@@ -325,7 +325,7 @@ def test_the_schema_and_the_workflow_use_the_grid_s_one_name_pattern() -> None:
 def test_a_class_the_dataset_lacks_fails_naming_the_key() -> None:
     """Issue 16, case 15: digits has the classes 0-9; `normal_classes: ["11"]` stops the grid."""
     from con2.data import normal_classes
-    from con2.workflow_status import unknown_class
+    from con2.grid.status import unknown_class
 
     cfg = small_profile()
     cfg["datasets"]["digits"]["normal_classes"] = ["0", "11"]
@@ -413,7 +413,7 @@ def test_records_on_disk_counts_only_run_directories(tmp_path: Path) -> None:
 
 # ----------------------------------------------------------------------------- con2 train --replace-stale
 def _train(args: list[str]) -> int:
-    from con2.cli import main
+    from con2.cli.main import main
 
     return main(["train", *args])
 

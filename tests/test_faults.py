@@ -25,9 +25,9 @@ from data_fixtures import write_medmnist_npz
 import con2.atomic
 from con2.atomic import partials
 from con2.config import make_config
-from con2.records import read_record
-from con2.rundir import load_checkpoint
-from con2.runner import CHECKPOINT, FEATURES, RECORD, SCORES, run
+from con2.run.records import read_record
+from con2.run.runner import CHECKPOINT, FEATURES, RECORD, SCORES, run
+from con2.training.checkpoints import load_checkpoint
 
 TINY_SET = [f"{k}={json.dumps(v)}" for k, v in TINY.items()]
 

@@ -26,7 +26,7 @@ import numpy as np
 import pytest
 import yaml
 
-import con2.experiments as E
+import con2.grid.experiments as E
 from con2.config import MAX_IMAGE_SIZE, check_size, unknown_encoder
 from con2.errors import ConfigError, DataError
 
@@ -64,7 +64,7 @@ def cli(*args: str, cwd: Path, env: dict[str, str] | None = None) -> tuple[int, 
     full_env = {**os.environ, "PYTHONPATH": str(ROOT), "CON2_CACHE_DIR": str(cwd / ".cache"), **(env or {})}
     t0 = time.monotonic()
     proc = subprocess.run(
-        [sys.executable, "-c", MEASURE, sys.executable, "-m", "con2.cli", *args],
+        [sys.executable, "-c", MEASURE, sys.executable, "-m", "con2", *args],
         cwd=cwd,
         env=full_env,
         capture_output=True,
@@ -338,7 +338,7 @@ def test_a_data_dir_or_config_that_is_no_folder_or_file_says_what_it_is(tmp_path
 
 
 def test_the_skipped_data_fix_for_a_data_dir_that_is_a_file_names_another_folder(tmp_path: Path) -> None:
-    from con2.workflow_status import fix_command
+    from con2.grid.status import fix_command
 
     assert fix_command("breastmnist", 28, tmp_path) == f"con2 data get breastmnist --data-dir {tmp_path} --size 28"
     file = tmp_path / "passwd"
@@ -428,10 +428,10 @@ score_runtime: {dim: 16, views: 2, batch_size: 32, n_train: [1, 10], n_batches: 
 
 
 def external_record(wd: Path, method: str, label: str) -> None:
-    """A record of method ``method`` labelled ``label``, as ``python -m baselines.external`` writes it."""
+    """A record of method ``method`` labelled ``label``, as ``python -m con2.run.external`` writes it."""
     scores = wd / f"{method}.csv"
     scores.write_text("label,nnd\n" + "".join(f"{i % 2},{(i * 7) % 10 / 10}\n" for i in range(20)))
-    cmd = [sys.executable, "-m", "baselines.external", "--scores", str(scores), "--dataset", "digits"]
+    cmd = [sys.executable, "-m", "con2.run.external", "--scores", str(scores), "--dataset", "digits"]
     cmd += ["--normal-class", "0", "--method", method, "--seed", "0", "--n-train", "10", "--label", label]
     cmd += ["--run-dir", f"results/runs/digits/0/{method}/default/seed0"]
     res = subprocess.run(cmd, cwd=wd, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})

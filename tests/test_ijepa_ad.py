@@ -20,8 +20,8 @@ from baselines.ijepa_ad import (
 )
 from baselines.ijepa_ad_spec import SPEC, IJepaADParams
 from con2.config import make_config
-from con2.engine import TrainSettings, fit
 from con2.errors import ConfigError
+from con2.training.engine import TrainSettings, fit
 
 
 def build(**params) -> IJepaAD:
@@ -223,8 +223,8 @@ def test_a_run_is_reproducible_and_its_checkpoint_scores_the_same(tiny, tmp_path
     same target encoder as the run that trained it."""
     import pandas as pd
 
-    from con2.rundir import copy_checkpoint
-    from con2.runner import SCORES, run
+    from con2.run.runner import SCORES, run
+    from con2.training.checkpoints import copy_checkpoint
 
     cfg = make_config({**tiny, "method": "ijepa_ad", "params": dict(SPEC.test_params)})
     trained = run(cfg, tmp_path / "trained")

@@ -15,8 +15,8 @@ from baselines.ijepa_zsad import IJepaZSAD, tiny_ijepa
 from baselines.ijepa_zsad_spec import SPEC
 from con2 import weights
 from con2.config import make_config
-from con2.engine import TrainSettings, fit
 from con2.errors import ConfigError, WeightsMissing
+from con2.training.engine import TrainSettings, fit
 
 REPO = "facebook/ijepa_vith14_1k"
 

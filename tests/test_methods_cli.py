@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from baselines.external import write_external_run
-from con2.cli import main
-from con2.records import RecordError
+from con2.cli.main import main
+from con2.run.external import write_external_run
+from con2.run.records import RecordError
 
 ROOT = Path(__file__).resolve().parents[1]
 PIXEL_NN = ROOT / "baselines/examples/pixel_nn.smk"

@@ -11,11 +11,11 @@ from method_fixtures import TRAIN_SIZE
 
 from baselines.panda import compactness_loss, ewc_penalty, knn_sq_scores
 from con2 import weights
-from con2.augment import normalize, to_float
 from con2.config import make_config
-from con2.engine import TrainSettings, fit
 from con2.errors import ConfigError
+from con2.maths.augment import normalize, to_float
 from con2.methods import build_method, get_spec
+from con2.training.engine import TrainSettings, fit
 
 
 def test_compactness_loss_is_the_mean_squared_distance_to_the_centre_over_d():
@@ -80,8 +80,8 @@ def test_training_keeps_panda_frozen_layers_and_batchnorm_statistics(panda_cfg):
 
 
 def test_the_centre_is_the_mean_pretrained_feature_of_the_training_images(panda_cfg):
-    from con2.rundir import load_run_data
-    from con2.runner import to_tensor
+    from con2.data.rundata import load_run_data
+    from con2.run.runner import to_tensor
 
     cfg = make_config(panda_cfg)
     method = build_method(cfg)

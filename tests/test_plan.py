@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from con2 import plan
-from con2.cli import main
+from con2.cli.main import main
 from con2.data import normal_classes
 from con2.data.cache import cache_dir
 from con2.errors import ConfigError
-from con2.experiments import expand_grid
+from con2.grid import plan
+from con2.grid.experiments import expand_grid
 
 ROOT = Path(__file__).resolve().parents[1]
 

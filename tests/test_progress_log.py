@@ -13,7 +13,7 @@ from pathlib import Path
 
 import torch
 
-from con2.engine import TrainSettings, epoch_line, fit, format_duration
+from con2.training.engine import TrainSettings, epoch_line, fit, format_duration
 
 ROOT = Path(__file__).resolve().parents[1]
 EPOCH = re.compile(r"^epoch (\d+)/(\d+)  loss=\S+( \w+=\S+)*  \d+ img/s  ETA (\d+h)?(\d+m)?\d+s$")

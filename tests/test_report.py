@@ -1,6 +1,6 @@
 """con2.report: record collection, every table and figure, on synthetic records.
 
-Fast (no training, no torch): records are written by hand with con2.records.write_record.
+Fast (no training, no torch): records are written by hand with con2.run.records.write_record.
 """
 
 from __future__ import annotations
@@ -16,12 +16,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from con2.records import RecordError, read_record, write_record
 from con2.report import tables as T
 from con2.report.artefacts import FIGURES, TABLES, ReportInputs, figure_targets, table_targets
 from con2.report.collect import collect_runs, dataset_level, load_runs, summarize
 from con2.report.format import Table, latex_cell, mean_std, shown_diff
 from con2.report.paper import load_compute_hours, load_paper_numbers, paper_value
+from con2.run.records import RecordError, read_record, write_record
 
 ROOT = Path(__file__).resolve().parents[1]
 RESOURCES = ROOT / "workflow" / "resources"
@@ -251,7 +251,7 @@ def test_the_record_schema_refuses_nan_and_infinity_on_write_and_read(tmp_path: 
 
 
 def test_the_workflow_s_last_lines_list_skipped_records_while_they_are_unchanged(tmp_path: Path) -> None:
-    from con2.workflow_status import summary_lines
+    from con2.grid.status import summary_lines
 
     _, bad = bad_records(tmp_path)
     corrupt = next(p for p in bad if "digits/2/" in str(p))
@@ -415,9 +415,9 @@ def test_figures_write_png_and_pdf(runs: pd.DataFrame, paper: pd.DataFrame, conf
 
 def test_report_imports_no_torch() -> None:
     code = (
-        "import sys, con2.experiments, con2.workflow_status, con2.report.collect, con2.report.tables, "
+        "import sys, con2.grid.experiments, con2.grid.status, con2.report.collect, con2.report.tables, "
         "con2.report.figures, con2.report.artefacts, con2.report.methods as M; M.method_names({}); "
-        "bad = [m for m in ('torch', 'con2.engine', 'con2.data') if m in sys.modules]; "
+        "bad = [m for m in ('torch', 'con2.training.engine', 'con2.data') if m in sys.modules]; "
         "print(bad); sys.exit(1 if bad else 0)"
     )
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
@@ -425,9 +425,9 @@ def test_report_imports_no_torch() -> None:
 
 
 def test_the_registry_the_snakefile_reads_imports_neither_pandas_nor_matplotlib() -> None:
-    """The Snakefile imports con2.report.artefacts and con2.experiments at parse time: they stay light."""
+    """The Snakefile imports con2.report.artefacts and con2.grid.experiments at parse time: they stay light."""
     code = (
-        "import sys, con2.experiments, con2.report.artefacts as A; A.table_targets({'per_class': ['x']}); "
+        "import sys, con2.grid.experiments, con2.report.artefacts as A; A.table_targets({'per_class': ['x']}); "
         "bad = [m for m in ('pandas', 'matplotlib', 'torch') if m in sys.modules]; "
         "print(bad); sys.exit(1 if bad else 0)"
     )

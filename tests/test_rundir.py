@@ -15,17 +15,9 @@ import con2.atomic
 from con2.atomic import atomic_path, partial_name, partials, write_bytes_atomic, write_text_atomic
 from con2.config import make_config
 from con2.errors import ConfigError, RunDirError
-from con2.records import RecordError
-from con2.rundir import (
-    COMPLETE,
-    REPLACE,
-    TRAIN,
-    RunDir,
-    build_record,
-    config_diff,
-    load_checkpoint,
-    save_checkpoint,
-)
+from con2.run.records import RecordError, build_record
+from con2.run.rundir import COMPLETE, REPLACE, TRAIN, RunDir, config_diff
+from con2.training.checkpoints import load_checkpoint, save_checkpoint
 
 
 def test_temporary_names_are_unique_and_beside_the_target(tmp_path):
@@ -70,7 +62,7 @@ def test_lock_is_reentrant_in_one_process_and_exclusive_across_processes(tmp_pat
             pass
         assert (rd.path / ".lock").exists()
         probe = subprocess.run(
-            [sys.executable, "-c", f"from con2.rundir import RunDir\nwith RunDir({str(rd.path)!r}).lock(): pass"],
+            [sys.executable, "-c", f"from con2.run.rundir import RunDir\nwith RunDir({str(rd.path)!r}).lock(): pass"],
             capture_output=True,
             text=True,
             timeout=60,
@@ -148,8 +140,8 @@ def test_every_record_names_its_cpu(tmp_path, monkeypatch):
     stores the CPU's model name (the schema's optional `cpu`) beside `precision`."""
     import platform
 
-    import con2.rundir as rundir
-    from con2.records import read_record, write_record
+    import con2.run.rundir as rundir
+    from con2.run.records import read_record, write_record
 
     kw = dict(dataset="d", normal_class="0", method="m", variant="v", seed=1, n_train=4, config={})
     record = build_record(labels=np.array([0, 1]), scores={"s": np.array([0.1, 0.4])}, **kw)
@@ -196,7 +188,7 @@ def test_checkpoints_hold_tensors_only_and_load_with_weights_only(tmp_path):
 
 def test_engine_checkpoints_load_with_weights_only(tiny, tmp_path):
     """What the training loop saves (model, AdamW and cosine-schedule state) loads with weights_only=True."""
-    from con2.runner import CHECKPOINT, run
+    from con2.run.runner import CHECKPOINT, run
 
     run(make_config(tiny), tmp_path)
     state = load_checkpoint(Path(tmp_path) / CHECKPOINT)

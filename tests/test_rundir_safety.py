@@ -28,9 +28,10 @@ from conftest import TINY
 from data_fixtures import write_medmnist_npz
 from test_cli_errors import one_error_line  # the one `con2: error:` line, as the CLI error tests read it
 
-from con2.cli import free_folder, main
+from con2.cli.main import free_folder, main
 from con2.config import load_config
-from con2.rundir import CHECKPOINT, CONFIG, LOCK, MIN_TEST_PER_CLASS, RECORD, RUN_FILES, load_run_data
+from con2.data.rundata import MIN_TEST_PER_CLASS, load_run_data
+from con2.run.rundir import CHECKPOINT, CONFIG, LOCK, RECORD, RUN_FILES
 
 TINY_SET = [f"{k}={json.dumps(v)}" for k, v in TINY.items()]
 

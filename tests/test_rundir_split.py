@@ -1,5 +1,5 @@
 """Every method and every external path scores the same test images for one (dataset, normal class,
-split seed), whatever the training seed: all load their data through ``con2.rundir.load_run_data``,
+split seed), whatever the training seed: all load their data through ``con2.data.rundata.load_run_data``,
 and every record stores the split's checksum, so a drift would show here."""
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ from conftest import TINY
 from method_fixtures import tiny_for, with_stand_in_weights
 
 from baselines.examples import pixel_nn
-from baselines.external import main as external_main
 from con2.config import RUNTIME_KEYS, make_config
 from con2.data import load_one_class
 from con2.methods import all_methods
-from con2.records import read_record
-from con2.runner import RECORD, SCORES, run
+from con2.run.external import main as external_main
+from con2.run.records import read_record
+from con2.run.runner import RECORD, SCORES, run
 
 REPO = Path(__file__).resolve().parents[1]
 NORMAL, SPLIT_SEED, SEEDS = "3", 0, (0, 1)

@@ -9,10 +9,10 @@ import pandas as pd
 import pytest
 from test_core_errors import error_of, train
 
-from con2.cli import main
+from con2.cli.main import main
 from con2.methods import all_methods, get_spec
-from con2.records import read_record
-from con2.runner import RECORD
+from con2.run.records import read_record
+from con2.run.runner import RECORD
 
 
 def test_every_declared_scoring_param_is_a_field_of_its_methods_params() -> None:

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 from sklearn.metrics import roc_auc_score
 
-from con2 import stats
+from con2.maths import stats
 
 
 # ----------------------------------------------------------------------------- slow references
@@ -232,8 +232,7 @@ def _record_kwargs(labels, scores):
 
 
 def test_every_record_written_has_intervals_and_old_ones_still_read(tmp_path):
-    from con2.records import RecordError, read_record, validate_record, write_record
-    from con2.rundir import build_record
+    from con2.run.records import RecordError, build_record, read_record, validate_record, write_record
 
     rng = np.random.default_rng(0)
     labels = np.r_[np.ones(42), np.zeros(114)].astype(int)
@@ -292,9 +291,8 @@ def synthetic_scores(seed: int) -> tuple[np.ndarray, dict[tuple[str, str], np.nd
 def write_runs(
     root: Path, seeds=(0, 1, 2), with_scores: bool = True, old: bool = False, classes=("1",)
 ) -> pd.DataFrame:
-    from con2.records import write_record
     from con2.report.collect import collect_runs, load_runs
-    from con2.rundir import build_record
+    from con2.run.records import build_record, write_record
 
     paths = []
     for seed, cls in itertools.product(seeds, classes):

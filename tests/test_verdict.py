@@ -7,11 +7,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from con2.records import write_record
 from con2.report import tables as T
 from con2.report.artefacts import ReportInputs
 from con2.report.collect import collect_runs
 from con2.report.paper import load_paper_numbers
+from con2.run.records import write_record
 
 ROOT = Path(__file__).resolve().parents[1]
 CON2 = {0: 57.0, 1: 58.4, 2: 57.5}  # seed -> nnd (as printed): mean 57.63

@@ -148,7 +148,7 @@ def clone(src: Path, dest: Path) -> Path:
 
 # ------------------------------------------------------------------------------------- dry runs
 def expected_paper_train_jobs(cfg: dict, skip: tuple[str, ...] = ()) -> int:
-    """Training runs of a profile counted straight from its YAML (independently of con2.experiments),
+    """Training runs of a profile counted straight from its YAML (independently of con2.grid.experiments),
     leaving out the experiments in ``skip``."""
     from con2.data import normal_classes
 
@@ -171,7 +171,7 @@ def expected_paper_train_jobs(cfg: dict, skip: tuple[str, ...] = ()) -> int:
 
 def test_paper_dry_run_builds_the_whole_grid(tmp_path: Path) -> None:
     from con2.data import normal_classes
-    from con2.experiments import data_targets, expand_grid
+    from con2.grid.experiments import data_targets, expand_grid
     from con2.report.artefacts import FIGURES, TABLES
 
     wd = copy_workflow(tmp_path)
@@ -222,8 +222,8 @@ def test_default_profile_checks_every_dataset_and_restricts_datasets(tmp_path: P
 
 # ------------------------------------------------------------------------------------- real tiny run
 def test_tiny_run_writes_every_table_and_figure(tiny: Path) -> None:
-    from con2.records import read_record
     from con2.report.artefacts import figure_targets, table_targets
+    from con2.run.records import read_record
 
     cfg = yaml.safe_load((tiny / TEST_CONFIG).read_text())
     for target in table_targets(cfg["report"]) + figure_targets(cfg["report"]):
@@ -239,7 +239,7 @@ def test_tiny_run_writes_every_table_and_figure(tiny: Path) -> None:
     # AVX512-BF16, `amp`) and in fp32 (the rest), and `nnd@encoder/original` falls below chance on
     # some (README). What holds on every CPU: every reading the record declares is there, finite,
     # in [0, 100], and the record says which precision the run trained in (this is the amp part).
-    from con2.engine import cpu_has_native_bf16
+    from con2.training.engine import cpu_has_native_bf16
 
     precision = "bfloat16-autocast" if cpu_has_native_bf16() else "float32"
     for r in recs:
@@ -321,7 +321,7 @@ rule toy:
     log:
         "results/logs/toy/{dataset}/{normal_class}/{variant}/seed{seed}.log",
     shell:
-        "PYTHON -c 'import sys; from pathlib import Path; from con2.records import write_record; "
+        "PYTHON -c 'import sys; from pathlib import Path; from con2.run.records import write_record; "
         "d, c, v, s, out = sys.argv[1:]; write_record(dict(schema_version=1, dataset=d, normal_class=c, "
         "method=\\"toy\\", variant=v, seed=int(s), metrics=dict(auroc=dict(pixels=61.5 + int(s))), "
         "timing=dict(fit_seconds=0.0, score_seconds=0.1, wall_seconds=0.1), n_train=100, n_test=600, "

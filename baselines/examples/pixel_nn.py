@@ -1,7 +1,7 @@
 """A stand-in external anomaly detector: cosine nearest-neighbour distance on raw pixels.
 
 It plays the part of a program outside the harness (no torch, no registry): it writes a CSV with
-``id``, ``label`` and one score column, which ``python -m baselines.external`` turns into a run
+``id``, ``label`` and one score column, which ``python -m con2.run.external`` turns into a run
 record (see ``pixel_nn.smk`` beside this file). It is also a useful floor: on BreastMNIST raw
 pixels give AUROC 70.6 (shared/data/README.md). A real external program reads its own copy of the
 images, and must score the harness's test set in the harness's order (``--data-dir`` checks it):
@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", required=True, help="CSV to write: index, id, label, nnd")
     args = parser.parse_args(argv)
     from con2.config import load_config  # only to get the harness's split of the images
-    from con2.rundir import load_run_data
+    from con2.data.rundata import load_run_data
 
     cfg = dataclasses.replace(
         load_config(None, args.set), dataset=args.dataset, normal_class=str(args.normal_class), data_dir=args.data_dir

@@ -1,7 +1,7 @@
 # Pixel NN: raw-pixel nearest neighbour, an external program wrapped by a Snakemake rule.
 #
 # pixel_nn.py beside this file stands in for any program: it writes per-sample scores (a `label`
-# column, one column per score, higher = more anomalous), which `python -m baselines.external`
+# column, one column per score, higher = more anomalous), which `python -m con2.run.external`
 # turns into scores.csv and a validated record.json (labelled "Pixel NN (NND)" in the tables) in
 # the run's folder, so the run joins every table like a registered method's. In the workflow: name
 # this file in `extra_rules` and the method in `extra_methods` (README, "Adding a baseline to the
@@ -11,7 +11,7 @@
 import sys
 from pathlib import Path
 
-from con2.experiments import NAME_REGEX, SEED_REGEX
+from con2.grid.experiments import NAME_REGEX, SEED_REGEX
 
 _PIXEL_NN_PROGRAM = Path(workflow.current_basedir) / "pixel_nn.py"
 
@@ -53,7 +53,7 @@ rule pixel_nn:
     shell:
         "{{ {params.python:q} {params.program:q} --data-dir {params.data_dir:q} --dataset {wildcards.dataset:q} "
         "--normal-class {wildcards.normal_class:q} --set {params.data:q} --out {params.raw_scores:q} && "
-        "{params.python:q} -m baselines.external --scores {params.raw_scores:q} --run-dir {params.run_dir:q} "
+        "{params.python:q} -m con2.run.external --scores {params.raw_scores:q} --run-dir {params.run_dir:q} "
         "--dataset {wildcards.dataset:q} --normal-class {wildcards.normal_class:q} --method pixel_nn "
         "--label 'Pixel NN' --score-label nnd=NND --variant {wildcards.variant:q} --seed {wildcards.seed:q} "
         "--set {params.data:q} --data-dir {params.data_dir:q}; }} > {log:q} 2>&1 && tail -n 1 {log:q}"

@@ -7,7 +7,7 @@ Every loader returns a :class:`OneClassData` with uint8 images in ``[N, H, W, C]
 lists the normal classes the paper runs per dataset, ``find_source`` locates a dataset on disk
 without the network, ``default_data_dir`` is the data folder when none is given.
 
-The names below are imported on first use, so ``import con2.data.cli`` (the command line's
+The names below are imported on first use, so ``import con2.cli.data`` (the command line's
 start-up) and ``from con2.data import default_data_dir`` (the workflow's) do not load numpy, PIL
 or the dataset sources.
 """

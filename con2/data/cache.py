@@ -29,8 +29,8 @@ import numpy as np
 from PIL import Image
 from tqdm import tqdm
 
-from con2.data.atomic import atomic_path, clean_partials, file_digest
 from con2.data.base import DataError
+from con2.data.fileops import atomic_path, clean_partials, file_digest
 from con2.data.images import preprocess
 
 FORMAT_VERSION = 1

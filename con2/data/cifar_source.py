@@ -30,9 +30,9 @@ from typing import Any
 
 import numpy as np
 
-from con2.data.atomic import atomic_path, extract_into, file_digest, partial_name, remove, text_digest
 from con2.data.base import DataError, DatasetMissing
 from con2.data.cache import Found, SourceTable
+from con2.data.fileops import atomic_path, extract_into, file_digest, partial_name, remove, text_digest
 from con2.data.source import DatasetInfo, Source
 from con2.errors import read_failure
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from PIL import Image
 
-from con2.data.atomic import text_digest
 from con2.data.base import DataError
+from con2.data.fileops import text_digest
 
 IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff", ".webp"}
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from con2.data.atomic import extract_into
 from con2.data.base import DatasetMissing
 from con2.data.cache import Found, SourceTable
+from con2.data.fileops import extract_into
 from con2.data.folders import folder_table, require_dirs
 from con2.data.source import DatasetInfo, Source
 

@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from con2.data.atomic import PARTIAL, atomic_path, extract_into, partial_name, remove, text_digest
 from con2.data.base import DataError, DatasetMissing
 from con2.data.cache import Found, SourceTable
+from con2.data.fileops import PARTIAL, atomic_path, extract_into, partial_name, remove, text_digest
 from con2.data.folders import folder_table, require_dirs
 from con2.data.source import DatasetInfo, Source
 from con2.errors import write_failure

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from con2.data.atomic import atomic_path, text_digest
+from con2.data.fileops import atomic_path, text_digest
 
 
 def split_manifest(

@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
-from con2.data.atomic import PARTIAL, file_lock
 from con2.data.cache import Found, Prepared, SourceTable, cache_dir, images_disagree, load_prepared, prepare
+from con2.data.fileops import PARTIAL, file_lock
 from con2.errors import NO_SPACE, DataError, DatasetMissing, read_failure, write_failure
 
 

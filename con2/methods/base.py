@@ -5,38 +5,30 @@ A method declares its hyperparameters as a ``Params`` dataclass (defaults = the 
 The engine calls ``training_loss``. Scoring is declarative: a method says which test-time views
 and contexts it uses (``test_contexts``, ``test_plan``), which feature spaces exist
 (``feature_spaces``), and which scores and readings it wants (``scoring``); the shared loop in
-:mod:`con2.evaluation` runs them, so no method writes its own test-time loop.
+:mod:`con2.training.evaluation` runs them, so no method writes its own test-time loop.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-import numpy as np
 import torch
 from torch import Tensor, nn
 
-from con2.augment import ViewAugment, ViewParams, normalize, to_float
 from con2.config import RunConfig
-from con2.evaluation import ContextFn, ScoringSpec, TestView, identity, score_method, split_plan
+from con2.maths.augment import ViewAugment, ViewParams, normalize, to_float
 from con2.methods.spec import MethodSettings
-from con2.models import build_encoder
-
-
-@dataclass
-class MethodScores:
-    """Per-sample anomaly scores (``[M]`` each, higher = more anomalous) and what goes with them.
-
-    ``scores`` has one column per (score, reading): the headline reading under the score's name.
-    ``scoring`` describes the columns for the record (see ``ScoringSpec.describe``).
-    """
-
-    scores: dict[str, np.ndarray]
-    extras: dict[str, float] = field(default_factory=dict)
-    arrays: dict[str, np.ndarray] = field(default_factory=dict)  # saved to features.npz
-    scoring: dict[str, Any] = field(default_factory=dict)
+from con2.training.evaluation import (  # MethodScores: what the shared test-time loop returns
+    ContextFn,
+    MethodScores,
+    ScoringSpec,
+    TestView,
+    identity,
+    score_method,
+    split_plan,
+)
+from con2.training.models import build_encoder
 
 
 class Method(nn.Module):
@@ -83,7 +75,7 @@ class Method(nn.Module):
         """uint8 ``[N, C, H, W]`` on the device -> ``{"loss": scalar, ...terms}``."""
         raise NotImplementedError
 
-    # --- scoring: declarations read by con2.evaluation.score_method ------------------------------
+    # --- scoring: declarations read by con2.training.evaluation.score_method ------------------------------
 
     def test_contexts(self) -> list[ContextFn]:
         """Pixel transforms of the test-time contexts, by context label (default: x alone)."""

@@ -34,16 +34,16 @@ import math
 import torch
 from torch import Tensor
 
-from con2.augment import contexts_for, multi_context_names, normalize, to_float
 from con2.errors import ConfigError
-from con2.evaluation import REFERENCES, ContextFn, Reading, Scorer, ScoringSpec, quantize
-from con2.losses import alpha_schedule, batch_labels, content_loss, context_loss
+from con2.maths.augment import contexts_for, multi_context_names, normalize, to_float
+from con2.maths.losses import alpha_schedule, batch_labels, content_loss, context_loss
+from con2.maths.metrics import context_silhouette
+from con2.maths.scores import fit_gaussian, lh_scores, nnd_scores
 from con2.methods.base import Method
 from con2.methods.con2_spec import BEST, FEATURES, SPEC, Con2Params
 from con2.methods.spec import MethodSettings
-from con2.metrics import context_silhouette
-from con2.models import projection_head
-from con2.scores import fit_gaussian, lh_scores, nnd_scores
+from con2.training.evaluation import REFERENCES, ContextFn, Reading, Scorer, ScoringSpec, quantize
+from con2.training.models import projection_head
 
 
 def _unresolved_best(x: Tensor) -> Tensor:
@@ -82,11 +82,11 @@ class Con2(Method):
 
     def prepare(self, train: Tensor) -> None:
         """``contexts: [best]``: choose the context by its assumptions on the normal training images
-        (:func:`con2.contexts.choose_context`, seeded with ``params.best_seed``; never the test
+        (:func:`con2.methods.contexts.choose_context`, seeded with ``params.best_seed``; never the test
         split, so no anomaly), before training starts or resumes: the same images, the same choice."""
         if self.context_names != [BEST] and self.context_choice is None:
             return
-        from con2.contexts import choose_context, uint8_to_unit
+        from con2.methods.contexts import choose_context, uint8_to_unit
 
         if self.context_choice is None:
             try:

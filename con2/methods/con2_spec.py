@@ -17,8 +17,8 @@ FEATURES = ("encoder", "content", "context")  # feature spaces a reading may sco
 REFERENCES = ("matched", "original")  # the training set x^C views are compared with
 CONTEXT_ORDERS = ("before_views", "after_views")  # t_C on the raw pixels, or on each (uint8-quantised) view
 ENCODER_PASSES = ("joint", "per_context")  # one encoder pass over every context, or one per context
-CONTEXT_NAMES = ("invert", "flip", "equalize")  # con2.augment.BASE_CONTEXTS (a test keeps them equal)
-BEST = "best"  # contexts: [best]: CON2 (Best), the context chosen per normal class (con2.contexts)
+CONTEXT_NAMES = ("invert", "flip", "equalize")  # con2.maths.augment.BASE_CONTEXTS (a test keeps them equal)
+BEST = "best"  # contexts: [best]: CON2 (Best), the context chosen per normal class (con2.methods.contexts)
 MAX_CONTEXTS = 8  # the identity, invert, flip, equalize and their 4 compositions
 
 
@@ -45,7 +45,7 @@ class Con2Params:
     )
     score_features: str = "encoder"  # headline reading: encoder (the paper's f) | content | context
     score_reference: str = "matched"  # headline reading: matched | original (x^C vs the training set as printed)
-    best_seed: int = 0  # contexts: [best]: seed of the measurement that chooses the context (con2.contexts)
+    best_seed: int = 0  # contexts: [best]: seed of the measurement that chooses the context (con2.methods.contexts)
 
 
 def n_contexts(params: Con2Params) -> int:

@@ -1,6 +1,6 @@
 """Run records -> tidy tables: one row per (run, score), then means and stds over seeds.
 
-Only records are read (through :func:`con2.records.read_record`, which validates them and names
+Only records are read (through :func:`con2.run.records.read_record`, which validates them and names
 the file and field on failure; :func:`collect_valid_runs` leaves a bad record out with one line
 naming the file, the problem and the fix, and checks each record against the run directory it
 sits in); the optional Snakemake ``benchmark:`` TSV of a run adds its measured wall time, peak
@@ -16,7 +16,7 @@ code (method specs are torch-free).
 Aggregation conventions (documented because the paper does not spell them out):
 
 * over seeds: mean and sample standard deviation (``ddof = 1``; one seed gives no std), and the
-  95% t-interval of the mean (Welch's over the classes of a dataset; :mod:`con2.stats`);
+  95% t-interval of the mean (Welch's over the classes of a dataset; :mod:`con2.maths.stats`);
 * per dataset: the mean over normal classes of the per-class seed means; the std is the std over
   seeds for a dataset with one normal class, and the std over the per-class means for a dataset
   with several (the paper's natural-image summaries, e.g. CIFAR-10 94.6 +- 3.6, spread over
@@ -35,8 +35,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from con2.records import RecordError, read_record
 from con2.report.methods import CARD_COLUMNS, card_fields, record_card
+from con2.run.records import RecordError, read_record
 
 RUN_KEYS = ["dataset", "normal_class", "method", "variant", "seed"]
 GROUP_KEYS = ["dataset", "normal_class", "method", "variant", "score"]
@@ -207,7 +207,7 @@ def path_problem(record: Mapping[str, Any], path: str | Path, runs_root: str | P
     another seed. With ``runs_root`` every path must have that shape; without it only paths that
     have it are checked against the record.
     """
-    from con2.experiments import path_identity, run_key
+    from con2.grid.experiments import path_identity, run_key
 
     ident = path_identity(path)
     full = Path(os.path.abspath(path))
@@ -223,7 +223,7 @@ def path_problem(record: Mapping[str, Any], path: str | Path, runs_root: str | P
 
 
 def read_run_record(path: str | Path, runs_root: str | Path | None = None) -> dict[str, Any]:
-    """:func:`~con2.records.read_record` plus :func:`path_problem`: ``RecordError`` naming the file."""
+    """:func:`~con2.run.records.read_record` plus :func:`path_problem`: ``RecordError`` naming the file."""
     rec = read_record(path)
     problem = path_problem(rec, path, runs_root)
     if problem:
@@ -298,10 +298,10 @@ def dataset_level(summary: pd.DataFrame, keys: list[str] | None = None) -> pd.Da
     ``summary`` comes from :func:`summarize`; ``keys`` default to dataset, method, variant, score.
     Columns: keys, mean, std, n (seeds for one class, classes otherwise), n_classes, the
     fewest and most seeds of a class (``seeds_min``, ``seeds_max``): what a cell averages, and
-    ``lo``, ``hi``: the 95% interval of the mean over seeds (:func:`con2.stats.summary_interval`;
+    ``lo``, ``hi``: the 95% interval of the mean over seeds (:func:`con2.maths.stats.summary_interval`;
     NaN when a class has a single seed).
     """
-    from con2.stats import summary_interval
+    from con2.maths.stats import summary_interval
 
     keys = keys or ["dataset", "method", "variant", "score"]
     cols = [*keys, "mean", "std", "n", "n_classes", "seeds_min", "seeds_max", "lo", "hi"]

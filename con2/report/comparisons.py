@@ -6,7 +6,7 @@ default the subject's first score, e.g. CON2 (NND)), as the difference of AUROCs
 reference, percent) with a 95% interval, a two-sided p-value and whether it holds after Holm's
 correction over the table's comparisons (``report.alpha``, default 0.05).
 
-The test (:func:`con2.stats.delong_paired`): per normal class, the runs of both methods are paired
+The test (:func:`con2.maths.stats.delong_paired`): per normal class, the runs of both methods are paired
 by seed; each pair must have scored the same test images (``scores.csv``: same index, same labels).
 The difference of the seed means has DeLong's variance over test images, with all seeds of both
 methods as scorers of the same images (their correlation through the shared test set is counted),
@@ -34,11 +34,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from con2.maths.stats import LEVEL, holm, normal_interval
 from con2.report.artefacts import ReportInputs
 from con2.report.format import MISSING, Table, signed
 from con2.report.methods import Methods, method_names, subject_of
 from con2.report.paper import dataset_label, dataset_names, paper_value
-from con2.stats import LEVEL, holm, normal_interval
 
 ALPHA = 0.05
 HOLDS = "†"  # Table 1's mark: a difference from the reference that holds after Holm
@@ -103,8 +103,8 @@ def _main(runs: pd.DataFrame, config: Mapping[str, Any]) -> pd.DataFrame:
 
 
 def _paired_class(ref: pd.DataFrame, other: pd.DataFrame, ref_score: str, score: str) -> tuple[Any, str]:
-    """:func:`~con2.stats.delong_paired` of one normal class (rows of one run each per seed), or ``(None, why)``."""
-    from con2.stats import delong_paired
+    """:func:`~con2.maths.stats.delong_paired` of one normal class (a run per seed), or ``(None, why)``."""
+    from con2.maths.stats import delong_paired
 
     seeds = sorted(set(ref["seed"]) & set(other["seed"]))
     if not seeds:

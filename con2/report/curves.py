@@ -1,7 +1,7 @@
 """The learning-curve table: each method's headline AUROC after each scored epoch, over seeds.
 
 Every run with ``score_at`` carries its learning curve in its record (``curve``: the AUROC of every
-score column at each scored epoch, :mod:`con2.curve`). This table reads the records that
+score column at each scored epoch, :mod:`con2.training.curve`). This table reads the records that
 ``runs.csv`` lists (its ``record`` column: the aggregation already validated them, and the table's
 rule reruns whenever ``runs.csv`` changes), keeps each method's main variant
 (``report.main_variants``) and its headline score (the first of the method's scores: ``nnd`` for
@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from con2.records import RecordError, read_record
 from con2.report.artefacts import ReportInputs
 from con2.report.collect import dataset_level, summarize
 from con2.report.format import CELL_NOTE, MISSING, Table, cell
 from con2.report.methods import Methods, method_names
 from con2.report.paper import dataset_label
 from con2.report.tables import headline, main_runs, main_variant, ordered_datasets, report_block
+from con2.run.records import RecordError, read_record
 
 POINT_KEYS = ["dataset", "normal_class", "method", "variant", "score", "seed", "epoch"]
 COLUMNS = [

@@ -297,7 +297,7 @@ def pca_panel(
 def panel_title(run_dir: Path, fallback: str, config: object = None) -> str:
     """``"BreastMNIST (normal: 1), CON2 invert, seed 0"`` from the run's record (the paper's dataset
     name, the method's label), or ``fallback`` when the record cannot be read."""
-    from con2.records import RecordError, read_record
+    from con2.run.records import RecordError, read_record
 
     try:
         rec = read_record(run_dir / "record.json")

@@ -307,7 +307,7 @@ def lacking_weights(
 ) -> dict[tuple[str, str], str]:
     """``{(method, variant): note}`` of :func:`missing_weights_notes`."""
     from con2.config import dataclass_from_params
-    from con2.experiments import as_list, deep_merge, method_variants
+    from con2.grid.experiments import as_list, deep_merge, method_variants
 
     specs = registered_specs()
     names = method_names(config, runs)

@@ -111,7 +111,7 @@ def ordered_datasets(present: list[str], *preferred: list[str]) -> list[str]:
 def profile_datasets(config: Mapping[str, Any], status: Mapping[str, Mapping[str, Any]] | None = None) -> set[str]:
     """The datasets the profile's grid runs: those its ``experiments`` name (``only_datasets`` applied)
     and every dataset of the data status (the grid's data, checked by the workflow)."""
-    from con2.experiments import as_list
+    from con2.grid.experiments import as_list
 
     only = set(as_list(config.get("only_datasets")))
     named = {d for exp in (config.get("experiments") or {}).values() for d in as_list((exp or {}).get("datasets"))}
@@ -214,7 +214,7 @@ class Stat:
     n_classes: int = 0
     seeds_min: int = 0
     seeds_max: int = 0
-    lo: float = np.nan  # the 95% interval of the mean over seeds (con2.stats.summary_interval)
+    lo: float = np.nan  # the 95% interval of the mean over seeds (con2.maths.stats.summary_interval)
     hi: float = np.nan
 
     def text(self, digits: int = 1, interval: bool = False) -> str:

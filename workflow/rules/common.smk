@@ -12,10 +12,10 @@ from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
 
-from con2 import experiments as E
+from con2.grid import experiments as E
 from con2.config import RUNTIME_KEYS
 from con2.report.artefacts import FIGURES, TABLES, figure_targets, table_targets
-from con2.workflow_status import unknown_class
+from con2.grid.status import unknown_class
 
 WORKFLOW_DIR = Path(workflow.basedir)
 DATA_DIR = Path(os.path.abspath(os.path.expanduser(config["data_dir"])))  # normalised once: how messages name it
@@ -340,7 +340,7 @@ def end_summary():
     """Lines for the end of the run: every dataset skipped (why, the command that fixes it), every
     record the aggregation left out (what is wrong, the fix) and the records aggregated although
     outside this profile's grid."""
-    from con2.workflow_status import summary_lines
+    from con2.grid.status import summary_lines
 
     skipped = [SKIPPED_CSV, *sorted(glob.glob("results/evaluation/scopes/*.skipped.csv"))]
     return summary_lines(

@@ -1,4 +1,4 @@
-# Evaluate: every record on disk (validated by con2.records.read_record) -> one tidy table, one row
+# Evaluate: every record on disk (validated by con2.run.records.read_record) -> one tidy table, one row
 # per run and score, plus the means and stds over seeds. Tables read only this. The grid decides
 # what to train, never what to show: records outside it (another profile's, or a dataset that is
 # unavailable now) are aggregated as they are and flagged (column in_grid), never dropped. A bad

@@ -8,7 +8,7 @@
 # this way are those of every method without its own rule file (see workflow/rules/methods/). The
 # run's log gets everything, one line per epoch (`tail -f` it); the console gets two lines per run:
 # the first epoch's line with the run's ETA, and the result. Every path and value in
-# the shell command is quoted (`:q`), and every name in it matches con2.experiments.NAME_PATTERN.
+# the shell command is quoted (`:q`), and every name in it matches con2.grid.experiments.NAME_PATTERN.
 
 
 rule run_config:

@@ -5,7 +5,7 @@ and the number of scored batches at a fixed n. Each measurement covers ``views``
 per view, LH fits its Gaussian (mean, covariance, Cholesky) once and NND keeps the n training
 features; then every batch is scored. Seconds are the median over ``repeats``; memory is what the
 score keeps between batches (NND: views x n x d float32, LH: views x (d x d + d) float64). The
-functions timed are the ones the runs use (:mod:`con2.scores`).
+functions timed are the ones the runs use (:mod:`con2.maths.scores`).
 """
 
 import statistics
@@ -22,7 +22,7 @@ def main() -> None:
     import pandas as pd
     import torch
 
-    from con2.scores import fit_gaussian, lh_scores, nnd_scores
+    from con2.maths.scores import fit_gaussian, lh_scores, nnd_scores
 
     s = dict(snakemake.params.settings or {})
     dim, views, batch = int(s.get("dim", 512)), int(s.get("views", 40)), int(s.get("batch_size", 128))

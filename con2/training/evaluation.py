@@ -48,11 +48,19 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from con2.augment import DEFAULT_VIEWS, IDENTITY_VIEW, FixedView, ViewParams, draw_fixed_views, normalize, to_float
-from con2.views import N_UNIFORMS, ViewBatch, apply_views, views_from_uniform
+from con2.maths.augment import (
+    DEFAULT_VIEWS,
+    IDENTITY_VIEW,
+    FixedView,
+    ViewParams,
+    draw_fixed_views,
+    normalize,
+    to_float,
+)
+from con2.maths.views import N_UNIFORMS, ViewBatch, apply_views, views_from_uniform
 
 if TYPE_CHECKING:
-    from con2.methods.base import Method, MethodScores
+    from con2.methods.base import Method
 
 Plan = list[tuple[FixedView, int]]
 ContextFn = Callable[[Tensor], Tensor]
@@ -75,6 +83,20 @@ def tta_plan(n_views: int, n_contexts: int, seed: int, params: ViewParams = DEFA
     per_context = n_views // n_contexts
     views = draw_fixed_views(n_views, seed, params)
     return [(v, i // per_context) for i, v in enumerate(views)]
+
+
+@dataclass
+class MethodScores:
+    """Per-sample anomaly scores (``[M]`` each, higher = more anomalous) and what goes with them.
+
+    ``scores`` has one column per (score, reading): the headline reading under the score's name.
+    ``scoring`` describes the columns for the record (see ``ScoringSpec.describe``).
+    """
+
+    scores: dict[str, np.ndarray]
+    extras: dict[str, float] = field(default_factory=dict)
+    arrays: dict[str, np.ndarray] = field(default_factory=dict)  # saved to features.npz
+    scoring: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -198,7 +220,7 @@ class ScoringSpec:
 class ImageViews:
     """Random views with their own parameters per image (CSI's test-time views), for images ``0..n-1``.
 
-    ``params`` is a :class:`~con2.views.ViewBatch` of ``n`` images (on the CPU); its flip is applied
+    ``params`` is a :class:`~con2.maths.views.ViewBatch` of ``n`` images (on the CPU); its flip is applied
     to the raw pixels before the context (:meth:`mirror`), the rest after it (:meth:`apply`).
     """
 
@@ -225,7 +247,7 @@ def csi_image_views(
     Image ``i``'s views come from a generator seeded by ``(seed, context, i)``, from ``params`` with
     the crop scale fixed at :data:`CSI_CROP_SCALE`. Returns one :class:`ImageViews` per view index.
     """
-    from con2.engine import derived_seed
+    from con2.training.engine import derived_seed
 
     params = replace(params, crop_scale=CSI_CROP_SCALE)
     blur = params.blur_p > 0
@@ -349,8 +371,6 @@ def score_method(method: Method, train: Tensor, test: Tensor, device: torch.devi
     the ``scoring`` description for the record, the method's diagnostics, and the identity-view
     encoder features (L2-normalised, float16) per split and context for ``features.npz``.
     """
-    from con2.methods.base import MethodScores
-
     cfg = method.cfg
     spec = replace(method.scoring(), csi=getattr(cfg, "csi_views", 0) > 0)
     spaces_all = method.feature_spaces()

@@ -34,7 +34,7 @@ from torch.profiler import record_function
 from tqdm.auto import tqdm
 
 from con2.errors import ConfigError, NonFiniteLossError
-from con2.rundir import load_checkpoint, save_checkpoint
+from con2.training.checkpoints import load_checkpoint, save_checkpoint
 
 
 @dataclass(frozen=True)
@@ -300,7 +300,7 @@ def on_terminal() -> bool:
 
 
 def save_atomic(obj: dict, path: Path) -> None:
-    """Write a checkpoint atomically (see :func:`con2.rundir.save_checkpoint`)."""
+    """Write a checkpoint atomically (see :func:`con2.training.checkpoints.save_checkpoint`)."""
     save_checkpoint(obj, path)
 
 

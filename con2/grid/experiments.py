@@ -519,7 +519,7 @@ def write_run_config(path: str | Path, config: RunConfig | Mapping[str, Any], ch
 def run_config_text(config: RunConfig) -> str:
     """The YAML text of a resolved run config (what :func:`write_run_config` writes, and what the
     workflow's ``run_config`` job writes from its param)."""
-    text = "# resolved by con2.experiments for the workflow; read by `con2 train --config`\n"
+    text = "# resolved by con2.grid.experiments for the workflow; read by `con2 train --config`\n"
     return text + yaml.safe_dump(config_values(config), sort_keys=False)
 
 

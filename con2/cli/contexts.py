@@ -1,6 +1,6 @@
 """``con2 contexts``: CON2's two assumptions (distinctiveness, alignment) of every context
 augmentation on a dataset's normal training images, and the context CON2 (Best) chooses
-(:mod:`con2.contexts`). Light at import: numpy, torch and the data layer load when the command runs.
+(:mod:`con2.methods.contexts`). Light at import: numpy, torch and the data layer load when the command runs.
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ def cmd_contexts(args: argparse.Namespace) -> int:
 
     import numpy as np
 
-    from con2.contexts import choose_context, uint8_to_unit
     from con2.data import default_data_dir
     from con2.data.registry import get_info, load_one_class, normal_classes, source_of
     from con2.errors import ConfigError
+    from con2.methods.contexts import choose_context, uint8_to_unit
 
     info = get_info(args.dataset)  # DataError naming the registered datasets
     data_dir = args.data_dir or default_data_dir()

@@ -1,8 +1,8 @@
 """The learning curve of a run: the model scored after chosen epochs, under every reading.
 
 ``score_at`` (a list of epochs) makes the runner hand :class:`LearningCurve` to the training loop
-(:func:`con2.engine.fit`'s ``on_epoch_trained``): after each of those epochs, and after the last
-one, the model is scored by the shared test-time loop (:func:`con2.evaluation.score_method`) on the
+(:func:`con2.training.engine.fit`'s ``on_epoch_trained``): after each of those epochs, and after the last
+one, the model is scored by the shared test-time loop (:func:`con2.training.evaluation.score_method`) on the
 run's training and test images, and the AUROC of every score column (every reading) and the
 method's diagnostics (e.g. the silhouette) become one point. Points go to ``curve.csv`` in the run
 directory as they are computed (atomically) and to the record's ``curve``.
@@ -32,13 +32,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
-from con2.evaluation import scoring_settings
-from con2.metrics import auroc
+from con2.maths.metrics import auroc
+from con2.training.evaluation import scoring_settings
 
 if TYPE_CHECKING:
     from con2.config import RunConfig
     from con2.methods.base import Method
-    from con2.rundir import RunDir
+    from con2.run.rundir import RunDir
 
 
 @contextmanager

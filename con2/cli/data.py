@@ -1,13 +1,15 @@
 """``con2 data list`` and ``con2 data get NAME``: what is registered, present and prepared; get one.
 
 Wire into the main CLI with :func:`add_data_subcommands`; every sub-command sets ``func`` to a
-callable ``(args) -> int`` (exit status). Also runnable alone: ``python -m con2.data.cli data list``.
+callable ``(args) -> int`` (exit status). Also runnable alone: ``python -m con2.cli.data data list``.
 """
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
+
+from con2.cli.common import run_command  # prints `con2: error: ...`, returns 2 for errors a user can fix
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -96,10 +98,9 @@ def add_data_subcommands(subparsers: argparse._SubParsersAction) -> argparse.Arg
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Stand-alone entry: ``python -m con2.data.cli data {list,get} ...``."""
+    """Stand-alone entry: ``python -m con2.cli.data data {list,get} ...``."""
     parser = argparse.ArgumentParser(prog="con2")
     add_data_subcommands(parser.add_subparsers(dest="command", required=True))
-    from con2.cli import run_command  # prints `con2: error: ...` and returns 2 for the errors users can fix
 
     return run_command(parser.parse_args(argv))
 

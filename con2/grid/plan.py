@@ -2,11 +2,11 @@
 
 Per experiment of the profile and in total: the training runs, the training images they process
 and the estimated GPU-hours on one device, beside the paper's reported GPU-hours. The arithmetic
-is pure functions of the profile's runs (:func:`con2.experiments.expand_grid`), a table of
+is pure functions of the profile's runs (:func:`con2.grid.experiments.expand_grid`), a table of
 training-set sizes and a table of measured throughput; the command reads those and prints.
 
 - images of a run = epochs x steps per epoch x batch size (the engine drops the last partial
-  batch: :func:`con2.engine.steps_per_epoch`, repeated here to stay torch-free);
+  batch: :func:`con2.training.engine.steps_per_epoch`, repeated here to stay torch-free);
 - views of a run = images x views per image (encoder passes per training image: CON2 2 per
   context, SimCLR 2, CSI 8, UniCon-HA 8 per aggregated stage, counted as whole passes);
 - GPU-hours = views / the measured views per second of (device, resolution, width, batch) from
@@ -33,7 +33,7 @@ from typing import Any
 
 from con2.errors import ConfigError
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 THROUGHPUT_CSV = REPO / "benchmarks" / "measured" / "throughput.csv"
 SIZES_CSV = REPO / "workflow" / "resources" / "train_set_sizes.csv"
 DEFAULT_PROFILE = REPO / "workflow" / "config" / "default.yaml"
@@ -94,7 +94,7 @@ class RunCost:
 
 # ----------------------------------------------------------------------------------------- arithmetic
 def steps_per_epoch(n_images: int, batch_size: int) -> int:
-    """Optimiser steps per epoch: the last partial batch is dropped (as in ``con2.engine``)."""
+    """Optimiser steps per epoch: the last partial batch is dropped (as in ``con2.training.engine``)."""
     return max(1, n_images // batch_size)
 
 
@@ -206,7 +206,7 @@ def cost_runs(
     rate_of: Mapping[tuple[int, int, int], Estimate],
     paper_hours: Mapping[tuple[str, str], float],
 ) -> list[RunCost]:
-    """Cost every run: ``runs`` are :class:`con2.experiments.Run` (``config`` holds ``epochs``,
+    """Cost every run: ``runs`` are :class:`con2.grid.experiments.Run` (``config`` holds ``epochs``,
     ``batch_size``, ``image_size``, ``width``, ``params``); ``n_train[(dataset, normal_class)]``;
     ``rate_of[(image_size, width, batch_size)]``; ``paper_hours[(method, dataset)]`` per run."""
     out = []
@@ -454,7 +454,7 @@ def plan_lines(
     manifests of prepared data under ``data_dir``: default the profile's, else $CON2_DATA_DIR or
     ./data, as the workflow has it)."""
     from con2.data import normal_classes
-    from con2.experiments import GridError, expand_grid
+    from con2.grid.experiments import GridError, expand_grid
 
     try:
         runs = expand_grid(config, normal_classes)

@@ -4,18 +4,24 @@ Every run writes ``record.json`` in its run directory; tables and figures read n
 record is written to a temporary name and renamed (:mod:`con2.atomic`), so a failed run leaves no
 record, and a reader rejects any record that does not match the schema (or holds a NaN or an
 infinite number: JSON Schema's ``number`` admits both), naming the field and the file. Records
-are built by :func:`con2.rundir.build_record`, for registered methods and external programs alike.
+are built by :func:`con2.run.records.build_record`, for registered methods and external programs alike.
 """
 
 from __future__ import annotations
 
+import datetime as _dt
 import json
 import math
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from con2.atomic import write_text_atomic
 from con2.errors import Con2Error
+from con2.run.provenance import _git_commit, _versions, cpu_model, hash_config
+
+if TYPE_CHECKING:
+    import numpy as np
 
 SCHEMA_VERSION = 2  # 2: metrics.auroc_ci (a DeLong interval beside every AUROC); version-1 records still read
 READ_VERSIONS = (1, 2)
@@ -59,7 +65,7 @@ RECORD_SCHEMA: dict[str, Any] = {
                     "minProperties": 1,
                     "additionalProperties": {"type": "number", "minimum": 0, "maximum": 100},
                 },
-                # per AUROC column: its 95% DeLong interval and standard error in percent (con2.stats);
+                # per AUROC column: its 95% DeLong interval and standard error in percent (con2.maths.stats);
                 # null where undefined (fewer than two test images of a class)
                 "auroc_ci": {
                     "type": "object",
@@ -97,7 +103,7 @@ RECORD_SCHEMA: dict[str, Any] = {
         "split_sha256": {"type": ["string", "null"]},  # the split manifest's checksum (same test ids <=> same value)
         "scoring": {"type": "object"},  # each score column's reading, and each score's headline reading
         "method_card": {"type": "object"},  # the method spec's labels, paper rows and tags (con2.methods.spec)
-        "curve": {  # the learning curve (config score_at; con2.curve): AUROC per column at each scored epoch
+        "curve": {  # the learning curve (config score_at; con2.training.curve): AUROC per column at each scored epoch
             "type": "object",
             "required": ["points"],
             "properties": {
@@ -205,4 +211,110 @@ def read_record(path: str | Path) -> dict[str, Any]:
     if not isinstance(record, dict):
         raise RecordError(f"{p}: a run record must be a JSON object")
     validate_record(record, str(p))
+    return record
+
+
+def build_record(
+    *,
+    dataset: str,
+    normal_class: str,
+    method: str,
+    variant: str,
+    seed: int,
+    labels: np.ndarray,
+    scores: Mapping[str, np.ndarray],
+    n_train: int,
+    config: Mapping[str, Any],
+    config_hash: str | None = None,
+    split_seed: int | None = None,
+    split_sha256: str | None = None,
+    batch_size: int | None = None,
+    timing: Mapping[str, float | None] | None = None,
+    extras: Mapping[str, Any] | None = None,
+    scoring: Mapping[str, Any] | None = None,
+    method_card: Mapping[str, Any] | None = None,
+    training: Mapping[str, Any] | None = None,
+    device: str = "external",
+    peak_memory_mb: float | None = None,
+    curve: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The one-run record (schema: :data:`con2.run.records.RECORD_SCHEMA`) of any run, ours or external.
+
+    Args:
+        labels: ``[M]`` test labels, 1 = anomaly, 0 = normal.
+        scores: score name -> ``[M]`` per-sample scores, higher = more anomalous (one AUROC each).
+        n_train: normal training images used.
+        config: the run's settings (stored); ``config_hash`` defaults to :func:`hash_config` of it.
+        split_seed, split_sha256: the split (``split_sha256`` from the data manifest: equal values
+            mean the same train and test ids).
+        batch_size: the effective batch size (images per optimiser step), if the run trained.
+        timing: ``fit_seconds``, ``score_seconds``, ``wall_seconds`` (missing ones are 0),
+            ``images_per_second``.
+        extras: further metrics (e.g. ``silhouette``), stored beside ``auroc``.
+        scoring: per score, which reading is its headline (JSON-serialisable; method-defined).
+        method_card: the method spec's card of this run (labels, paper rows, tags).
+        training: ``epochs``, ``steps``, ``resumed_from_epoch``, ``precision`` (``float32`` or
+            ``bfloat16-autocast``: CPUs with native bf16 train in bf16 under ``amp``, others in fp32).
+        curve: the learning curve (:mod:`con2.training.curve`): ``{"views", "points": [{"epoch", "seconds",
+            "auroc": {column: %}, "extras"}]}``.
+
+    Raises:
+        RecordError: no scores, a score of another length than ``labels``, or labels of one class.
+    """
+    import numpy as np
+
+    from con2.maths.metrics import auroc, auroc_intervals
+
+    labels = np.asarray(labels).astype(np.int64)
+    where = f"run {dataset}/{normal_class}/{method}/{variant}/seed{seed}"
+    if not scores:
+        raise RecordError(f"{where}: no score columns given")
+    for name, s in scores.items():
+        if np.shape(s) != labels.shape:
+            raise RecordError(f"{where}: score {name!r} has shape {np.shape(s)}, labels {labels.shape}")
+    if len(np.unique(labels)) != 2:
+        raise RecordError(f"{where}: the test labels hold one class only; an AUROC needs normal (0) and anomalous (1)")
+    times = {"fit_seconds": 0.0, "score_seconds": 0.0, "wall_seconds": 0.0, **(timing or {})}
+    record: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "dataset": dataset,
+        "normal_class": str(normal_class),
+        "method": method,
+        "variant": variant,
+        "seed": int(seed),
+        "metrics": {
+            "auroc": {k: auroc(labels, np.asarray(v)) for k, v in scores.items()},
+            "auroc_ci": auroc_intervals(labels, scores),  # 95% DeLong interval per column (con2.maths.stats)
+            **(extras or {}),
+        },
+        "timing": {k: (None if v is None else float(v)) for k, v in times.items()},
+        "peak_memory_mb": peak_memory_mb,
+        "n_train": int(n_train),
+        "n_test": int(len(labels)),
+        "n_anomalous": int(labels.sum()),
+        "batch_size": None if batch_size is None else int(batch_size),
+        "split_seed": None if split_seed is None else int(split_seed),
+        "split_sha256": split_sha256,
+        "config": dict(config),
+        "config_hash": config_hash or hash_config(config),
+        "versions": _versions(),
+        "git_commit": _git_commit(),
+        "device": device,
+        "cpu": cpu_model(),
+        "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+    }
+    if str(device).startswith("cuda"):
+        import torch  # heavy: only here, where a CUDA run has loaded it already
+
+        if torch.cuda.is_available():
+            record["gpu"] = torch.cuda.get_device_name(torch.device(device))
+    for key in ("epochs", "steps", "resumed_from_epoch", "precision"):
+        if training and key in training:
+            record[key] = training[key]
+    if scoring is not None:
+        record["scoring"] = json.loads(json.dumps(scoring))
+    if method_card is not None:
+        record["method_card"] = json.loads(json.dumps(method_card))
+    if curve is not None:
+        record["curve"] = json.loads(json.dumps(curve))
     return record

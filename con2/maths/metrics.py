@@ -21,13 +21,13 @@ def auroc(labels: np.ndarray, scores: np.ndarray) -> float:
 
 def auroc_intervals(labels: np.ndarray, scores: Mapping[str, np.ndarray]) -> dict[str, dict[str, float | None]]:
     """Per score column its 95% DeLong interval and standard error in percent (``{"lo", "hi", "se"}``,
-    :func:`con2.stats.auroc_interval`), ``None`` where undefined (fewer than two test images of a
+    :func:`con2.maths.stats.auroc_interval`), ``None`` where undefined (fewer than two test images of a
     class): what a record stores as ``metrics.auroc_ci`` beside :func:`auroc`.
 
     Args:
         labels: ``[M]`` test labels, 1 = anomaly. scores: column -> ``[M]`` scores, higher = more anomalous.
     """
-    from con2.stats import auroc_interval
+    from con2.maths.stats import auroc_interval
 
     out: dict[str, dict[str, float | None]] = {}
     for name, s in scores.items():

@@ -2,18 +2,18 @@
 
 An external anomaly detector (any language, any framework) joins every table by leaving the same
 two files a registered method leaves: ``scores.csv`` (index, label, one column per score; higher =
-more anomalous) and ``record.json``, built by :func:`con2.rundir.build_record` (the record builder
-of registered methods too) and validated against :data:`con2.records.RECORD_SCHEMA`. The program
+more anomalous) and ``record.json``, built by :func:`con2.run.records.build_record` (the record builder
+of registered methods too) and validated against :data:`con2.run.records.RECORD_SCHEMA`. The program
 only has to write a CSV with a ``label`` column (1 = anomaly, 0 = normal), optionally an ``id``
 column (the harness's sample ids), and one or more score columns::
 
-    python -m baselines.external --scores raw_scores.csv --run-dir results/runs/.../seed0 \
+    python -m con2.run.external --scores raw_scores.csv --run-dir results/runs/.../seed0 \
         --dataset breastmnist --normal-class 1 --method patchcore --seed 0 --data-dir ../shared/data
 
 ``--seed`` is the run's (training) seed; the test set is fixed by the split seed (``--set
 split_seed=K``, default 0, the same for every training seed, as for ``con2 train``). With
 ``--data-dir`` the labels (and ids, if given) are checked against the harness's own split
-(:func:`con2.rundir.load_run_data`), so a program that scored another test set is refused instead
+(:func:`con2.data.rundata.load_run_data`), so a program that scored another test set is refused instead
 of joining the tables, and the record stores the split's checksum.
 """
 
@@ -30,9 +30,10 @@ from typing import Any
 import numpy as np
 
 from con2.config import load_config
+from con2.data.rundata import load_run_data
 from con2.errors import Con2Error, write_failure
-from con2.records import RecordError
-from con2.rundir import RECORD, RunDir, build_record, load_run_data
+from con2.run.records import RecordError, build_record
+from con2.run.rundir import RECORD, RunDir
 
 
 def write_external_run(
@@ -142,7 +143,7 @@ def method_card(label: str | None, score_labels: Mapping[str, str] | None, score
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m baselines.external", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m con2.run.external", description=__doc__.split("\n\n")[0])
     parser.add_argument("--scores", required=True, help="CSV with a 'label' column and one column per score")
     parser.add_argument("--run-dir", required=True)
     parser.add_argument("--dataset", required=True)
@@ -222,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     except (Con2Error, ValueError, OSError) as exc:
         message = write_failure(exc) if isinstance(exc, OSError) else None
-        print(f"baselines.external: error: {message or exc}", file=sys.stderr)
+        print(f"con2.run.external: error: {message or exc}", file=sys.stderr)
         return 2
     print(
         " ".join(f"AUROC[{k}]={v:.1f}" for k, v in record["metrics"]["auroc"].items()),

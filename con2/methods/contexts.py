@@ -41,7 +41,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import torch
 
-from con2.augment import BASE_CONTEXTS, context_fn, normalize
+from con2.maths.augment import BASE_CONTEXTS, context_fn, normalize
 
 # A context is eligible when a linear probe on random features tells t_C(x) from x with AUROC of
 # at least this (%): the midpoint between chance (50) and perfect separation (100). Chosen a
@@ -108,7 +108,7 @@ def random_features(
     without normalisation collapses most images onto a few directions, and normalising by x and
     t_C(x) together keeps whatever tells them apart. Grayscale is repeated to 3 channels and every
     image resized to :data:`FEATURE_SIZE` (so every dataset is measured at one cost)."""
-    from con2.models import build_encoder
+    from con2.training.models import build_encoder
 
     x, xc = _check_images(x), _check_images(xc, "t_C(x)")
     if x.shape != xc.shape:

@@ -1,6 +1,6 @@
 """One run, end to end: data -> method -> training -> scores -> metrics -> run directory.
 
-The run directory (its files, lock, atomic writes and record) belongs to :mod:`con2.rundir`;
+The run directory (its files, lock, atomic writes and record) belongs to :mod:`con2.run.rundir`;
 this module only orders the steps, checking everything knowable before training first: the
 directory's owner and contents, the data (both classes in the test split), the batch size
 against the training set, the method and its encoder, and the size of the scoring pass
@@ -24,23 +24,13 @@ import numpy as np
 import torch
 
 from con2.config import RUNTIME_KEYS, RunConfig
-from con2.engine import TrainSettings, fit, planned_steps, select_device
+from con2.data.rundata import check_batch_size, load_run_data
 from con2.errors import ConfigError
 from con2.methods import Method, build_method, get_spec
-from con2.rundir import (
-    CHECKPOINT,
-    CONFIG,
-    FEATURES,
-    RECORD,
-    SCORES,
-    RunDir,
-    build_record,
-    check_batch_size,
-    check_trained_config,
-    copy_checkpoint,
-    load_checkpoint,
-    load_run_data,
-)
+from con2.run.records import build_record
+from con2.run.rundir import CHECKPOINT, CONFIG, FEATURES, RECORD, SCORES, RunDir
+from con2.training.checkpoints import check_trained_config, copy_checkpoint, load_checkpoint
+from con2.training.engine import TrainSettings, fit, planned_steps, select_device
 
 __all__ = [
     "CHECKPOINT",
@@ -138,7 +128,7 @@ def check_scoring_work(cfg: RunConfig, n_views: int, n_train: int, n_test: int) 
 
 def _load_trained(method: Method, checkpoint: Path, device: torch.device, config: Path, cfg: RunConfig) -> None:
     """Load a trained model's weights for re-scoring; a checkpoint trained with another configuration than
-    ``cfg`` (:func:`con2.rundir.check_trained_config`) or that does not fit the configured model (another
+    ``cfg`` (:func:`con2.training.checkpoints.check_trained_config`) or that does not fit the configured model (another
     width, encoder or method) stops with one line naming both files.
 
     Raises:
@@ -217,7 +207,7 @@ def run(
             rd.write_config(cfg)
             settings = train_settings(cfg)
             if cfg.score_at:  # the learning curve: scored after those epochs, before their checkpoints
-                from con2.curve import LearningCurve
+                from con2.training.curve import LearningCurve
 
                 final = planned_steps(len(train_images), settings)[2]
                 curve = LearningCurve(

@@ -21,12 +21,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from con2.errors import Con2Error, ConfigError, write_failure
-from con2.plan import add_plan_subcommand
+from con2.cli.common import error_message, run_command
+from con2.errors import Con2Error, ConfigError
+from con2.grid.plan import add_plan_subcommand
 
 if TYPE_CHECKING:
     from con2.config import RunConfig
-    from con2.rundir import RunDir
+    from con2.run.rundir import RunDir
 
 # Start-up imports only the standard library, yaml and con2's light modules (config, errors,
 # rundir): `con2 --help` and a re-run of a finished `con2 train` answer without loading torch,
@@ -85,7 +86,7 @@ def first_epoch_notice(log: str, run: str, console: TextIO) -> Callable[[int], N
 
 def cmd_train(args: argparse.Namespace) -> int:
     from con2.config import load_config
-    from con2.rundir import RunDir
+    from con2.run.rundir import RunDir
 
     console = output_to_log(args.log) if args.log else None
     try:
@@ -98,7 +99,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 def _train(args: argparse.Namespace, cfg: RunConfig, rd: RunDir, console: TextIO | None) -> int:
     """``con2 train`` once its config is loaded (``console``: the terminal when ``--log`` took stdout)."""
-    from con2.rundir import CHECKPOINT, COMPLETE, RECORD, REPLACE
+    from con2.run.rundir import CHECKPOINT, COMPLETE, RECORD, REPLACE
 
     def say(line: str) -> None:  # to stdout (the log, with --log) and, with --log, to the console too
         print(line, flush=True)
@@ -124,7 +125,7 @@ def _train(args: argparse.Namespace, cfg: RunConfig, rd: RunDir, console: TextIO
             )
         if args.force or action == REPLACE:
             rd.discard()
-        from con2.runner import run
+        from con2.run.runner import run
 
         where = f"{cfg.dataset}/{cfg.normal_class}" if cfg.normal_class is not None else cfg.dataset
         name = f"{where} {cfg.method}/{cfg.variant} seed={cfg.seed}"
@@ -193,7 +194,7 @@ def check_evaluate_out(src: RunDir, out: RunDir) -> None:
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from con2.config import RunConfig, load_config, read_yaml_mapping
     from con2.methods import get_spec
-    from con2.rundir import RunDir
+    from con2.run.rundir import RunDir
 
     src = RunDir(args.run_dir)
     src.check_links()  # its config.yaml and checkpoint.pt are read: never through a link
@@ -213,7 +214,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     with out.lock():
         if args.out:
             check_evaluate_out(src, out)  # again, as the one writer
-        from con2.runner import run
+        from con2.run.runner import run
 
         record = run(cfg, out.path, train=False, weights=src.checkpoint)
     print(_summary(record, out.path))
@@ -230,7 +231,7 @@ def _method_params(cls: type) -> dict:
 def rule_methods(args: argparse.Namespace) -> dict[str, dict[str, str]]:
     """The rule-based methods ``con2 methods`` lists: ``workflow/rules/methods/*.smk`` under
     ``--workflow`` (the workflow includes each) and the files given with ``--rules``."""
-    from con2.experiments import RULE_METHODS_DIR, rule_file_methods
+    from con2.grid.experiments import RULE_METHODS_DIR, rule_file_methods
 
     found = sorted((Path(args.workflow) / RULE_METHODS_DIR).glob("*.smk"))
     missing = [f for f in args.rules if not Path(f).is_file()]
@@ -240,7 +241,7 @@ def rule_methods(args: argparse.Namespace) -> dict[str, dict[str, str]]:
 
 
 def cmd_methods(args: argparse.Namespace) -> int:
-    from con2.experiments import RULE_METHODS_DIR
+    from con2.grid.experiments import RULE_METHODS_DIR
     from con2.methods import all_methods
 
     methods = all_methods()
@@ -334,38 +335,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_methods)
 
     try:
-        from con2.data.cli import add_data_subcommands
+        from con2.cli.data import add_data_subcommands
     except ImportError:
         pass
     else:
         add_data_subcommands(sub)
     add_plan_subcommand(sub)
-    from con2.contexts_cli import add_contexts_subcommand
+    from con2.cli.contexts import add_contexts_subcommand
 
     add_contexts_subcommand(sub)
     return parser
-
-
-def error_message(exc: Con2Error | OSError) -> str:
-    """The text after ``con2: error:`` for an error a user can fix (an OSError names its path and the fix)."""
-    if isinstance(exc, Con2Error):
-        return str(exc)
-    return write_failure(exc) or (
-        str(exc) if exc.filename is None or str(exc.filename) in str(exc) else f"{exc} ({exc.filename})"
-    )
-
-
-def run_command(args: argparse.Namespace) -> int:
-    """Run a parsed command; errors a user can fix print as ``con2: error: ...`` and return 2."""
-    try:
-        return int(args.func(args))
-    except (Con2Error, OSError) as exc:  # disk full, read-only, missing file: say which path and what to do
-        message = error_message(exc)
-    except KeyboardInterrupt:
-        print("con2: interrupted; rerun the same command to resume from the last checkpoint", file=sys.stderr)
-        return 130
-    print(f"con2: error: {message}", file=sys.stderr)
-    return 2
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,142 @@
+"""One writer per run directory: an ``flock`` on its ``.lock`` file.
+
+A second writer stops at once naming the holder (pid, host, start time, command); a lock left by a
+killed process never blocks, since the operating system drops an ``flock`` with its process; a
+lock file that is a link, or not a regular file, is refused, never followed.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import errno
+import json
+import os
+import socket
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from con2.errors import RunDirError
+
+_HELD: dict[str, list[int]] = {}  # lock path -> [fd, depth]: re-entrant within one process
+
+
+def _holder_text(fd: int) -> str:
+    for _ in range(20):  # a new holder writes its details right after taking the lock
+        os.lseek(fd, 0, os.SEEK_SET)
+        raw = os.read(fd, 4096)
+        if raw:
+            try:
+                h = json.loads(raw)
+                return f"pid {h['pid']} on host {h['host']}, started {h['started']} (`{h['command']}`)"
+            except (ValueError, KeyError, TypeError):
+                break
+        time.sleep(0.05)
+    return "a process that did not say who it is"
+
+
+def link_refusal(path: Path) -> RunDirError:
+    """The one-line refusal of a run file that is a symbolic link (names its target, which stays untouched)."""
+    try:
+        target = os.readlink(path)
+    except OSError:
+        target = "?"
+    return RunDirError(
+        f"{path} is a symbolic link (to {target}); a run directory holds its own files, and con2 neither writes "
+        f"nor reads them through a link (a write would land in {target}, a read take another run's file). Fix: "
+        f"remove the link (`rm {path}`), or replace it with a copy of the file it points to, then rerun; {target} "
+        f"is untouched"
+    )
+
+
+def _open_lock(path: Path) -> int:
+    """Open the lock file for writing without following a link (``O_NOFOLLOW``): a ``.lock`` that is a
+    symbolic link, a hard link to another file or not a regular file is refused, and never written.
+
+    Raises:
+        RunDirError: ``path`` is a link or not a regular file (the message names the fix).
+    """
+    import stat
+
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
+    except OSError as exc:
+        if path.is_symlink():  # ELOOP (Linux), EMLINK (FreeBSD), EFTYPE (NetBSD)
+            raise link_refusal(path) from None
+        if exc.errno in (errno.EISDIR, errno.ENXIO):
+            raise _not_a_lock(path, "not a regular file") from None
+        raise
+    st = os.fstat(fd)
+    problem = "not a regular file" if not stat.S_ISREG(st.st_mode) else "hard-linked to another file"
+    if not stat.S_ISREG(st.st_mode) or st.st_nlink > 1:  # writing it would write that other file
+        os.close(fd)
+        raise _not_a_lock(path, problem)
+    return fd
+
+
+def _not_a_lock(path: Path, problem: str) -> RunDirError:
+    return RunDirError(
+        f"{path} is {problem}; con2 writes its lock there and will not write into another file. Fix: remove it "
+        f"(`rm -r {path}`; a hard link's other names keep the data) and rerun"
+    )
+
+
+def _acquire(path: Path) -> int:
+    """Open and ``flock`` ``path`` without waiting; ``RunDirError`` naming the holder if it is taken,
+    or refusing a ``path`` that is a link (see :func:`_open_lock`)."""
+    import fcntl
+
+    while True:
+        fd = _open_lock(path)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = _holder_text(fd)
+            os.close(fd)
+            raise RunDirError(
+                f"run directory {path.parent} is in use by another writer: {holder}. Fix: wait for it to finish "
+                f"(or stop it), then rerun this command: it resumes from the last checkpoint. Two writers in one "
+                f"run directory would do the work twice"
+            ) from None
+        except OSError:
+            os.close(fd)
+            raise
+        try:  # a holder that was releasing may have unlinked the file we opened: then take the new one
+            if os.fstat(fd).st_ino == os.lstat(path).st_ino:
+                return fd
+        except FileNotFoundError:
+            pass
+        os.close(fd)
+
+
+@contextmanager
+def locked(path: Path) -> Iterator[None]:
+    key = os.path.realpath(path)
+    if key in _HELD:
+        _HELD[key][1] += 1
+        try:
+            yield
+        finally:
+            _HELD[key][1] -= 1
+        return
+    fd = _acquire(path)
+    _HELD[key] = [fd, 1]
+    try:
+        details = {
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "started": _dt.datetime.now().astimezone().isoformat(timespec="seconds"),
+            "command": " ".join(sys.argv)[:300],
+        }
+        os.ftruncate(fd, 0)
+        os.write(fd, json.dumps(details).encode())
+        yield
+    finally:
+        del _HELD[key]
+        try:
+            os.unlink(path)  # while still holding it; a waiter that opened it retries (see _acquire)
+        except OSError:
+            pass
+        os.close(fd)

@@ -1,0 +1,59 @@
+"""Where a record came from: package versions, the git commit, the CPU model, a config's hash."""
+
+from __future__ import annotations
+
+import functools
+import json
+import platform
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+
+def _versions() -> dict[str, str]:
+    import importlib.metadata as md
+    import platform
+
+    out = {"python": platform.python_version()}
+    for pkg in ("torch", "torchvision", "kornia", "timm", "numpy", "scikit-learn", "con2-bench"):
+        try:
+            out[pkg] = md.version(pkg)
+        except md.PackageNotFoundError:
+            pass
+    return out
+
+
+def _git_commit() -> str | None:
+    import subprocess
+
+    try:
+        res = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=Path(__file__).parent, capture_output=True, text=True, timeout=5
+        )
+        return res.stdout.strip() or None if res.returncode == 0 else None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def hash_config(config: Mapping[str, Any]) -> str:
+    """16 hex digits of sha256 over a config's JSON (external runs; RunConfig has its own hash)."""
+    import hashlib
+
+    return hashlib.sha256(json.dumps(dict(config), sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+@functools.cache
+def cpu_model() -> str:
+    """The CPU's model name (``AMD EPYC 7B13``): ``model name`` of ``/proc/cpuinfo`` on Linux, else
+    what :mod:`platform` says (``arm``, ``x86_64``, ...). Stored in every record: the same config and
+    seed give identical numbers on the same kind of CPU only (bf16 autocast runs where the CPU has
+    native bf16, and kernels differ between instruction sets)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                key, _, value = line.partition(":")
+                if key.strip() in ("model name", "Model", "cpu model") and value.strip():
+                    return " ".join(value.split())
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown"
