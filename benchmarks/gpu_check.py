@@ -42,7 +42,7 @@ from con2.config import make_config
 from con2.data import DataError, load_one_class
 from con2.maths.metrics import auroc
 from con2.methods import build_method
-from con2.run.runner import train_settings
+from con2.run.execute import train_settings
 from con2.training.engine import fit, select_device
 
 # (name, config overrides, timed steps per round): the two throughput settings

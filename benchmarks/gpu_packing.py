@@ -67,7 +67,7 @@ def worker(a: argparse.Namespace) -> None:
     from con2.config import make_config
     from con2.maths.metrics import auroc
     from con2.methods import build_method
-    from con2.run.runner import train_settings
+    from con2.run.execute import train_settings
     from con2.training.engine import fit, select_device
 
     torch.set_num_threads(a.threads)

@@ -72,7 +72,7 @@ def peak_tflops(device: torch.device) -> tuple[str, float | None]:
 
 
 def uint8_nchw(images: np.ndarray) -> torch.Tensor:
-    """uint8 ``[N, H, W, C]`` -> ``[N, C, H, W]`` (as ``con2.run.runner.to_tensor``; that import needs jsonschema)."""
+    """uint8 ``[N, H, W, C]`` -> ``[N, C, H, W]`` (as ``con2.run.execute.to_tensor``; that import needs jsonschema)."""
     return torch.from_numpy(np.array(images, copy=True).transpose(0, 3, 1, 2).copy())
 
 

@@ -359,7 +359,7 @@ def unknown_encoder(name: str) -> str | None:
     if re.fullmatch(ENCODER_REGEX, name) is None:
         return f"{name!r} is not an encoder name (letters, digits, '_', '.' or '-')"
     try:
-        import timm
+        import timm  # lazy: timm (and torch) only where a non-ResNet encoder name is checked
     except ImportError:  # pragma: no cover - timm is a dependency of the methods that use it
         return f"{name!r} is not resnet18 and timm is not installed"
     if not timm.is_model(name):

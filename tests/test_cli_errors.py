@@ -26,8 +26,8 @@ from conftest import TINY
 from con2.cli.main import evaluate_overrides, main
 from con2.config import EVALUATE_RUNTIME_KEYS, MAX_TTA, SCORING_KEYS
 from con2.errors import ConfigError
+from con2.run.execute import MAX_NN_BLOCKS, MAX_SCORING_BATCHES, scoring_work
 from con2.run.rundir import CHECKPOINT, CONFIG, RECORD
-from con2.run.runner import MAX_NN_BLOCKS, MAX_SCORING_BATCHES, scoring_work
 
 TINY_SET = [f"{k}={json.dumps(v)}" for k, v in TINY.items()]
 

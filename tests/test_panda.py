@@ -81,7 +81,7 @@ def test_training_keeps_panda_frozen_layers_and_batchnorm_statistics(panda_cfg):
 
 def test_the_centre_is_the_mean_pretrained_feature_of_the_training_images(panda_cfg):
     from con2.data.rundata import load_run_data
-    from con2.run.runner import to_tensor
+    from con2.run.execute import to_tensor
 
     cfg = make_config(panda_cfg)
     method = build_method(cfg)

@@ -6,20 +6,26 @@ augmentation on a dataset's normal training images, and the context CON2 (Best) 
 from __future__ import annotations
 
 import argparse
+import json
+import time
+
+from con2.data import default_data_dir
+from con2.errors import ConfigError
 
 
 def cmd_contexts(args: argparse.Namespace) -> int:
     """``con2 contexts --dataset D [--normal-class C]``: both assumptions of every registered context
     on the normal training images of D (each normal class the paper runs, or C), and the choice."""
-    import json
-    import time
 
-    import numpy as np
+    import numpy as np  # lazy: numpy, the data layer and torch load only when `con2 contexts` runs
 
-    from con2.data import default_data_dir
-    from con2.data.registry import get_info, load_one_class, normal_classes, source_of
-    from con2.errors import ConfigError
-    from con2.methods.contexts import choose_context, uint8_to_unit
+    from con2.data.registry import (  # lazy: numpy and PIL load only when `con2 contexts` runs
+        get_info,
+        load_one_class,
+        normal_classes,
+        source_of,
+    )
+    from con2.methods.contexts import choose_context, uint8_to_unit  # lazy: torch loads only when `con2 contexts` runs
 
     info = get_info(args.dataset)  # DataError naming the registered datasets
     data_dir = args.data_dir or default_data_dir()

@@ -10,12 +10,17 @@ import argparse
 from collections.abc import Sequence
 
 from con2.cli.common import run_command  # prints `con2: error: ...`, returns 2 for errors a user can fix
+from con2.config import MAX_IMAGE_SIZE
+from con2.data import default_data_dir
+from con2.errors import ConfigError
 
 
 def cmd_list(args: argparse.Namespace) -> int:
     """Print every registered dataset: family, source, present or not, prepared sizes, how to get it."""
-    from con2.data import default_data_dir
-    from con2.data.registry import DATASETS, dataset_status
+    from con2.data.registry import (  # lazy: numpy and PIL stay off the start of `con2`
+        DATASETS,
+        dataset_status,
+    )
 
     data_dir = args.data_dir or default_data_dir()
     print(f"data_dir: {data_dir}")
@@ -40,8 +45,6 @@ def cmd_list(args: argparse.Namespace) -> int:
 def check_sizes(sizes: list[int]) -> None:
     """Refuse a ``--size`` outside 1..:data:`con2.config.MAX_IMAGE_SIZE` before any image is made
     (every image of the dataset is held in memory at that size)."""
-    from con2.config import MAX_IMAGE_SIZE
-    from con2.errors import ConfigError
 
     bad = [s for s in sizes if not 0 < s <= MAX_IMAGE_SIZE]
     if bad:
@@ -53,10 +56,14 @@ def check_sizes(sizes: list[int]) -> None:
 
 def cmd_get(args: argparse.Namespace) -> int:
     """Locate or download dataset ``args.name``, verify it and prepare it at each requested size."""
-    from tqdm import tqdm
+    from tqdm import tqdm  # lazy: tqdm only while a dataset is prepared
 
-    from con2.data import default_data_dir
-    from con2.data.registry import get_info, load_one_class, prepare_dataset, source_of
+    from con2.data.registry import (  # lazy: numpy and PIL stay off the command line's start
+        get_info,
+        load_one_class,
+        prepare_dataset,
+        source_of,
+    )
 
     info = get_info(args.name)
     data_dir = args.data_dir or default_data_dir()

@@ -19,18 +19,21 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TextIO
 
 from con2.cli.common import error_message, run_command
-from con2.errors import Con2Error, ConfigError
+from con2.cli.contexts import add_contexts_subcommand
+from con2.cli.data import add_data_subcommands
+from con2.config import EVALUATE_RUNTIME_KEYS, SCORING_KEYS, RunConfig, load_config, parse_override, read_yaml_mapping
+from con2.errors import Con2Error, ConfigError, RunDirError
+from con2.grid.experiments import RULE_METHODS_DIR, rule_file_methods
 from con2.grid.plan import add_plan_subcommand
-
-if TYPE_CHECKING:
-    from con2.config import RunConfig
-    from con2.run.rundir import RunDir
+from con2.methods import all_methods, get_spec
+from con2.run.rundir import RunDir
+from con2.run.runner import run
 
 # Start-up imports only the standard library, yaml and con2's light modules (config, errors,
-# rundir): `con2 --help` and a re-run of a finished `con2 train` answer without loading torch,
+# rundir, runner, the grid): `con2 --help` and a re-run of a finished `con2 train` answer without loading torch,
 # pandas or the data layer, which the commands import when they need them.
 
 
@@ -85,8 +88,6 @@ def first_epoch_notice(log: str, run: str, console: TextIO) -> Callable[[int], N
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    from con2.config import load_config
-    from con2.run.rundir import RunDir
 
     console = output_to_log(args.log) if args.log else None
     try:
@@ -99,39 +100,29 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 def _train(args: argparse.Namespace, cfg: RunConfig, rd: RunDir, console: TextIO | None) -> int:
     """``con2 train`` once its config is loaded (``console``: the terminal when ``--log`` took stdout)."""
-    from con2.run.rundir import CHECKPOINT, COMPLETE, RECORD, REPLACE
 
     def say(line: str) -> None:  # to stdout (the log, with --log) and, with --log, to the console too
         print(line, flush=True)
         if console is not None:
             print(line, file=console, flush=True)
 
-    done = f"{rd.record} exists: run already complete (use --force to retrain)"
-    if rd.plan(cfg, force=args.force, replace_stale=args.replace_stale) == COMPLETE:  # no torch needed
-        say(done)
-        return 0
-    with rd.lock():
-        action = rd.plan(cfg, force=args.force, replace_stale=args.replace_stale)  # again, as the one writer
-        if action == COMPLETE:
-            say(done)
-            return 0
-        if action == REPLACE:
-            stored = rd.stored()
-            assert stored is not None
-            print(
-                f"{rd.path}: removing {CHECKPOINT} and {RECORD}, written under another configuration "
-                f"({rd.describe_change(stored, cfg)})",
-                flush=True,
-            )
-        if args.force or action == REPLACE:
-            rd.discard()
-        from con2.run.runner import run
-
-        where = f"{cfg.dataset}/{cfg.normal_class}" if cfg.normal_class is not None else cfg.dataset
-        name = f"{where} {cfg.method}/{cfg.variant} seed={cfg.seed}"
-        notice = first_epoch_notice(args.log, name, console) if console is not None and cfg.progress else None
-        record = run(cfg, rd.path, on_epoch_end=notice)
-    say(_summary(record, rd.path))
+    complete: list[Path] = []
+    where = f"{cfg.dataset}/{cfg.normal_class}" if cfg.normal_class is not None else cfg.dataset
+    name = f"{where} {cfg.method}/{cfg.variant} seed={cfg.seed}"
+    notice = first_epoch_notice(args.log, name, console) if console is not None and cfg.progress else None
+    record = run(
+        cfg,
+        rd.path,
+        on_epoch_end=notice,
+        force=args.force,
+        replace_stale=args.replace_stale,
+        on_complete=complete.append,
+        say=lambda line: print(line, flush=True),
+    )
+    if complete:
+        say(f"{rd.record} exists: run already complete (use --force to retrain)")
+    else:
+        say(_summary(record, rd.path))
     return 0
 
 
@@ -141,8 +132,6 @@ def evaluate_overrides(overrides: list[str], scoring_params: tuple[str, ...] = (
     Allowed: :data:`con2.config.SCORING_KEYS`, :data:`con2.config.EVALUATE_RUNTIME_KEYS` and
     ``params.<name>`` for the ``scoring_params`` the run's method declares.
     """
-    from con2.config import EVALUATE_RUNTIME_KEYS, SCORING_KEYS, parse_override
-
     allowed = (*SCORING_KEYS, *EVALUATE_RUNTIME_KEYS, *(f"params.{p}" for p in scoring_params))
     refused = [key for key in (parse_override(text)[0] for text in overrides) if key not in allowed]
     if refused:
@@ -174,8 +163,6 @@ def check_evaluate_out(src: RunDir, out: RunDir) -> None:
     Raises:
         RunDirError: naming the files found and a free folder.
     """
-    from con2.errors import RunDirError
-
     if os.path.realpath(out.path) == os.path.realpath(src.path):
         free = free_folder(src.path.with_name(f"{src.path.name}-rescored"))
         raise RunDirError(
@@ -192,9 +179,6 @@ def check_evaluate_out(src: RunDir, out: RunDir) -> None:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from con2.config import RunConfig, load_config, read_yaml_mapping
-    from con2.methods import get_spec
-    from con2.run.rundir import RunDir
 
     src = RunDir(args.run_dir)
     src.check_links()  # its config.yaml and checkpoint.pt are read: never through a link
@@ -209,14 +193,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     evaluate_overrides(args.set, tuple(getattr(spec, "scoring_params", ())))
     cfg = load_config(src.config, args.set)
     out = RunDir(args.out) if args.out else src
+    check = (lambda rd: check_evaluate_out(src, rd)) if args.out else None  # as the one writer, under the lock
     if args.out:
-        check_evaluate_out(src, out)
-    with out.lock():
-        if args.out:
-            check_evaluate_out(src, out)  # again, as the one writer
-        from con2.run.runner import run
-
-        record = run(cfg, out.path, train=False, weights=src.checkpoint)
+        check_evaluate_out(src, out)  # before loading torch: a refusal costs nothing
+    record = run(cfg, out.path, train=False, weights=src.checkpoint, before=check)
     print(_summary(record, out.path))
     return 0
 
@@ -231,8 +211,6 @@ def _method_params(cls: type) -> dict:
 def rule_methods(args: argparse.Namespace) -> dict[str, dict[str, str]]:
     """The rule-based methods ``con2 methods`` lists: ``workflow/rules/methods/*.smk`` under
     ``--workflow`` (the workflow includes each) and the files given with ``--rules``."""
-    from con2.grid.experiments import RULE_METHODS_DIR, rule_file_methods
-
     found = sorted((Path(args.workflow) / RULE_METHODS_DIR).glob("*.smk"))
     missing = [f for f in args.rules if not Path(f).is_file()]
     if missing:
@@ -241,9 +219,6 @@ def rule_methods(args: argparse.Namespace) -> dict[str, dict[str, str]]:
 
 
 def cmd_methods(args: argparse.Namespace) -> int:
-    from con2.grid.experiments import RULE_METHODS_DIR
-    from con2.methods import all_methods
-
     methods = all_methods()
     rules = rule_methods(args)
     if args.json:
@@ -334,15 +309,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=cmd_methods)
 
-    try:
-        from con2.cli.data import add_data_subcommands
-    except ImportError:
-        pass
-    else:
-        add_data_subcommands(sub)
+    add_data_subcommands(sub)
     add_plan_subcommand(sub)
-    from con2.cli.contexts import add_contexts_subcommand
-
     add_contexts_subcommand(sub)
     return parser
 

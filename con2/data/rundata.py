@@ -6,10 +6,11 @@ same test images for the same (dataset, normal class, split seed) whatever the t
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING
 
 from con2.config import RunConfig
-from con2.errors import ConfigError
+from con2.errors import ConfigError, DataError
 
 if TYPE_CHECKING:
     from con2.data import OneClassData
@@ -26,7 +27,6 @@ def check_test_split(data: OneClassData, minimum: int = MIN_TEST_PER_CLASS) -> N
     Raises:
         DataError: naming both counts and the fix.
     """
-    from con2.errors import DataError
 
     n_anomalous, n_normal = data.n_anomalous, data.n_normal_test
     if n_anomalous >= minimum and n_normal >= minimum:
@@ -57,7 +57,7 @@ def load_run_data(cfg: RunConfig, verify: bool = False) -> OneClassData:
         DataError: missing or damaged data, an unknown class, or a test split with fewer than
             :data:`MIN_TEST_PER_CLASS` normal or anomalous images.
     """
-    from con2.data import load_one_class
+    from con2.data import load_one_class  # lazy: numpy and PIL: the data layer loads when a run reads its data
 
     data = load_one_class(
         cfg.dataset,
@@ -69,9 +69,7 @@ def load_run_data(cfg: RunConfig, verify: bool = False) -> OneClassData:
     )
     check_test_split(data)
     if cfg.center_crop < 1:  # the paper's resize 256 / centre-crop 224, at the stored size
-        import dataclasses
-
-        from con2.maths.preprocess import center_crop_array
+        from con2.maths.preprocess import center_crop_array  # lazy: torch: only when a run crops its images
 
         data = dataclasses.replace(
             data,

@@ -49,8 +49,10 @@ from typing import Any
 import yaml
 
 from con2 import config as run_configs  # make_config through the module: one place parses (a test counts)
+from con2.atomic import atomic_path
 from con2.config import RUNTIME_KEYS, RunConfig
 from con2.errors import ConfigError, WeightsMissing
+from con2.methods import validate_run
 
 RUNS_ROOT = "results/runs"
 CONFIGS_ROOT = "results/configs"
@@ -489,7 +491,6 @@ def check_method(config: RunConfig | Mapping[str, Any]) -> None:
         ConfigError: naming the key (an unknown ``params`` key, a value the method refuses);
             :class:`~con2.errors.WeightsMissing` for pretrained weights that are not on disk.
     """
-    from con2.methods import validate_run
 
     cfg = as_run_config(config)
     shared = {k: v for k, v in config_values(cfg).items() if k not in ("seed", "normal_class")}
@@ -507,7 +508,6 @@ def check_method(config: RunConfig | Mapping[str, Any]) -> None:
 def write_run_config(path: str | Path, config: RunConfig | Mapping[str, Any], check: bool = True) -> None:
     """Write a resolved run config (``check``: check its method first) as YAML, atomically; a
     mapping is validated (parsed) first, a parsed config is written as it is."""
-    from con2.atomic import atomic_path
 
     cfg = as_run_config(config)
     if check:
@@ -544,7 +544,6 @@ def drop_runs_without_weights(
     Raises:
         GridError: ``strict`` and a method lacks its weights (naming the file and the fix).
     """
-    from con2.methods import validate_run
 
     runs = list(runs)
     missing: dict[str, str] = {}

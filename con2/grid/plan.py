@@ -31,7 +31,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import yaml
+
+from con2.atomic import write_text_atomic
+from con2.config import read_text_file, safe_yaml, yaml_problem
+from con2.data import default_data_dir
 from con2.errors import ConfigError
+from con2.grid.experiments import GridError, expand_grid
+from con2.methods import all_methods
 
 REPO = Path(__file__).resolve().parents[2]
 THROUGHPUT_CSV = REPO / "benchmarks" / "measured" / "throughput.csv"
@@ -266,7 +273,6 @@ def read_table(path: Path, columns: Sequence[str], option: str) -> list[dict[str
         ConfigError: in one line naming ``option``, the file and the problem (missing, not a
             regular file, too large, not text, columns missing).
     """
-    from con2.config import read_text_file
 
     fix = f"pass {option} a CSV file with the columns {', '.join(columns)} (the default's: {option} left out)"
     text = read_text_file(path, option, fix, limit=10_000_000)
@@ -324,7 +330,6 @@ def read_rates(path: Path) -> list[Rate]:
 
 def write_rates(rates: Iterable[Rate], path: Path) -> None:
     """The throughput table (CSV, one measured setting per line)."""
-    from con2.atomic import write_text_atomic
 
     lines = [",".join(THROUGHPUT_COLUMNS)]
     for r in rates:
@@ -345,8 +350,8 @@ def read_sizes(path: Path) -> dict[tuple[str, str], tuple[int, str]]:
 
 def manifest_size(data_dir: Path, dataset: str, normal_class: str, size: int) -> int | None:
     """``n_train`` of a prepared split's manifest (prepared cache of ``data_dir``'s data, any seed), or ``None``."""
-    from con2.data.cache import cache_dir
-    from con2.data.manifest import manifest_filename
+    from con2.data.cache import cache_dir  # lazy: numpy and PIL only when a data folder is read for its sizes
+    from con2.data.manifest import manifest_filename  # lazy: numpy only when a data folder is read for its sizes
 
     folder = cache_dir(data_dir, dataset, size) / "splits"
     stem = manifest_filename(normal_class, 0).rsplit("__seed", 1)[0]
@@ -392,8 +397,7 @@ def paper_hours_per_run(
 ) -> dict[tuple[str, str], float]:
     """``{(method, dataset): GPU-hours per run}`` from the paper's compute table, joined by the
     methods' ``compute_name`` and the datasets' paper names (the profile's ``paper_names`` too)."""
-    from con2.methods import all_methods
-    from con2.report.paper import dataset_names
+    from con2.report.paper import dataset_names  # lazy: pandas only when the paper's compute hours are compared
 
     pairs = table_values(path, "--paper-hours", lambda r: ((r["method"], r["dataset"]), float(r["gpu_hours_per_run"])))
     table = dict(pairs)
@@ -453,8 +457,7 @@ def plan_lines(
     """Everything ``con2 plan`` prints for a profile config (reads the three tables, and the split
     manifests of prepared data under ``data_dir``: default the profile's, else $CON2_DATA_DIR or
     ./data, as the workflow has it)."""
-    from con2.data import normal_classes
-    from con2.grid.experiments import GridError, expand_grid
+    from con2.data import normal_classes  # lazy: numpy and PIL: the data layer loads only when a profile is planned
 
     try:
         runs = expand_grid(config, normal_classes)
@@ -462,8 +465,6 @@ def plan_lines(
         raise ConfigError(f"invalid profile: {exc}") from None
     rates = device_rates(read_rates(throughput), device, bool(config.get("compile", False)))
     if data_dir is None:
-        from con2.data import default_data_dir
-
         data_dir = Path(config.get("data_dir") or default_data_dir())
     table, found_in = read_sizes(sizes), data_dir if data_dir.is_dir() else None
     runs, left_out = sized_runs(runs, table, found_in)
@@ -515,9 +516,6 @@ def sized_runs(
 
 def load_profile(path: Path) -> dict[str, Any]:
     """A workflow profile config (YAML), as Snakemake's ``--configfile`` reads it."""
-    import yaml
-
-    from con2.config import read_text_file, safe_yaml, yaml_problem
 
     fix = "pass a workflow profile, e.g. workflow/config/paper.yaml"
     if not path.exists():

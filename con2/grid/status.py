@@ -44,8 +44,8 @@ def unknown_class(dataset: str, normal_class: str) -> str | None:
     """Why the registry cannot run ``normal_class`` of ``dataset`` as the normal class (its message
     lists the valid classes and indices), or None (a name, an index, a group or a '+'-list of
     them). The workflow checks every class a profile names with it before any job."""
-    from con2.data import DataError, get_info
-    from con2.data.registry import resolve_normal
+    from con2.data import DataError, get_info  # lazy: numpy and PIL only when the workflow checks a dataset
+    from con2.data.registry import resolve_normal  # lazy: numpy and PIL only when the workflow checks a dataset
 
     try:
         resolve_normal(get_info(dataset), normal_class)
@@ -62,7 +62,7 @@ def check_dataset(dataset: str, size: int, data_dir: str | Path, download: bool)
         ``{"status": "ok", n_train, n_test, n_anomalous, images_sha256, ...}`` or
         ``{"status": "skipped", "reason": <the data layer's message>, "fix": <command>}``.
     """
-    from con2.data import DataError, load_one_class
+    from con2.data import DataError, load_one_class  # lazy: numpy and PIL only when the workflow checks a dataset
 
     out: dict[str, Any] = {"dataset": dataset, "size": int(size), "data_dir": os.path.normpath(data_dir)}
     try:

@@ -112,7 +112,7 @@ def read_score_table(path: str | Path) -> tuple[np.ndarray, dict[str, np.ndarray
 
     Returns ``(labels [M], {score: [M]}, ids or None)`` in ``index`` order.
     """
-    import pandas as pd
+    import pandas as pd  # lazy: pandas only when an external program's scores are read
 
     p = Path(path)
     if not p.is_file():

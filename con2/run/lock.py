@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import datetime as _dt
 import errno
+import fcntl
 import json
 import os
 import socket
+import stat
 import sys
 import time
 from collections.abc import Iterator
@@ -19,8 +21,6 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from con2.errors import RunDirError
-
-_HELD: dict[str, list[int]] = {}  # lock path -> [fd, depth]: re-entrant within one process
 
 
 def _holder_text(fd: int) -> str:
@@ -58,7 +58,6 @@ def _open_lock(path: Path) -> int:
     Raises:
         RunDirError: ``path`` is a link or not a regular file (the message names the fix).
     """
-    import stat
 
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
@@ -86,7 +85,6 @@ def _not_a_lock(path: Path, problem: str) -> RunDirError:
 def _acquire(path: Path) -> int:
     """Open and ``flock`` ``path`` without waiting; ``RunDirError`` naming the holder if it is taken,
     or refusing a ``path`` that is a link (see :func:`_open_lock`)."""
-    import fcntl
 
     while True:
         fd = _open_lock(path)
@@ -113,16 +111,15 @@ def _acquire(path: Path) -> int:
 
 @contextmanager
 def locked(path: Path) -> Iterator[None]:
-    key = os.path.realpath(path)
-    if key in _HELD:
-        _HELD[key][1] += 1
-        try:
-            yield
-        finally:
-            _HELD[key][1] -= 1
-        return
+    """Hold the lock file ``path`` (exclusive, non-blocking) with its holder's details; remove it on release.
+
+    Not re-entrant: :func:`con2.run.runner.run` is the one place that locks a run directory, so a second
+    lock of the same directory, even from the same process, is another writer and stops.
+
+    Raises:
+        RunDirError: another writer holds it, or ``path`` is a link or not a regular file.
+    """
     fd = _acquire(path)
-    _HELD[key] = [fd, 1]
     try:
         details = {
             "pid": os.getpid(),
@@ -134,7 +131,6 @@ def locked(path: Path) -> Iterator[None]:
         os.write(fd, json.dumps(details).encode())
         yield
     finally:
-        del _HELD[key]
         try:
             os.unlink(path)  # while still holding it; a waiter that opened it retries (see _acquire)
         except OSError:

@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import functools
+import hashlib
+import importlib.metadata as md
 import json
 import platform
+import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 
 def _versions() -> dict[str, str]:
-    import importlib.metadata as md
-    import platform
 
     out = {"python": platform.python_version()}
     for pkg in ("torch", "torchvision", "kornia", "timm", "numpy", "scikit-learn", "con2-bench"):
@@ -24,7 +25,6 @@ def _versions() -> dict[str, str]:
 
 
 def _git_commit() -> str | None:
-    import subprocess
 
     try:
         res = subprocess.run(
@@ -37,7 +37,6 @@ def _git_commit() -> str | None:
 
 def hash_config(config: Mapping[str, Any]) -> str:
     """16 hex digits of sha256 over a config's JSON (external runs; RunConfig has its own hash)."""
-    import hashlib
 
     return hashlib.sha256(json.dumps(dict(config), sort_keys=True, default=str).encode()).hexdigest()[:16]
 

@@ -158,7 +158,7 @@ def non_finite_fields(value: Any, where: tuple[str, ...] = ()) -> list[tuple[str
 def validate_record(record: dict[str, Any], source: str = "<record>") -> None:
     """Raise ``RecordError`` naming the offending field and ``source`` if ``record`` is invalid
     (schema, or a NaN or infinite number anywhere)."""
-    import jsonschema
+    import jsonschema  # lazy: jsonschema (0.1 s) only when a record is validated
 
     bad = non_finite_fields(record)
     if bad:
@@ -261,9 +261,9 @@ def build_record(
     Raises:
         RecordError: no scores, a score of another length than ``labels``, or labels of one class.
     """
-    import numpy as np
+    import numpy as np  # lazy: numpy only when a record is built, never when one is read
 
-    from con2.maths.metrics import auroc, auroc_intervals
+    from con2.maths.metrics import auroc, auroc_intervals  # lazy: scikit-learn and scipy only when a record is built
 
     labels = np.asarray(labels).astype(np.int64)
     where = f"run {dataset}/{normal_class}/{method}/{variant}/seed{seed}"
@@ -304,7 +304,7 @@ def build_record(
         "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
     }
     if str(device).startswith("cuda"):
-        import torch  # heavy: only here, where a CUDA run has loaded it already
+        import torch  # lazy: torch: only here, where a CUDA run has loaded it already
 
         if torch.cuda.is_available():
             record["gpu"] = torch.cuda.get_device_name(torch.device(device))

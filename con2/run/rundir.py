@@ -34,6 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import yaml
+
 from con2.atomic import clean_partials, remove, write_bytes_atomic, write_text_atomic
 from con2.config import RunConfig, config_diff, load_config
 from con2.errors import ConfigError, RunDirError
@@ -208,14 +210,13 @@ class RunDir:
     # ---- writes (all atomic)
 
     def write_config(self, cfg: RunConfig) -> None:
-        import yaml
 
         write_text_atomic(self.config, yaml.safe_dump(cfg.to_dict(), sort_keys=False))
 
     def write_scores(self, labels: np.ndarray, scores: Mapping[str, np.ndarray]) -> None:
         """``scores.csv``: index, label, one column per score (``[M]`` each)."""
-        import numpy as np
-        import pandas as pd
+        import numpy as np  # lazy: numpy and pandas only when scores are written
+        import pandas as pd  # lazy: numpy and pandas only when scores are written
 
         table = pd.DataFrame(
             {"index": np.arange(len(labels)), "label": labels, **{k: np.asarray(v) for k, v in scores.items()}}
@@ -224,7 +225,7 @@ class RunDir:
 
     def write_features(self, arrays: Mapping[str, np.ndarray]) -> None:
         """``features.npz`` (compressed)."""
-        import numpy as np
+        import numpy as np  # lazy: numpy only when features are written
 
         buffer = io.BytesIO()
         np.savez_compressed(buffer, **arrays)
@@ -233,7 +234,7 @@ class RunDir:
     def write_curve(self, points: list[Mapping[str, Any]]) -> None:
         """``curve.csv``: one row per point ``{"epoch", "seconds", "auroc": {column: %}, "extras": {...}}``,
         columns ``epoch, seconds, auroc[<column>]..., <extra>...``."""
-        import pandas as pd
+        import pandas as pd  # lazy: pandas only when a learning curve is written
 
         rows = [
             {
@@ -248,7 +249,7 @@ class RunDir:
 
     def read_curve(self) -> list[dict[str, Any]]:
         """The points of ``curve.csv`` (``[]`` without one), as :meth:`write_curve` takes them."""
-        import pandas as pd
+        import pandas as pd  # lazy: pandas only when a learning curve is read
 
         if not self.curve.is_file():
             return []

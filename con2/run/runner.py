@@ -1,158 +1,27 @@
-"""One run, end to end: data -> method -> training -> scores -> metrics -> run directory.
+"""One run, owned: the only place that locks a run directory and decides what a run does in it.
 
-The run directory (its files, lock, atomic writes and record) belongs to :mod:`con2.run.rundir`;
-this module only orders the steps, checking everything knowable before training first: the
-directory's owner and contents, the data (both classes in the test split), the batch size
-against the training set, the method and its encoder, and the size of the scoring pass
-(:func:`check_scoring_work`: a typo in ``tta``, ``eval_batch_size`` or ``nn_chunk`` must not run
-for hours). Re-scoring a trained model (``train=False``, ``con2 evaluate``) loads its weights
-before anything is written, and writes nothing until the scores exist.
+:func:`run` takes the directory's lock (:mod:`con2.run.lock`: one writer, a second stops at once
+naming the holder), asks the directory what it holds (:meth:`con2.run.rundir.RunDir.plan`: a
+complete run of this configuration, a checkpoint to resume, files of another configuration to
+refuse or replace), and only then hands the work to :func:`con2.run.execute.execute` (data ->
+method -> training -> scores -> record). ``con2 train``, ``con2 evaluate``, the workflow's jobs and
+the benchmarks all come through here, so a run is planned and locked exactly once.
+
+torch is imported only when there is work to do: ``con2 train`` answers "already complete"
+without loading it.
 """
 
 from __future__ import annotations
 
-import json
-import math
-import resource
-import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import torch
+from con2.config import RunConfig
+from con2.run.records import read_record
+from con2.run.rundir import CHECKPOINT, COMPLETE, CONFIG, FEATURES, RECORD, REPLACE, SCORES, RunDir
 
-from con2.config import RUNTIME_KEYS, RunConfig
-from con2.data.rundata import check_batch_size, load_run_data
-from con2.errors import ConfigError
-from con2.methods import Method, build_method, get_spec
-from con2.run.records import build_record
-from con2.run.rundir import CHECKPOINT, CONFIG, FEATURES, RECORD, SCORES, RunDir
-from con2.training.checkpoints import check_trained_config, copy_checkpoint, load_checkpoint
-from con2.training.engine import TrainSettings, fit, planned_steps, select_device
-
-__all__ = [
-    "CHECKPOINT",
-    "CONFIG",
-    "FEATURES",
-    "MAX_NN_BLOCKS",
-    "MAX_SCORING_BATCHES",
-    "RECORD",
-    "SCORES",
-    "check_scoring_work",
-    "run",
-    "scoring_work",
-    "to_tensor",
-    "train_settings",
-]
-
-# Bounds on one scoring pass (README, "Failure and recovery"): encoder batches over all views of
-# the training and test images, and [nn_chunk, nn_chunk] blocks of the nearest-neighbour search
-# per reading. On the 2-core CPU a batch of one 32 px image takes milliseconds and a block of the
-# search ~30 us (nn_chunk=1), so either bound is tens of minutes of overhead; beyond it a run stops
-# before training, naming the value that would fit.
-MAX_SCORING_BATCHES = 200_000
-MAX_NN_BLOCKS = 10_000_000
-
-
-def _peak_memory_mb(device: torch.device) -> float:
-    rss_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    mb = rss_kb / 1024 if sys.platform != "darwin" else rss_kb / 2**20
-    if device.type == "cuda":
-        mb = max(mb, torch.cuda.max_memory_allocated(device) / 2**20)
-    return float(mb)
-
-
-def to_tensor(images: np.ndarray) -> torch.Tensor:
-    """uint8 ``[N, H, W, C]`` -> uint8 ``[N, C, H, W]`` (CPU, contiguous)."""
-    return torch.from_numpy(np.array(images, copy=True).transpose(0, 3, 1, 2).copy())
-
-
-def train_settings(cfg: RunConfig) -> TrainSettings:
-    return TrainSettings(
-        epochs=cfg.epochs,
-        batch_size=cfg.batch_size,
-        lr=cfg.lr,
-        weight_decay=cfg.weight_decay,
-        betas=cfg.betas,
-        max_steps=cfg.max_steps,
-        seed=cfg.seed,
-        amp=cfg.amp,
-        channels_last=cfg.channels_last,
-        checkpoint_every=cfg.checkpoint_every,
-        checkpoint_seconds=cfg.checkpoint_seconds,
-        progress=cfg.progress,
-        fingerprint=cfg.config_hash(),
-        config=json.dumps({k: v for k, v in cfg.to_dict().items() if k not in RUNTIME_KEYS}, sort_keys=True),
-        compile=cfg.compile,
-    )
-
-
-def scoring_work(n_views: int, n_train: int, n_test: int, batch: int, chunk: int) -> tuple[int, int]:
-    """``(encoder batches, nearest-neighbour blocks)`` of one scoring pass: every view encodes the
-    ``n_train`` training and ``n_test`` test images ``batch`` at a time, and searches ``[chunk, chunk]``
-    blocks of test x training features (per reading)."""
-    batches = n_views * (math.ceil(n_train / batch) + math.ceil(n_test / batch))
-    blocks = n_views * math.ceil(n_test / chunk) * math.ceil(n_train / chunk)
-    return batches, blocks
-
-
-def check_scoring_work(cfg: RunConfig, n_views: int, n_train: int, n_test: int) -> tuple[int, int]:
-    """:func:`scoring_work` of ``cfg``; a pass beyond :data:`MAX_SCORING_BATCHES` or :data:`MAX_NN_BLOCKS`
-    raises ``ConfigError`` naming the smallest ``eval_batch_size`` / ``nn_chunk`` (a power of two) that fits.
-
-    A batch (or block) as large as the whole set gives ``2 * n_views`` batches (``n_views`` blocks),
-    which :data:`con2.config.MAX_TTA` keeps far below both bounds, so a value that fits always exists.
-    """
-    batches, blocks = scoring_work(n_views, n_train, n_test, cfg.eval_batch_size, cfg.nn_chunk)
-    what = f"{n_views} test-time view(s) x ({n_train} training + {n_test} test images)"
-    powers = [2**k for k in range(25)]
-    if batches > MAX_SCORING_BATCHES:
-        fits = next(b for b in powers if scoring_work(n_views, n_train, n_test, b, 1)[0] <= MAX_SCORING_BATCHES)
-        fewer = f", or fewer views (tta={cfg.tta}; the paper's is 40)" if cfg.tta > 40 else ""
-        raise ConfigError(
-            f"config key 'eval_batch_size': scoring {what} in batches of {cfg.eval_batch_size} is {batches:,} "
-            f"encoder batches, beyond the bound of {MAX_SCORING_BATCHES:,} (hours of per-batch overhead). "
-            f"Fix: --set eval_batch_size={fits} or more{fewer}"
-        )
-    if blocks > MAX_NN_BLOCKS:
-        fits = next(c for c in powers if scoring_work(n_views, n_train, n_test, 1, c)[1] <= MAX_NN_BLOCKS)
-        raise ConfigError(
-            f"config key 'nn_chunk': the nearest-neighbour search of {what} in blocks of {cfg.nn_chunk} rows is "
-            f"{blocks:,} blocks per reading, beyond the bound of {MAX_NN_BLOCKS:,} (hours of per-block overhead). "
-            f"Fix: --set nn_chunk={fits} or more (it bounds memory: nn_chunk^2 floats; the default is 4096)"
-        )
-    return batches, blocks
-
-
-def _load_trained(method: Method, checkpoint: Path, device: torch.device, config: Path, cfg: RunConfig) -> None:
-    """Load a trained model's weights for re-scoring; a checkpoint trained with another configuration than
-    ``cfg`` (:func:`con2.training.checkpoints.check_trained_config`) or that does not fit the configured model (another
-    width, encoder or method) stops with one line naming both files.
-
-    Raises:
-        RunDirError: a corrupt checkpoint; ConfigError: another configuration, or weights that do not fit ``method``.
-    """
-    fix = (
-        f"retrain that run (`con2 train --run-dir {checkpoint.parent} --force` with its configuration), or restore "
-        f"{checkpoint.name} from a backup"
-    )
-    state = load_checkpoint(checkpoint, device, fix=fix)
-    try:
-        method.load_state_dict(state["model"])
-    except (RuntimeError, KeyError, TypeError) as exc:
-        lines = [line.strip().rstrip(".") for line in str(exc).splitlines() if line.strip()]
-        reason = "; ".join(lines[1:3] or lines[:1])[:400]
-        raise ConfigError(
-            f"checkpoint {checkpoint} does not fit the model {config} describes ({reason}). Fix: evaluate it with "
-            f"the config.yaml that trained it (`con2 evaluate --set` changes only how a model is scored), or retrain"
-        ) from None
-    # weights that fit may still be another variant's (flip for invert): the checkpoint names its configuration
-    scoring_params = tuple(getattr(get_spec(cfg.method), "scoring_params", ()))
-    note = check_trained_config(state, checkpoint, cfg, config, scoring_params)
-    if note:
-        print(note, flush=True)
+__all__ = ["CHECKPOINT", "CONFIG", "FEATURES", "RECORD", "SCORES", "run"]
 
 
 def run(
@@ -161,115 +30,60 @@ def run(
     on_epoch_end: Callable[[int], None] | None = None,
     train: bool = True,
     weights: str | Path | None = None,
+    *,
+    force: bool = False,
+    replace_stale: bool = False,
+    before: Callable[[RunDir], None] | None = None,
+    say: Callable[[str], None] | None = None,
+    on_complete: Callable[[Path], None] | None = None,
 ) -> dict[str, Any]:
-    """Train (or resume) and evaluate one run; return its record.
+    """Train (or resume) and evaluate one run in ``run_dir``; return its record.
 
-    With ``train=False`` (``con2 evaluate``) the weights come from the checkpoint ``weights``
-    (default: the run directory's own) and are loaded before anything is written; the run
-    directory then receives a copy of that checkpoint, ``config.yaml``, the scores and the record
-    only once scoring is done, so a model that does not fit ``cfg`` leaves nothing there.
+    Args:
+        on_epoch_end: called with each finished epoch (the console's first-epoch notice).
+        train: ``False`` re-scores the checkpoint ``weights`` (default: the directory's own) without
+            training (``con2 evaluate``); see :func:`con2.run.execute.execute`.
+        force: discard what the directory holds and train from scratch.
+        replace_stale: discard a checkpoint and record written under another configuration instead
+            of refusing them.
+        before: called with the directory once its lock is held, before anything is read or written
+            (``con2 evaluate --out`` checks there, as the one writer, that the folder is free).
+        say: where the one-line notes go (already complete; files replaced); default ``print``.
+        on_complete: called with the record's path instead of saying "already complete".
+
+    Returns:
+        The run's record; when training finds the run already complete (same configuration, no
+        ``force``), the stored record, without loading torch.
 
     Raises:
         RunDirError: another process writes to ``run_dir``, or its checkpoint is corrupt.
-        ConfigError: ``run_dir`` holds a checkpoint or record of another config; a batch larger
-            than the training set; an invalid method or encoder setting; a scoring pass beyond
-            :func:`check_scoring_work`'s bounds; weights that do not fit the configured model.
+        ConfigError: ``run_dir`` holds a checkpoint or record of another config (without
+            ``replace_stale``), or the configuration cannot run (:func:`con2.run.execute.execute`).
         DataError: missing or damaged data, or a test split without both classes.
         OSError: a write failed (disk full, read-only); nothing partial is left.
     """
-    t_wall = time.perf_counter()
+    tell = say or (lambda line: print(line, flush=True))
     rd = RunDir(run_dir)
     with rd.lock():
+        if before is not None:
+            before(rd)
         if train:
-            rd.plan(cfg)  # a checkpoint or record of another config: refuse before loading anything
-        # a new run or a re-scoring checks the prepared cache's sha256 (milliseconds); a resumed one trusts it
-        data = load_run_data(cfg, verify=not (train and rd.checkpoint.is_file()))
-        if train:
-            check_batch_size(cfg, len(data.train), data.normal_class)
-        if cfg.threads:
-            torch.set_num_threads(cfg.threads)
-        device = select_device(cfg.device)
-        torch.manual_seed(cfg.seed)  # model initialisation
-        method = build_method(cfg)
-        n_views = len(method.test_plan())
-        batches, _ = check_scoring_work(cfg, n_views, len(data.train), len(data.test))
-        if cfg.progress:  # the size of the scoring pass, up front
-            print(
-                f"scoring will encode {n_views} view(s) x ({len(data.train)} + {len(data.test)}) images in "
-                f"{batches:,} batches of {cfg.eval_batch_size}",
-                flush=True,
-            )
-
-        train_images, test_images = to_tensor(data.train), to_tensor(data.test)
-        method.prepare(train_images)
-        curve = None
-        if train:
-            rd.write_config(cfg)
-            settings = train_settings(cfg)
-            if cfg.score_at:  # the learning curve: scored after those epochs, before their checkpoints
-                from con2.training.curve import LearningCurve
-
-                final = planned_steps(len(train_images), settings)[2]
-                curve = LearningCurve(
-                    cfg, method, train_images, test_images, data.test_labels, device, rd, final, rd.checkpoint.is_file()
+            action = rd.plan(cfg, force=force, replace_stale=replace_stale)  # another config: refused here
+            if action == COMPLETE:
+                if on_complete is not None:
+                    on_complete(rd.record)
+                else:
+                    tell(f"{rd.record} exists: run already complete (use --force to retrain)")
+                return read_record(rd.record)
+            if action == REPLACE:
+                stored = rd.stored()
+                assert stored is not None  # REPLACE means a stored configuration was read
+                tell(
+                    f"{rd.path}: removing {CHECKPOINT} and {RECORD}, written under another configuration "
+                    f"({rd.describe_change(stored, cfg)})"
                 )
-            result = fit(method, train_images, settings, device, rd.checkpoint, on_epoch_end, curve)
-            fit_seconds, ips, curve_seconds = result.fit_seconds, result.images_per_second, result.hook_seconds
-            training = {
-                "epochs": result.epochs,
-                "steps": result.steps,
-                "resumed_from_epoch": result.resumed_from_epoch,
-                "precision": result.precision,
-            }
-        else:
-            source = Path(weights) if weights is not None else rd.checkpoint
-            if not source.is_file():
-                raise FileNotFoundError(f"no checkpoint at {source}; run `con2 train` for that run directory first")
-            method.to(device)
-            _load_trained(method, source, device, source.parent / CONFIG, cfg)
-            fit_seconds, ips, curve_seconds = 0.0, None, 0.0
-            training = {"epochs": 0, "steps": 0, "resumed_from_epoch": None}
+            if force or action == REPLACE:
+                rd.discard()
+        from con2.run.execute import execute  # lazy: torch loads only once there is work to do
 
-        t_score = time.perf_counter()
-        out = method.score(train_images, test_images, device)
-        score_seconds = time.perf_counter() - t_score
-
-        if not train:
-            if source.resolve() != rd.checkpoint.resolve():
-                copy_checkpoint(source, rd.checkpoint)
-            rd.write_config(cfg)
-        rd.write_scores(data.test_labels, out.scores)
-        if out.arrays:
-            rd.write_features(out.arrays)
-        manifest = data.manifest or {}
-        record = build_record(
-            dataset=cfg.dataset,
-            normal_class=data.normal_class,
-            method=cfg.method,
-            variant=cfg.variant,
-            seed=cfg.seed,
-            labels=data.test_labels,
-            scores=out.scores,
-            n_train=len(data.train),
-            config=cfg.to_dict(),
-            config_hash=cfg.config_hash(),
-            split_seed=cfg.split_seed,
-            split_sha256=manifest.get("split_sha256"),
-            batch_size=min(cfg.batch_size, len(data.train)),
-            timing={
-                "fit_seconds": fit_seconds,
-                "score_seconds": score_seconds,
-                "wall_seconds": time.perf_counter() - t_wall,
-                "images_per_second": ips,
-                **({"curve_seconds": curve_seconds} if curve is not None else {}),
-            },
-            extras=out.extras,
-            scoring=out.scoring or None,
-            method_card=get_spec(cfg.method).card(method.params),
-            training=training,
-            device=str(device),
-            peak_memory_mb=_peak_memory_mb(device),
-            curve=curve.record() if curve is not None else None,
-        )
-        rd.write_record(record)
-    return record
+        return execute(cfg, rd, on_epoch_end, train, weights)

@@ -7,9 +7,13 @@ from __future__ import annotations
 
 import io
 import json
+import pickle
+import shutil
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import torch
 
 from con2.atomic import atomic_path, write_bytes_atomic
 from con2.config import SCORING_KEYS, RunConfig, config_diff, load_config
@@ -21,7 +25,6 @@ if TYPE_CHECKING:
 
 def copy_checkpoint(src: Path, dst: Path) -> None:
     """Copy a checkpoint file atomically (``con2 evaluate --out``)."""
-    import shutil
 
     if not src.is_file():
         raise FileNotFoundError(f"no checkpoint at {src}; run `con2 train` for this run directory first")
@@ -31,7 +34,6 @@ def copy_checkpoint(src: Path, dst: Path) -> None:
 
 def save_checkpoint(state: Mapping[str, Any], path: Path) -> None:
     """Write a checkpoint (tensors and plain values only) atomically; a full disk leaves the old one."""
-    import torch
 
     buffer = io.BytesIO()
     torch.save(dict(state), buffer)
@@ -46,9 +48,6 @@ def load_checkpoint(path: Path, device: torch.device | str = "cpu", fix: str | N
     Raises:
         FileNotFoundError: no file; RunDirError: a truncated or corrupt file (names it and the fix).
     """
-    import pickle
-
-    import torch
 
     if not Path(path).is_file():
         raise FileNotFoundError(f"no checkpoint at {path}; run `con2 train` for this run directory first")

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
+from con2.atomic import remove
 from con2.maths.metrics import auroc
 from con2.training.evaluation import scoring_settings
 
@@ -96,7 +97,6 @@ class LearningCurve:
         final_epoch: int,
         resume: bool,
     ) -> None:
-        from con2.atomic import remove
 
         self.cfg, self.method, self.train, self.test = cfg, method, train, test
         self.labels, self.device, self.run_dir = np.asarray(labels), device, run_dir

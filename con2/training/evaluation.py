@@ -58,6 +58,7 @@ from con2.maths.augment import (
     to_float,
 )
 from con2.maths.views import N_UNIFORMS, ViewBatch, apply_views, views_from_uniform
+from con2.training.engine import derived_seed
 
 if TYPE_CHECKING:
     from con2.methods.base import Method
@@ -247,7 +248,6 @@ def csi_image_views(
     Image ``i``'s views come from a generator seeded by ``(seed, context, i)``, from ``params`` with
     the crop scale fixed at :data:`CSI_CROP_SCALE`. Returns one :class:`ImageViews` per view index.
     """
-    from con2.training.engine import derived_seed
 
     params = replace(params, crop_scale=CSI_CROP_SCALE)
     blur = params.blur_p > 0

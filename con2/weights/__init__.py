@@ -1,0 +1,62 @@
+"""Pretrained weights, offline and explicit: the catalogue of known sets (:mod:`con2.weights.catalogue`,
+torch-free) and their finding, checking and loading (:mod:`con2.weights.loading`; torch loads only when
+a file is read). A method reads them as ``from con2 import weights`` then ``weights.resolve(...)``.
+"""
+
+from con2.weights.catalogue import (
+    ENV_DIR,
+    FORMATS,
+    KNOWN,
+    WeightSet,
+    get_set,
+    hf_hub_cache_dir,
+    hub_checkpoint_dir,
+    ijepa_hub_set,
+    stand_in_set,
+)
+from con2.weights.loading import (
+    Resolved,
+    _sha256_cached,
+    build_architecture,
+    cache_dirs,
+    check_state_dict,
+    check_weights_dir,
+    digest_matches,
+    expected_shapes,
+    hf_blob_sha256,
+    load_checked,
+    load_hf_pretrained,
+    load_state_dict,
+    resolve,
+    resolve_all,
+    save_random_weights,
+    sha256_of,
+)
+
+__all__ = [
+    "ENV_DIR",
+    "FORMATS",
+    "KNOWN",
+    "Resolved",
+    "WeightSet",
+    "_sha256_cached",
+    "build_architecture",
+    "cache_dirs",
+    "check_state_dict",
+    "check_weights_dir",
+    "digest_matches",
+    "expected_shapes",
+    "get_set",
+    "hf_blob_sha256",
+    "hf_hub_cache_dir",
+    "hub_checkpoint_dir",
+    "ijepa_hub_set",
+    "load_checked",
+    "load_hf_pretrained",
+    "load_state_dict",
+    "resolve",
+    "resolve_all",
+    "save_random_weights",
+    "sha256_of",
+    "stand_in_set",
+]
