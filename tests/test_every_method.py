@@ -2,7 +2,7 @@
 
 The test is parametrised over the registry when pytest collects it, so a method that registers
 itself (in ``baselines/``, in ``con2/methods/`` or through a ``con2.methods`` entry point) joins
-with no other edit. The last test shows that with the README's example of a new baseline. A
+with no other edit. The last test shows that with the documented example of a new baseline (docs/methods.md). A
 method that needs pretrained weights (``MethodSpec.weights``) trains on random stand-ins of the
 right layout, written to a temporary folder.
 """
@@ -65,7 +65,7 @@ def test_every_registered_method_writes_a_valid_record(name, tiny, tmp_path):
     assert all(w["file"].startswith(str(tmp_path)) and len(w["sha256"]) == 64 for w in used.values())
 
 
-# --- The README's example of way (a): a rotation-prediction baseline as a registered class. -----
+# --- docs/methods.md's example of way (a): a rotation-prediction baseline as a registered class. -
 
 
 @dataclass

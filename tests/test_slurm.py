@@ -1,7 +1,7 @@
 """The SLURM profile against a real SLURM controller: tools/slurm-local's one-node cluster.
 
 The test profile (workflow/config/test.yaml, plus one longer run and a checkpoint every epoch) runs
-with the README's cluster command, `snakemake --workflow-profile workflow/profiles/slurm
+with the documented cluster command (docs/workflow.md), `snakemake --workflow-profile workflow/profiles/slurm
 --configfile ... --default-resources slurm_partition=debug`, and must give every training run its
 own SLURM job, the records of a local run of the same profile (AUROCs and config hashes), and
 survive a job cancelled half-way (`scancel`): retried, resumed from its checkpoint, same numbers.
@@ -51,10 +51,10 @@ def write_profile(wd: Path) -> str:
 
 
 def readme_command(profile: str, partition: str, data_dir: str) -> list[str]:
-    """The README's SLURM command (section "On SLURM"), with this test's profile file, partition and
+    """The documented SLURM command (docs/workflow.md, "On SLURM"), with this test's profile file, partition and
     data folder in place of the paper profile, `gpu` and `/shared/data`: nothing else may differ."""
-    readme = (ROOT / "README.md").read_text()
-    section = readme[readme.index("**On SLURM:**") :]
+    readme = (ROOT / "docs" / "workflow.md").read_text()
+    section = readme[readme.index("## On SLURM") :]
     block = section[section.index("```bash") + len("```bash") : section.index("```", section.index("```bash") + 7)]
     text = block.replace("\\\n", " ")
     line = next(ln for ln in text.splitlines() if ln.startswith("snakemake --workflow-profile workflow/profiles/slurm"))
@@ -129,7 +129,7 @@ def test_the_test_profile_on_slurm_matches_a_local_run_and_survives_scancel(clus
     assert res.returncode == 0, res.stderr[-3000:]
     expected = records(local)
 
-    # The README's cluster command, with the test profile and this cluster's partition.
+    # The documented cluster command (docs/workflow.md), with the test profile and this cluster's partition.
     wd = copy_workflow(tmp_path / "slurm")
     shutil.copy2(local / profile, wd / profile)
     cmd = readme_command(profile, PARTITION, "data")

@@ -873,11 +873,11 @@ def test_a_class_the_dataset_lacks_fails_before_any_job_naming_the_key(tmp_path:
 
 # ------------------------------------------------------------------------------------- the README's baseline
 def readme_block(after: str, lang: str) -> str:
-    """The first fenced ``lang`` block of the README after the line that starts with ``after``."""
-    text = (ROOT / "README.md").read_text()
+    """The first fenced ``lang`` block of docs/methods.md (moved there from the README) after ``after``."""
+    text = (ROOT / "docs" / "methods.md").read_text()
     start = text.index(after)
     m = re.compile(rf"^```{lang}\n(.*?)^```$", re.M | re.S).search(text, start)
-    assert m, f"no ```{lang} block after {after!r} in README.md"
+    assert m, f"no ```{lang} block after {after!r} in docs/methods.md"
     return m.group(1)
 
 
