@@ -32,7 +32,7 @@ from con2.report.paper import load_paper_numbers, paper_value
 from con2.run.records import read_record
 from con2.run.runner import RECORD, run
 
-PAPER_NUMBERS = Path(__file__).resolve().parents[1] / "workflow" / "resources" / "paper_numbers.csv"
+PAPER_NUMBERS = Path(__file__).resolve().parents[1] / "con2" / "resources" / "paper_numbers.csv"
 
 
 def paper_con2() -> float:

@@ -107,7 +107,7 @@ def test_fidelity_table_notes_the_paper_s_own_disagreement_on_its_paper_column()
     alternative-contexts table gives as 81.7 ± 0.9; one note says so."""
     from con2.report.paper import load_paper_numbers
 
-    paper = load_paper_numbers(Path(__file__).resolve().parents[1] / "workflow/resources/paper_numbers.csv")
+    paper = load_paper_numbers(Path(__file__).resolve().parents[1] / "con2/resources/paper_numbers.csv")
     config = {
         "report": {
             "subject": "con2",

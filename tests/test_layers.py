@@ -65,7 +65,9 @@ def imports(path: Path, known: set[str]) -> list[tuple[int, str, bool]]:
         elif node.module is None or node.level:
             names = []
         else:
-            names = [f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in known else node.module for a in node.names]
+            names = [
+                f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in known else node.module for a in node.names
+            ]
         found += [(node.lineno, n, node.lineno in inner) for n in names if n.split(".")[0] in ("con2", "baselines")]
         if not names:
             found.append((node.lineno, "", node.lineno in inner))
@@ -154,7 +156,7 @@ def test_function_level_imports_say_why() -> None:
     on its line (a heavy or optional dependency kept off a light path: torch behind the command line,
     pandas behind the workflow's start, an extra such as transformers)."""
     silent = []
-    for name, path in modules().items():
+    for path in modules().values():
         lines = path.read_text().splitlines()
         tree = ast.parse("\n".join(lines))
         for node in ast.walk(tree):

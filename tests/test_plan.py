@@ -122,7 +122,7 @@ def test_the_throughput_table_is_the_measured_json_lines() -> None:
     derived = []
     for path in sorted(measured.glob("*.jsonl")):
         derived += plan.rates_from_jsonl(path.read_text().splitlines(), path.name)
-    table = plan.read_rates(measured / "throughput.csv")
+    table = plan.read_rates(plan.THROUGHPUT_CSV)  # package data (con2/resources), derived from these lines
     assert len(table) == len(derived) > 0
     for row, ref in zip(table, derived):
         assert (row.device, row.image_size, row.width, row.batch_size, row.views_per_image, row.compile) == (
@@ -195,11 +195,12 @@ def test_a_dataset_without_a_size_is_left_out_and_named(tables: dict[str, Path],
     assert capsys.readouterr().err.startswith("con2: error: nothing to plan: no training-set size for pneumoniamnist")
 
 
-def test_con2_plan_defaults_to_the_default_profile(capsys) -> None:
+def test_con2_plan_defaults_to_the_default_profile(capsys, monkeypatch) -> None:
+    monkeypatch.chdir(ROOT)  # the default profile is the checkout's, read from its root
     assert main(["plan"]) == 0
     out = capsys.readouterr().out
     default = yaml.safe_load((ROOT / "workflow" / "config" / "default.yaml").read_text())
-    assert plan.DEFAULT_PROFILE == ROOT / "workflow" / "config" / "default.yaml"
+    assert plan.DEFAULT_PROFILE == Path("workflow/config/default.yaml") and (ROOT / plan.DEFAULT_PROFILE).is_file()
     left_out = {line.split()[2] for line in out.splitlines() if line.startswith("left out: ")}
     runs = [r for r in expand_grid(default, normal_classes) if r.dataset not in left_out]
     assert out.splitlines()[0].startswith(f"{len(runs):,} training runs on one")

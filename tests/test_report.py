@@ -24,7 +24,7 @@ from con2.report.paper import load_compute_hours, load_paper_numbers, paper_valu
 from con2.run.records import RecordError, read_record, write_record
 
 ROOT = Path(__file__).resolve().parents[1]
-RESOURCES = ROOT / "workflow" / "resources"
+RESOURCES = ROOT / "con2" / "resources"
 
 
 def fake_record(

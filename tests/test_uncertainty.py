@@ -350,7 +350,7 @@ def runs(tmp_path: Path) -> pd.DataFrame:
 def paper() -> pd.DataFrame:
     from con2.report.paper import load_paper_numbers
 
-    return load_paper_numbers(Path(__file__).resolve().parents[1] / "workflow" / "resources" / "paper_numbers.csv")
+    return load_paper_numbers(Path(__file__).resolve().parents[1] / "con2" / "resources" / "paper_numbers.csv")
 
 
 def test_runs_csv_carries_each_runs_interval(runs: pd.DataFrame):

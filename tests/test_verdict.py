@@ -79,7 +79,7 @@ CONFIG = {
 
 @pytest.fixture
 def paper() -> pd.DataFrame:
-    return load_paper_numbers(ROOT / "workflow" / "resources" / "paper_numbers.csv")
+    return load_paper_numbers(ROOT / "con2" / "resources" / "paper_numbers.csv")
 
 
 def test_reproduction_opens_with_a_verdict_per_method_from_the_records(runs, paper) -> None:

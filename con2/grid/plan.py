@@ -10,13 +10,13 @@ training-set sizes and a table of measured throughput; the command reads those a
 - views of a run = images x views per image (encoder passes per training image: CON2 2 per
   context, SimCLR 2, CSI 8, UniCon-HA 8 per aggregated stage, counted as whole passes);
 - GPU-hours = views / the measured views per second of (device, resolution, width, batch) from
-  ``benchmarks/measured/throughput.csv`` (the training step alone: no data preparation, scoring
+  ``con2/resources/throughput.csv`` (the training step alone: no data preparation, scoring
   or checkpoints). A setting without its own measurement takes the same device's measurement at
   the nearest resolution (then the nearest width, then batch), scaled by pixels (views/s x
   measured px^2 / px^2) and by width (x measured width^2 / width^2: a ResNet's FLOPs); the batch
   size is not scaled. Each estimate says how it was obtained.
 - training-set sizes come from the split manifests of prepared data where present (the data
-  cache under ``data_dir``), else from ``workflow/resources/train_set_sizes.csv`` (its sources).
+  cache under ``data_dir``), else from ``con2/resources/train_set_sizes.csv`` (its sources).
 """
 
 from __future__ import annotations
@@ -39,12 +39,12 @@ from con2.data import default_data_dir
 from con2.errors import ConfigError
 from con2.grid.experiments import GridError, expand_grid
 from con2.methods import all_methods
+from con2.resources import resource
 
-REPO = Path(__file__).resolve().parents[2]
-THROUGHPUT_CSV = REPO / "benchmarks" / "measured" / "throughput.csv"
-SIZES_CSV = REPO / "workflow" / "resources" / "train_set_sizes.csv"
-DEFAULT_PROFILE = REPO / "workflow" / "config" / "default.yaml"
-PAPER_HOURS_CSV = REPO / "workflow" / "resources" / "paper_compute_hours.csv"
+THROUGHPUT_CSV = resource("throughput.csv")
+SIZES_CSV = resource("train_set_sizes.csv")
+PAPER_HOURS_CSV = resource("paper_compute_hours.csv")
+DEFAULT_PROFILE = Path("workflow/config/default.yaml")  # the checkout's default profile, from its root
 THROUGHPUT_COLUMNS = (
     "device",
     "image_size",
@@ -385,7 +385,7 @@ def train_sizes(
         if hit is None:
             raise ConfigError(
                 f"no training-set size for {run.dataset} class {run.normal_class}: prepare the data "
-                f"(`con2 data get {run.dataset}`) or add a line to {SIZES_CSV.relative_to(REPO)}"
+                f"(`con2 data get {run.dataset}`) or add a line to {SIZES_CSV}"
             )
         sizes[key] = hit[0]
         where.setdefault(run.dataset, hit[1])
@@ -519,7 +519,10 @@ def load_profile(path: Path) -> dict[str, Any]:
 
     fix = "pass a workflow profile, e.g. workflow/config/paper.yaml"
     if not path.exists():
-        raise ConfigError(f"cannot read --configfile {path}: No such file or directory")
+        where = " (the default profile: run con2 plan from the checkout's root, or pass --configfile)"
+        raise ConfigError(
+            f"cannot read --configfile {path}: No such file or directory{where if path == DEFAULT_PROFILE else ''}"
+        )
     text = read_text_file(path, "--configfile", fix)  # bounded: /dev/zero is refused, not read
     try:
         config = safe_yaml(text, f"--configfile {path}", fix)

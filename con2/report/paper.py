@@ -1,6 +1,6 @@
 """The paper's published numbers and the names that join them to ours.
 
-``workflow/resources/paper_numbers.csv`` (AUROC in percent; columns table, dataset, method,
+``con2/resources/paper_numbers.csv`` (AUROC in percent; columns table, dataset, method,
 family, context, score, auroc_mean, auroc_std; the std is empty where the paper prints a number
 without one: the zero-shot rows and PANDA's) and ``paper_compute_hours.csv`` (GPU hours per
 run) are copies of the spec's files. Our datasets are registry names (``breastmnist``), the

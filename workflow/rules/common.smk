@@ -87,8 +87,8 @@ TABLE_FILES = [f for f in table_targets(REPORT) if Path(f).stem not in SCOPED_TA
 STUDY_FILES = [f for f in table_targets(REPORT) if Path(f).stem in SCOPED_TABLES]
 FIGURE_FILES = figure_targets(REPORT)
 # inputs relative to the working directory, so a moved checkout does not change the input sets
-PAPER_NUMBERS = os.path.relpath(WORKFLOW_DIR / "workflow" / "resources" / "paper_numbers.csv")
-PAPER_HOURS = os.path.relpath(WORKFLOW_DIR / "workflow" / "resources" / "paper_compute_hours.csv")
+PAPER_NUMBERS = os.path.relpath(WORKFLOW_DIR / "con2" / "resources" / "paper_numbers.csv")
+PAPER_HOURS = os.path.relpath(WORKFLOW_DIR / "con2" / "resources" / "paper_compute_hours.csv")
 RUNS_CSV = "results/evaluation/runs.csv"
 SCORE_RUNTIME_CSV = "results/score_runtime/score_runtime.csv"
 GPU_MEASURED = os.path.relpath(WORKFLOW_DIR / "benchmarks" / "measured")
