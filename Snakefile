@@ -47,16 +47,16 @@ include: "workflow/rules/common.smk"
 report: "workflow/report/workflow.rst"
 
 
-# Every name in a path or a shell command matches one pattern (con2.grid.experiments.NAME_PATTERN: no
+# Every name in a path or a shell command matches one pattern (con2.paths.NAME_PATTERN: no
 # slash, no dot, no shell character), checked by the schema and the grid before any job, and here.
 wildcard_constraints:
-    dataset=E.NAME_REGEX,
-    normal_class=E.NAME_REGEX,
-    method=E.NAME_REGEX,
-    variant=E.NAME_REGEX,
-    seed=E.SEED_REGEX,
+    dataset=P.NAME_REGEX,
+    normal_class=P.NAME_REGEX,
+    method=P.NAME_REGEX,
+    variant=P.NAME_REGEX,
+    seed=P.SEED_REGEX,
     size=r"\d+",
-    scope=E.NAME_REGEX,
+    scope=P.NAME_REGEX,
 
 
 rule all:

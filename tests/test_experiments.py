@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from con2 import paths as P
 from con2.config import RUNTIME_KEYS, load_config, make_config
 from con2.errors import ConfigError
 from con2.grid import experiments as E
@@ -155,9 +156,9 @@ def test_grid_extra_methods_and_filters() -> None:
 
 
 def test_record_key_of_a_path() -> None:
-    assert E.record_key("results/runs/digits/0/con2/invert/seed2/record.json") == "digits/0/con2/invert/seed2"
-    assert E.record_key("/x/results/runs/a/b/c/d/seed0/record.json") == "a/b/c/d/seed0"
-    assert E.record_key("results/runs/digits/0/con2/record.json") is None
+    assert P.record_key("results/runs/digits/0/con2/invert/seed2/record.json") == "digits/0/con2/invert/seed2"
+    assert P.record_key("/x/results/runs/a/b/c/d/seed0/record.json") == "a/b/c/d/seed0"
+    assert P.record_key("results/runs/digits/0/con2/record.json") is None
 
 
 def test_check_method_names_a_bad_param_before_any_training() -> None:
@@ -183,7 +184,7 @@ def count_parses(monkeypatch: pytest.MonkeyPatch) -> tuple[Counter, list]:
     loads: list = []
 
     def counted_make(values: dict) -> object:
-        parses[tuple(str(values.get(k)) for k in E.IDENTITY_KEYS)] += 1
+        parses[tuple(str(values.get(k)) for k in P.IDENTITY_KEYS)] += 1
         return make(values)
 
     def counted_load(*args: object, **kwargs: object) -> object:
@@ -214,7 +215,7 @@ def test_the_workflow_parses_each_run_config_once(tmp_path: Path, monkeypatch: p
     parses, loads = count_parses(monkeypatch)
     grid = E.workflow_grid(cfg, normal_classes, own_rules, bool(cfg["strict"]), unknown_class, TABLES)
     hashes = [grid.hashes(), grid.hashes()]  # rules evaluate and evaluate_scope
-    identities = Counter(tuple(str(getattr(r, k)) for k in E.IDENTITY_KEYS) for r in grid.runs)
+    identities = Counter(tuple(str(getattr(r, k)) for k in P.IDENTITY_KEYS) for r in grid.runs)
     assert len(grid.runs) == 1671 and not grid.missing_weights
     assert parses == identities, ([k for k, n in parses.items() if n > 1][:3], len(parses))
     assert loads == []
@@ -269,7 +270,7 @@ def test_every_name_that_becomes_a_path_matches_one_pattern(where: str, edit, va
     edit(cfg, value)
     with pytest.raises(
         E.GridError,
-        match=rf"^{re.escape(where)}.*{re.escape(repr(value))} is not a valid name.*{re.escape(E.NAME_PATTERN)}",
+        match=rf"^{re.escape(where)}.*{re.escape(repr(value))} is not a valid name.*{re.escape(P.NAME_PATTERN)}",
     ):
         E.expand_grid(cfg, lambda d: ["0"])
 
@@ -294,9 +295,9 @@ def test_the_schema_and_the_workflow_use_the_grid_s_one_name_pattern() -> None:
 
     schema = yaml.safe_load((ROOT / "workflow" / "schemas" / "config.schema.yaml").read_text())
     defs = schema["definitions"]
-    assert defs["name"]["pattern"] == defs["class_name"]["pattern"] == E.NAME_PATTERN == f"^{E.NAME_REGEX}$"
+    assert defs["name"]["pattern"] == defs["class_name"]["pattern"] == P.NAME_PATTERN == f"^{P.NAME_REGEX}$"
     for name in ("digits", "muffin-vs-chihuahua", "aquatic_mammals", "0+1", "NORMAL", "k3"):
-        assert E.is_name(name)
+        assert P.is_name(name)
     validator = jsonschema.Draft202012Validator(schema)
     for profile in ("default", "paper", "test"):
         assert not list(validator.iter_errors(load_profile(profile))), profile
@@ -319,7 +320,7 @@ def test_the_schema_and_the_workflow_use_the_grid_s_one_name_pattern() -> None:
             assert errors[0].validator == "pattern"
     snakefile = (ROOT / "Snakefile").read_text()
     for wildcard in ("dataset", "normal_class", "method", "variant", "scope"):
-        assert f"    {wildcard}=E.NAME_REGEX," in snakefile
+        assert f"    {wildcard}=P.NAME_REGEX," in snakefile
 
 
 def test_a_class_the_dataset_lacks_fails_naming_the_key() -> None:
@@ -405,10 +406,10 @@ def test_records_on_disk_counts_only_run_directories(tmp_path: Path) -> None:
     for p in good + other:
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text("{}")
-    runs, others = E.records_on_disk(root)
+    runs, others = P.records_on_disk(root)
     assert runs == sorted(map(str, good)) and sorted(others) == sorted(map(str, other))
-    assert E.record_key(good[1]) == "digits/0/con2/invert/seed12"
-    assert all(E.record_key(p) is None for p in other)
+    assert P.record_key(good[1]) == "digits/0/con2/invert/seed12"
+    assert all(P.record_key(p) is None for p in other)
 
 
 # ----------------------------------------------------------------------------- con2 train --replace-stale

@@ -27,6 +27,7 @@ import pytest
 import yaml
 
 import con2.grid.experiments as E
+import con2.paths as P
 from con2.config import MAX_IMAGE_SIZE, check_size, unknown_encoder
 from con2.errors import ConfigError, DataError
 
@@ -94,7 +95,7 @@ def test_a_name_with_a_trailing_newline_is_refused_by_the_grid_and_by_the_schema
     """`$` accepts a trailing newline; names are matched in full, in Python and in the schema."""
     import jsonschema
 
-    assert E.is_name("inv") and not E.is_name("inv\n") and not E.is_name("0\n")
+    assert P.is_name("inv") and not P.is_name("inv\n") and not P.is_name("0\n")
     with pytest.raises(E.GridError, match="is not a valid name"):
         E.check_name("inv\n", kind)
     cfg = yaml.safe_load((ROOT / TEST_CONFIG).read_text())
@@ -117,9 +118,9 @@ def test_a_name_with_a_trailing_newline_is_refused_by_the_grid_and_by_the_schema
 
 
 def test_run_paths_with_a_trailing_newline_are_no_runs() -> None:
-    assert E.path_identity("r/digits/0/con2/invert/seed0/record.json") is not None
-    assert E.path_identity("r/digits/0/con2/invert/seed0\n/record.json") is None
-    assert E.path_identity("r/digits/0\n/con2/invert/seed0/record.json") is None
+    assert P.path_identity("r/digits/0/con2/invert/seed0/record.json") is not None
+    assert P.path_identity("r/digits/0/con2/invert/seed0\n/record.json") is None
+    assert P.path_identity("r/digits/0\n/con2/invert/seed0/record.json") is None
 
 
 # ------------------------------------------------------------------------------------------ 1: profile text
@@ -357,7 +358,7 @@ def test_a_symlink_loop_under_the_runs_finds_each_record_once(tmp_path: Path) ->
     elsewhere.mkdir(parents=True)
     (elsewhere / "record.json").write_text("{}")
     (runs / "digits" / "1").symlink_to(tmp_path / "elsewhere" / "digits" / "1")  # runs kept on another disk
-    found, others = E.records_on_disk(runs)
+    found, others = P.records_on_disk(runs)
     assert found == [str(run / "record.json"), str(runs / "digits" / "1" / "con2" / "invert" / "seed0" / "record.json")]
     assert others == []
 

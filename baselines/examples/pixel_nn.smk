@@ -11,7 +11,7 @@
 import sys
 from pathlib import Path
 
-from con2.grid.experiments import NAME_REGEX, SEED_REGEX
+from con2.paths import NAME_REGEX, SEED_REGEX
 
 _PIXEL_NN_PROGRAM = Path(workflow.current_basedir) / "pixel_nn.py"
 

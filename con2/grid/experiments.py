@@ -14,9 +14,8 @@ the workflow's ``run_config`` job writing ``results/configs/<key>.<hash>.yaml``)
 parse per run in the Snakefile's process. ``con2 train --config`` reads that file (one parse in
 the job's process); the config never travels as strings.
 
-This module also owns the workflow's path conventions (where a run's record, config, log and
-benchmark live) and the one pattern every name in them matches (:data:`NAME_PATTERN`). Nothing
-here reads data: the caller passes the registry's ``normal_classes``.
+The workflow's path conventions and the name pattern live in :mod:`con2.paths`. Nothing here reads
+data: the caller passes the registry's ``normal_classes``.
 
 Example:
     >>> cfg = {
@@ -38,7 +37,6 @@ from __future__ import annotations
 import copy
 import functools
 import json
-import os
 import re
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping
@@ -53,26 +51,7 @@ from con2.atomic import atomic_path
 from con2.config import RUNTIME_KEYS, RunConfig
 from con2.errors import ConfigError, WeightsMissing
 from con2.methods import validate_run
-
-RUNS_ROOT = "results/runs"
-CONFIGS_ROOT = "results/configs"
-BENCH_ROOT = "results/benchmarks/train"
-LOG_ROOT = "results/logs/train"
-DATA_ROOT = "results/data"
-RUN_PATTERN = "{dataset}/{normal_class}/{method}/{variant}/seed{seed}"
-IDENTITY_KEYS = ("dataset", "normal_class", "method", "variant", "seed")
-
-# The one pattern of every name that becomes a wildcard, a path component and a shell word: a
-# dataset, normal class, method or variant (a run key is four of them and ``seed<k>``). A letter or
-# digit first, then letters, digits, '_', '+' (a '+'-list of classes) and '-': no '/', no '.', so no
-# '..', no space and no shell character. The workflow's schema (workflow/schemas/config.schema.yaml,
-# ``definitions.name``) and its wildcard constraints use the same pattern (a test compares them).
-NAME_REGEX = r"[A-Za-z0-9][A-Za-z0-9_+-]{0,99}"
-NAME_PATTERN = f"^{NAME_REGEX}$"
-SEED_REGEX = r"\d{1,9}"
-CONFIG_HASH_REGEX = r"[0-9a-f]{16}"
-_NAME = re.compile(NAME_REGEX)  # matched in full (re.fullmatch): '$' would accept a trailing newline
-_SEED_DIR = re.compile(f"seed({SEED_REGEX})")
+from con2.paths import BENCH_ROOT, NAME_PATTERN, RUNS_ROOT, config_file_of, is_name, run_key
 
 
 class GridError(ValueError):
@@ -84,11 +63,6 @@ class GridError(ValueError):
 # where `...`_ is a link): '<' (an HTML tag, '</script>'), '`' (reST links, Markdown code) and control
 # characters (a line break in a name, a title, a log line). ('>' alone opens nothing: "0->1" stays.)
 UNSAFE_TEXT = re.compile(r"[<`\x00-\x1f\x7f]")
-
-
-def is_name(value: Any) -> bool:
-    """True for a string that matches :data:`NAME_PATTERN` (safe as a path component and a shell word)."""
-    return isinstance(value, str) and _NAME.fullmatch(value) is not None
 
 
 def check_profile_text(config: Any, where: str = "") -> None:
@@ -202,75 +176,6 @@ class Run:
     def config_hash(self) -> str:
         """:meth:`RunConfig.config_hash` of the run (what its record will hold; computed once)."""
         return self.run_config.config_hash()
-
-
-def run_key(dataset: str, normal_class: str, method: str, variant: str, seed: int | str) -> str:
-    return RUN_PATTERN.format(dataset=dataset, normal_class=normal_class, method=method, variant=variant, seed=seed)
-
-
-def config_file_of(key: str, config_hash: str) -> str:
-    """Where the resolved config of run ``key`` with hash ``config_hash`` is written."""
-    return f"{CONFIGS_ROOT}/{key}.{config_hash}.yaml"
-
-
-def path_identity(path: str | Path) -> dict[str, Any] | None:
-    """``{dataset, normal_class, method, variant, seed}`` that a ``.../<dataset>/<class>/<method>/
-    <variant>/seed<k>/record.json`` path spells, or None for a path of another shape (a copied
-    ``seed0.bak``, a name outside :data:`NAME_PATTERN`)."""
-    parts = Path(path).parts
-    if len(parts) < 6 or parts[-1] != "record.json":
-        return None
-    *names, seed_dir = parts[-6:-1]
-    seed = _SEED_DIR.fullmatch(seed_dir)
-    if seed is None or not all(is_name(n) for n in names):
-        return None
-    return dict(zip(IDENTITY_KEYS, [*names, int(seed.group(1))], strict=True))
-
-
-def record_key(path: str | Path) -> str | None:
-    """The run key of a ``results/runs/<key>/record.json`` path (relative or absolute), else None
-    (a path that is no run directory of the grid's layout, e.g. a copy named ``seed0.bak``)."""
-    ident = path_identity(path)
-    return None if ident is None else run_key(**ident)
-
-
-def record_files(root: str | Path) -> list[str]:
-    """Every ``record.json`` below ``root`` (sorted; hidden folders skipped, as a glob skips them).
-    A folder is walked once: a symbolic link to a folder already walked, or to one inside ``root``
-    (``ln -s ../.. loop``: a loop, or a second name of the same runs), is not followed, so no record
-    is found twice under another name; links to folders elsewhere are followed."""
-    top = os.path.realpath(root)
-    seen: set[str] = set()
-    out = []
-    for folder, subfolders, files in os.walk(root, followlinks=True):
-        real = os.path.realpath(folder)
-        if real in seen or (folder != str(root) and os.path.islink(folder) and _inside(real, top)):
-            subfolders[:] = []
-            continue
-        seen.add(real)
-        subfolders[:] = sorted(d for d in subfolders if not d.startswith("."))
-        if "record.json" in files:
-            out.append(os.path.join(folder, "record.json"))
-    return sorted(out)
-
-
-def _inside(path: str, top: str) -> bool:
-    return path == top or path.startswith(top.rstrip(os.sep) + os.sep)
-
-
-def records_on_disk(root: str | Path = RUNS_ROOT) -> tuple[list[str], list[str]]:
-    """``(records, others)`` under ``root``: every ``<key>/record.json`` whose path is a run key, and
-    every other ``record.json`` there (a copied ``seed0.bak``, a deeper or shallower folder), which
-    aggregation must not count as a run. Both sorted, each path ``root`` joined with the rest."""
-    found = record_files(root)
-    runs = [p for p in found if len(Path(p).relative_to(root).parts) == 6 and record_key(p) is not None]
-    kept = set(runs)
-    return runs, [p for p in found if p not in kept]
-
-
-def data_marker(dataset: str, size: int) -> str:
-    """The workflow's summary of one dataset prepared at one size (``prepare_data``'s output)."""
-    return f"{DATA_ROOT}/{dataset}/{size}px.json"
 
 
 def deep_merge(base: Mapping[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:
@@ -682,10 +587,6 @@ def workflow_grid(
     cli_methods = frozenset({r.method for r in runs} - set(own_rule_methods))
     check_run_methods([r for r in runs if r.method in cli_methods])
     return WorkflowGrid(runs, missing, cli_methods)
-
-
-# ------------------------------------------------------------------------------------------ rule-based methods
-RULE_METHODS_DIR = "workflow/rules/methods"  # the workflow includes every <method>.smk here (and `extra_rules`)
 
 
 def rule_file_methods(paths: Iterable[str | Path]) -> dict[str, dict[str, str]]:

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from con2.grid.experiments import data_marker
+from con2.paths import data_marker
 
 UNAVAILABLE = "con2 workflow: unavailable: "  # prefix of the line prepare_data logs when it fails (strict)
 

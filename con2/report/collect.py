@@ -207,7 +207,7 @@ def path_problem(record: Mapping[str, Any], path: str | Path, runs_root: str | P
     another seed. With ``runs_root`` every path must have that shape; without it only paths that
     have it are checked against the record.
     """
-    from con2.grid.experiments import path_identity, run_key
+    from con2.paths import path_identity, run_key
 
     ident = path_identity(path)
     full = Path(os.path.abspath(path))

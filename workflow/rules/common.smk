@@ -12,6 +12,7 @@ from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
 
+from con2 import paths as P  # where runs, configs, logs live; the name pattern
 from con2.grid import experiments as E
 from con2.config import RUNTIME_KEYS
 from con2.report.artefacts import FIGURES, TABLES, figure_targets, table_targets
@@ -79,7 +80,7 @@ RUN_INDEX = E.run_index(RUNS)
 DATA_TARGETS = E.data_targets(RUNS)
 # every record on disk when the workflow starts (aggregation reads all of them, not only the grid's),
 # and the record.json files whose folders are not a run key (a copied seed0.bak): never a run
-RECORDS_ON_DISK, NOT_RUN_RECORDS = E.records_on_disk()
+RECORDS_ON_DISK, NOT_RUN_RECORDS = P.records_on_disk()
 
 REPORT = config.get("report") or {}
 SCOPED_TABLES = list(REPORT.get("scopes") or {})  # studies: built when named (or by `snakemake studies`)
@@ -94,7 +95,7 @@ SCORE_RUNTIME_CSV = "results/score_runtime/score_runtime.csv"
 GPU_MEASURED = os.path.relpath(WORKFLOW_DIR / "benchmarks" / "measured")
 SUMMARY_CSV = "results/evaluation/summary.csv"
 SKIPPED_CSV = "results/evaluation/skipped.csv"  # the records evaluate left out: file, problem, fix
-DATA_STATUS = f"{E.DATA_ROOT}/status.json"
+DATA_STATUS = f"{P.DATA_ROOT}/status.json"
 
 
 def run_of(wildcards, method=None):
@@ -102,7 +103,7 @@ def run_of(wildcards, method=None):
     method = method or getattr(wildcards, "method", None)
     if method is None:
         raise WorkflowError("this rule's output has no {method} wildcard: use data_marker_for('<method>') / run_settings_for('<method>')")
-    key = E.run_key(wildcards.dataset, wildcards.normal_class, method, wildcards.variant, wildcards.seed)
+    key = P.run_key(wildcards.dataset, wildcards.normal_class, method, wildcards.variant, wildcards.seed)
     try:
         return RUN_INDEX[key]
     except KeyError:
@@ -128,7 +129,7 @@ def run_config_text(wildcards, output):
 def data_marker(wildcards, method=None):
     """The prepare_data output a run needs (ancient: re-checking the data never retrains)."""
     run = run_of(wildcards, method)
-    return ancient(E.data_marker(run.dataset, run.data_size))
+    return ancient(P.data_marker(run.dataset, run.data_size))
 
 
 def data_marker_for(method):
@@ -167,7 +168,7 @@ def data_check(wildcards):
     """prepare_data's params: what its outcome depends on. A dataset found ready keeps the value it
     was checked with (never re-checked, so never a rerun); a skipped one is checked again when
     data_dir, download or strict change or when its files appear on disk (`con2 data get`)."""
-    marker = Path(E.data_marker(wildcards.dataset, wildcards.size))
+    marker = Path(P.data_marker(wildcards.dataset, wildcards.size))
     if marker.is_file():
         try:
             found = json.loads(marker.read_text())

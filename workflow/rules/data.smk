@@ -8,7 +8,7 @@ rule prepare_data:
     """Find, verify and prepare one dataset at one size (downloading it where allowed), or skip it."""
     localrule: True
     output:
-        summary=E.data_marker("{dataset}", "{size}"),
+        summary=P.data_marker("{dataset}", "{size}"),
     params:
         check=data_check,
     log:
@@ -25,7 +25,7 @@ checkpoint data_status:
     """Which datasets of the grid are ready and which were skipped: the runs to train follow from it."""
     localrule: True
     input:
-        [E.data_marker(d, s) for d, s in DATA_TARGETS],
+        [P.data_marker(d, s) for d, s in DATA_TARGETS],
     output:
         DATA_STATUS,
     log:

@@ -8,7 +8,7 @@
 # this way are those of every method without its own rule file (see workflow/rules/methods/). The
 # run's log gets everything, one line per epoch (`tail -f` it); the console gets two lines per run:
 # the first epoch's line with the run's ETA, and the result. Every path and value in
-# the shell command is quoted (`:q`), and every name in it matches con2.grid.experiments.NAME_PATTERN.
+# the shell command is quoted (`:q`), and every name in it matches con2.paths.NAME_PATTERN.
 
 
 rule run_config:
@@ -18,16 +18,16 @@ rule run_config:
     A shell job (a `run:` job would start a Snakemake process per run); the file appears whole."""
     localrule: True
     output:
-        config=E.config_file_of(E.RUN_PATTERN, "{config_hash}"),
+        config=P.config_file_of(P.RUN_PATTERN, "{config_hash}"),
     params:
         text=run_config_text,
     log:
-        f"results/logs/configs/{E.RUN_PATTERN}.{{config_hash}}.log",
+        f"results/logs/configs/{P.RUN_PATTERN}.{{config_hash}}.log",
     message:
         "config of {wildcards.dataset}/{wildcards.normal_class} {wildcards.method}/{wildcards.variant} seed {wildcards.seed}"
     wildcard_constraints:
         method=method_regex(CLI_METHODS),
-        config_hash=E.CONFIG_HASH_REGEX,
+        config_hash=P.CONFIG_HASH_REGEX,
     conda:
         "../envs/con2.yaml"
     shell:
@@ -41,14 +41,14 @@ rule train:
         config=run_config_file,
         data=data_marker,
     output:
-        record=f"{E.RUNS_ROOT}/{E.RUN_PATTERN}/record.json",
+        record=f"{P.RUNS_ROOT}/{P.RUN_PATTERN}/record.json",
     params:
         runtime=runtime_set,
         run_dir=lambda wildcards, output: os.path.dirname(output.record),
     log:
-        f"{E.LOG_ROOT}/{E.RUN_PATTERN}.log",
+        f"{P.LOG_ROOT}/{P.RUN_PATTERN}.log",
     benchmark:
-        f"{E.BENCH_ROOT}/{E.RUN_PATTERN}.tsv"
+        f"{P.BENCH_ROOT}/{P.RUN_PATTERN}.tsv"
     message:
         "train {wildcards.dataset}/{wildcards.normal_class} {wildcards.method}/{wildcards.variant} seed {wildcards.seed}"
     wildcard_constraints:

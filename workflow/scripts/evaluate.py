@@ -24,7 +24,7 @@ def main() -> None:
     import pandas as pd
 
     from con2.atomic import atomic_path
-    from con2.grid.experiments import BENCH_ROOT, RUNS_ROOT, record_key
+    from con2.paths import BENCH_ROOT, RUNS_ROOT, record_key
     from con2.report.collect import collect_valid_runs, summarize
 
     grid = dict(snakemake.params.grid)  # run key -> config hash (None: a method that keeps none)
