@@ -17,7 +17,7 @@ from snakemake.exceptions import WorkflowError
 from snakemake.utils import min_version, validate
 
 from con2.data import default_data_dir
-from con2.grid.experiments import GridError, check_profile_size
+from con2.grid.checks import GridError, check_profile_size
 
 min_version("9.0")
 

@@ -24,10 +24,10 @@ from typing import TextIO
 from con2.cli.common import error_message, run_command
 from con2.cli.contexts import add_contexts_subcommand
 from con2.cli.data import add_data_subcommands
+from con2.cli.plan import add_plan_subcommand
 from con2.config import EVALUATE_RUNTIME_KEYS, SCORING_KEYS, RunConfig, load_config, parse_override, read_yaml_mapping
 from con2.errors import Con2Error, ConfigError, RunDirError
 from con2.grid.experiments import rule_file_methods
-from con2.grid.plan import add_plan_subcommand
 from con2.methods import all_methods, get_spec
 from con2.paths import RULE_METHODS_DIR
 from con2.run.rundir import RunDir

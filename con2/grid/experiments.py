@@ -37,7 +37,6 @@ from __future__ import annotations
 import copy
 import functools
 import json
-import re
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -50,73 +49,9 @@ from con2 import config as run_configs  # make_config through the module: one pl
 from con2.atomic import atomic_path
 from con2.config import RUNTIME_KEYS, RunConfig
 from con2.errors import ConfigError, WeightsMissing
+from con2.grid.checks import GridError, check_name, check_profile_size, check_profile_text
 from con2.methods import validate_run
-from con2.paths import BENCH_ROOT, NAME_PATTERN, RUNS_ROOT, config_file_of, is_name, run_key
-
-
-class GridError(ValueError):
-    """The profile config names something that does not exist; the message names the key."""
-
-
-# Characters no string of a profile may hold: every value reaches a rule's params (Snakemake's HTML
-# report embeds them as JSON in a <script> element), a table's notes or the report's text (reST,
-# where `...`_ is a link): '<' (an HTML tag, '</script>'), '`' (reST links, Markdown code) and control
-# characters (a line break in a name, a title, a log line). ('>' alone opens nothing: "0->1" stays.)
-UNSAFE_TEXT = re.compile(r"[<`\x00-\x1f\x7f]")
-
-
-def check_profile_text(config: Any, where: str = "") -> None:
-    """Refuse a profile whose keys or strings hold an :data:`UNSAFE_TEXT` character, naming the key.
-    Walks the whole profile (call :func:`check_profile_size` first: a YAML bomb is refused there).
-
-    Raises:
-        GridError: naming the key (``run.encoder``), the value and the character.
-    """
-    if isinstance(config, dict):
-        items: Iterable[tuple[str, Any]] = [(f"{where}.{k}" if where else str(k), v) for k, v in config.items()]
-        for key in config:
-            _safe_text(key, f"{where or 'the profile'}: the key")
-    elif isinstance(config, (list, tuple)):
-        items = [(f"{where}[{i}]", v) for i, v in enumerate(config)]
-    else:
-        _safe_text(config, where)
-        return
-    for key, value in items:
-        check_profile_text(value, key)
-
-
-def _safe_text(value: Any, where: str) -> None:
-    """:class:`GridError` if ``value`` is a string holding an :data:`UNSAFE_TEXT` character."""
-    found = UNSAFE_TEXT.search(value) if isinstance(value, str) else None
-    if found:
-        raise GridError(
-            f"{where}: {value[:80]!r} holds {found.group()!r}: a profile's text reaches the report (HTML) and the "
-            "tables (Markdown), so '<', '`' and control characters (line breaks, tabs) are refused; "
-            "remove them from the profile"
-        )
-
-
-def check_profile_size(config: Any) -> None:
-    """Refuse a profile that expands to more values than any profile holds (nested YAML aliases):
-    :func:`con2.config.check_size`, as a :class:`GridError`. Call it before anything walks, prints
-    or hashes the profile (the schema check prints it)."""
-    try:
-        run_configs.check_size(config, "the profile", "write the values out, without nested anchors and aliases")
-    except ConfigError as exc:
-        raise GridError(str(exc)) from None
-
-
-def check_name(value: Any, where: str) -> str:
-    """``value`` as a string if it matches :data:`NAME_PATTERN`, else :class:`GridError` naming ``where``
-    (the profile key that sets it) and the pattern."""
-    text = str(value)
-    if not is_name(text):
-        raise GridError(
-            f"{where}: {text!r} is not a valid name: it becomes a path and a shell word, so it must match "
-            f"{NAME_PATTERN} (a letter or digit, then letters, digits, '_', '+' or '-'; no '/', '.', space "
-            "or shell character); rename it in the profile"
-        )
-    return text
+from con2.paths import BENCH_ROOT, RUNS_ROOT, config_file_of, run_key
 
 
 @dataclass(frozen=True)
@@ -492,6 +427,7 @@ def profile_methods(config: Mapping[str, Any]) -> list[str]:
     return sorted({m for exp in (config.get("experiments") or {}).values() for m in method_variants(exp, extra)})
 
 
+@dataclass(frozen=True)
 def check_report(config: Mapping[str, Any], tables: Collection[str] = ()) -> None:
     """Check the ``report:`` block against the profile: ``subject`` (and each fidelity row's method)
     must be a method of its experiments, every dataset it lists (``medical``, ``natural``,
@@ -537,7 +473,6 @@ def check_report(config: Mapping[str, Any], tables: Collection[str] = ()) -> Non
         known(row.get("variant"), variants, f"fidelity.rows[{i}].variant", "a key of `variants`")
 
 
-@dataclass(frozen=True)
 class WorkflowGrid:
     """The grid as the Snakefile uses it (:func:`workflow_grid`).
 

@@ -1,0 +1,60 @@
+"""``con2 plan``: runs, training images and estimated GPU-hours of a workflow profile, before it starts
+(the arithmetic: :mod:`con2.grid.plan`).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from con2.config import read_text_file, safe_yaml, yaml_problem
+from con2.errors import ConfigError
+from con2.grid.plan import DEFAULT_PROFILE, PAPER_HOURS_CSV, SIZES_CSV, THROUGHPUT_CSV, plan_lines
+
+
+def load_profile(path: Path) -> dict[str, Any]:
+    """A workflow profile config (YAML), as Snakemake's ``--configfile`` reads it."""
+
+    fix = "pass a workflow profile, e.g. workflow/config/paper.yaml"
+    if not path.exists():
+        where = " (the default profile: run con2 plan from the checkout's root, or pass --configfile)"
+        raise ConfigError(
+            f"cannot read --configfile {path}: No such file or directory{where if path == DEFAULT_PROFILE else ''}"
+        )
+    text = read_text_file(path, "--configfile", fix)  # bounded: /dev/zero is refused, not read
+    try:
+        config = safe_yaml(text, f"--configfile {path}", fix)
+    except yaml.YAMLError as exc:
+        raise ConfigError(
+            f"--configfile {path} is not valid YAML ({yaml_problem(exc)}). Fix: correct that line"
+        ) from None
+    if not isinstance(config, dict) or "experiments" not in config:
+        raise ConfigError(f"--configfile {path} is not a workflow profile (no `experiments:`); see workflow/config/")
+    return config
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    config = load_profile(Path(args.configfile))
+    tables = Path(args.throughput), Path(args.sizes), Path(args.paper_hours)
+    for line in plan_lines(config, args.device, *tables, Path(args.data_dir) if args.data_dir else None):
+        print(line)
+    return 0
+
+
+def add_plan_subcommand(sub: Any) -> None:
+    """``con2 plan``: registered on the CLI's subparsers."""
+    p = sub.add_parser("plan", help="runs, training images and estimated GPU-hours of a workflow profile")
+    p.add_argument(
+        "--configfile",
+        default=str(DEFAULT_PROFILE),
+        help="a workflow profile (default: workflow/config/default.yaml; the paper's: workflow/config/paper.yaml)",
+    )
+    p.add_argument("--device", default="h200", help="device whose measured throughput to use (default: h200)")
+    p.add_argument("--throughput", default=str(THROUGHPUT_CSV), help="measured throughput table (CSV)")
+    p.add_argument("--sizes", default=str(SIZES_CSV), help="training-set sizes where no manifest exists (CSV)")
+    p.add_argument("--paper-hours", default=str(PAPER_HOURS_CSV), help="the paper's GPU-hours per run (CSV)")
+    p.add_argument("--data-dir", help="where prepared data (split manifests) are looked for (default: the workflow's)")
+    p.set_defaults(func=cmd_plan)
