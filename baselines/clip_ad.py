@@ -18,6 +18,8 @@ the model is open_clip's architecture with QuickGELU, every state-dict key and s
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
@@ -28,8 +30,11 @@ from con2 import weights
 from con2.methods.spec import MethodSettings
 from con2.training.evaluation import Scorer, ScoringSpec
 
+if TYPE_CHECKING:  # open_clip is optional, imported where a model is built (untyped: Any to mypy)
+    from open_clip import CLIP
 
-def tiny_clip() -> nn.Module:
+
+def tiny_clip() -> CLIP:
     """A 1-block, 32-wide random CLIP (32 px, 8 px patches; OpenAI's tokenizer): the tests' stand-in, never a result."""
     open_clip = require("open_clip", "open_clip_torch", SPEC.name)
     vision = open_clip.model.CLIPVisionCfg(layers=1, width=32, head_width=16, patch_size=8, image_size=32)
@@ -37,7 +42,7 @@ def tiny_clip() -> nn.Module:
     return open_clip.model.CLIP(embed_dim=16, vision_cfg=vision, text_cfg=text, quick_gelu=True)
 
 
-def build_clip(params: ClipADParams) -> nn.Module:
+def build_clip(params: ClipADParams) -> CLIP:
     """The open_clip model of ``params.model`` with its checked pretrained weights loaded (eval mode)."""
     open_clip = require("open_clip", "open_clip_torch", SPEC.name)
     resolved = SPEC.resolve_weights(params)["weights"]
@@ -47,7 +52,7 @@ def build_clip(params: ClipADParams) -> nn.Module:
 
 
 @torch.no_grad()
-def class_embeddings(model: nn.Module, tokenizer, normal: list[str], anomalous: list[str]) -> Tensor:
+def class_embeddings(model: CLIP, tokenizer, normal: list[str], anomalous: list[str]) -> Tensor:
     """``[2, d]``: the normalised mean of each class's normalised prompt embeddings (normal, anomalous)."""
     rows = [
         F.normalize(model.encode_text(tokenizer(texts), normalize=True).mean(0), dim=-1)
@@ -81,6 +86,7 @@ class ClipAD(ZeroShotMethod):
     name = SPEC.name
     Params = ClipADParams
     score_names = SPEC.score_names
+    text: Tensor  # buffer: the class embeddings [2, d]
 
     def __init__(self, cfg: MethodSettings, params: ClipADParams) -> None:
         super().__init__(cfg, params)

@@ -46,7 +46,7 @@ from con2.maths.losses import nt_xent
 from con2.methods.base import Method
 from con2.methods.spec import MethodSettings
 from con2.training.evaluation import ContextFn, Reading, Scorer, ScoringSpec, TestView, tta_plan
-from con2.training.models import projection_head
+from con2.training.models import encoder_dim, projection_head
 
 N_ROTATIONS = 4
 
@@ -169,7 +169,7 @@ class CSI(Method):
 
     def __init__(self, cfg: MethodSettings, params: CSIParams) -> None:
         super().__init__(cfg, params)
-        d = self.encoder.out_dim
+        d = encoder_dim(self.encoder)
         self.head = projection_head(d, d, params.head_dim)
         self.rotation_head = nn.Linear(d, N_ROTATIONS)
         # The random flip happens before the rotation (see the module docstring); the views never flip.

@@ -37,6 +37,7 @@ import copy
 import math
 from collections.abc import Sequence
 from functools import partial
+from typing import TYPE_CHECKING, cast
 
 import torch
 import torch.nn.functional as F
@@ -49,6 +50,10 @@ from con2.maths.scores import nnd_scores
 from con2.methods.base import Method, MethodScores
 from con2.methods.spec import MethodSettings
 from con2.training.evaluation import Scorer, ScoringSpec
+from con2.training.models import encoder_dim
+
+if TYPE_CHECKING:  # timm is imported where a model is built
+    from timm.models.vision_transformer import Block, VisionTransformer
 
 LAYER_NORM = partial(nn.LayerNorm, eps=1e-6)  # I-JEPA's (and timm's ViT) LayerNorm
 
@@ -138,7 +143,7 @@ def sincos_2d(dim: int, grid: int) -> Tensor:
     return torch.cat([one_axis(cols, dim // 2), one_axis(rows, dim // 2)], dim=1).float()
 
 
-def _init_like_ijepa(module: nn.Module, blocks: Sequence[nn.Module]) -> None:
+def _init_like_ijepa(module: nn.Module, blocks: Sequence[Block]) -> None:
     """Truncated-normal (0.02) linear weights, zero biases, and residual projections / sqrt(2 * layer)."""
     for m in module.modules():
         if isinstance(m, nn.Linear):
@@ -147,12 +152,16 @@ def _init_like_ijepa(module: nn.Module, blocks: Sequence[nn.Module]) -> None:
                 nn.init.zeros_(m.bias)
     with torch.no_grad():
         for i, block in enumerate(blocks, start=1):
-            block.attn.proj.weight.div_(math.sqrt(2.0 * i))
-            block.mlp.fc2.weight.div_(math.sqrt(2.0 * i))
+            # timm types Block.attn and Block.mlp as Modules; their output projections are Linear layers
+            attn_proj, mlp_fc2 = cast(nn.Linear, block.attn.proj), cast(nn.Linear, block.mlp.fc2)
+            attn_proj.weight.div_(math.sqrt(2.0 * i))
+            mlp_fc2.weight.div_(math.sqrt(2.0 * i))
 
 
 class Predictor(nn.Module):
     """I-JEPA's ``VisionTransformerPredictor``: context tokens + positioned mask tokens -> target predictions."""
+
+    pos_embed: Tensor  # buffer
 
     def __init__(self, grid: int, embed_dim: int, width: int, depth: int, heads: int) -> None:
         from timm.models.vision_transformer import Block
@@ -161,12 +170,13 @@ class Predictor(nn.Module):
         self.embed = nn.Linear(embed_dim, width)
         self.mask_token = nn.Parameter(torch.zeros(1, 1, width))
         self.register_buffer("pos_embed", sincos_2d(width, grid).unsqueeze(0), persistent=False)
-        self.blocks = nn.Sequential(
-            *[Block(width, heads, mlp_ratio=4.0, qkv_bias=True, norm_layer=LAYER_NORM) for _ in range(depth)]
-        )
+        # timm types norm_layer as a class; it only calls it, as with its own partial LayerNorms
+        norm = cast("type[nn.Module]", LAYER_NORM)
+        blocks = [Block(width, heads, mlp_ratio=4.0, qkv_bias=True, norm_layer=norm) for _ in range(depth)]
+        self.blocks = nn.Sequential(*blocks)
         self.norm = LAYER_NORM(width)
         self.proj = nn.Linear(width, embed_dim)
-        _init_like_ijepa(self, self.blocks)
+        _init_like_ijepa(self, blocks)
         nn.init.trunc_normal_(self.mask_token, std=0.02)
 
     def forward(self, context: Tensor, context_idx: Tensor, target_idx: Sequence[Tensor]) -> Tensor:
@@ -181,7 +191,7 @@ class Predictor(nn.Module):
         return self.proj(self.norm(self.blocks(x))[:, n_ctx:])
 
 
-def build_vit(params: IJepaADParams, cfg: MethodSettings) -> nn.Module:
+def build_vit(params: IJepaADParams, cfg: MethodSettings) -> VisionTransformer:
     """The timm ViT of ``params.backbone`` for the run's input size, I-JEPA-style (see the module docstring).
 
     Maps ``[B, 3, S, S]`` to the average of its final (layer-normed) tokens ``[B, D]``; ``out_dim`` = D.
@@ -209,6 +219,7 @@ def build_vit(params: IJepaADParams, cfg: MethodSettings) -> nn.Module:
     nn.init.zeros_(vit.patch_embed.proj.bias)
     if params.pos_embed == "sincos":
         grid = cfg.image_size // patch
+        assert vit.pos_embed is not None  # timm's default pos_embed="learn" (None only for "none")
         vit.pos_embed.requires_grad_(False)
         with torch.no_grad():
             vit.pos_embed.copy_(sincos_2d(vit.embed_dim, grid).unsqueeze(0))
@@ -216,7 +227,7 @@ def build_vit(params: IJepaADParams, cfg: MethodSettings) -> nn.Module:
     return vit
 
 
-def vit_tokens(vit: nn.Module, x: Tensor, keep: Tensor | None = None) -> Tensor:
+def vit_tokens(vit: VisionTransformer, x: Tensor, keep: Tensor | None = None) -> Tensor:
     """Final tokens of a timm ViT for normalised images ``x [B, 3, S, S]``: ``[B, N, D]``, or only the
     patches ``keep [B, K]`` (dropped right after the position embedding, as I-JEPA's encoder)."""
     t = vit._pos_embed(vit.patch_embed(x))
@@ -250,6 +261,7 @@ class IJepaAD(Method):
     name = SPEC.name
     Params = IJepaADParams
     score_names = SPEC.score_names
+    ema_momentum: Tensor  # buffer
 
     def __init__(self, cfg: MethodSettings, params: IJepaADParams) -> None:
         super().__init__(cfg, params)
@@ -258,13 +270,16 @@ class IJepaAD(Method):
         self.context_encoder = context
         self.target_encoder = copy.deepcopy(context).requires_grad_(False)
         self.encoder = self.target_encoder if params.score_encoder == "target" else self.context_encoder
-        heads = params.predictor_heads or int(context.blocks[0].attn.num_heads)
+        attn = cast("Block", context.blocks[0]).attn  # timm types it as a Module, num_heads as Tensor | Module
+        heads = params.predictor_heads or int(cast(int, attn.num_heads))
         if params.predictor_width % heads:
             raise ConfigError(
                 f"params.predictor_width={params.predictor_width} must be divisible by the predictor's {heads} heads "
                 f"(params.predictor_heads, 0 = the encoder's)"
             )
-        self.predictor = Predictor(self.grid, context.out_dim, params.predictor_width, params.predictor_depth, heads)
+        self.predictor = Predictor(
+            self.grid, encoder_dim(context), params.predictor_width, params.predictor_depth, heads
+        )
         views = ViewParams(crop_scale=params.crop_scale, hflip_p=0.0, jitter_p=0.0, grayscale_p=0.0)
         self.train_views = ViewAugment(self.cfg.image_size, views)
         # momentum of the EMA update owed for the last optimiser step (-1: none owed)

@@ -20,6 +20,7 @@ average-pooled embeddings with the normal training set as the index. Here:
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING, cast
 
 from torch import Tensor, nn
 
@@ -29,6 +30,9 @@ from con2 import weights
 from con2.maths.scores import nnd_scores
 from con2.methods.spec import MethodSettings
 from con2.training.evaluation import Scorer, ScoringSpec
+
+if TYPE_CHECKING:  # transformers is optional, imported where a model is built
+    from transformers import IJepaModel
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
@@ -46,7 +50,7 @@ def tiny_ijepa() -> nn.Module:
 class PooledIJepa(nn.Module):
     """Harness inputs -> the model's preprocessing -> ``IJepaModel`` -> mean over tokens ``[B, d]``."""
 
-    def __init__(self, model: nn.Module, prep: PretrainedInput) -> None:
+    def __init__(self, model: IJepaModel, prep: PretrainedInput) -> None:
         super().__init__()
         self.model = model
         self.prep = prep
@@ -77,8 +81,9 @@ class IJepaZSAD(ZeroShotMethod):
         super().__init__(cfg, params)
         transformers = require("transformers", "transformers", self.name)
         resolved = SPEC.resolve_weights(params)["weights"]
-        model = weights.load_hf_pretrained(resolved, transformers.IJepaModel, "ijepa")
-        prep = preprocessing(resolved.path.parent, int(model.config.image_size))
+        model = cast("IJepaModel", weights.load_hf_pretrained(resolved, transformers.IJepaModel, "ijepa"))
+        # transformers types image_size as int | list | tuple; an I-JEPA config's is one int
+        prep = preprocessing(resolved.path.parent, int(cast(int, model.config.image_size)))
         self.encoder = PooledIJepa(model, prep)
         self.freeze()
 

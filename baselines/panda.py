@@ -86,6 +86,9 @@ class PretrainedEncoder(nn.Module):
     With ``frozen_bn`` the backbone's BatchNorm layers stay in eval mode even when training.
     """
 
+    mean: Tensor  # buffers [1, 3, 1, 1]
+    std: Tensor
+
     def __init__(self, backbone: nn.Module, out_dim: int, frozen_bn: bool) -> None:
         super().__init__()
         self.backbone = backbone
@@ -113,6 +116,9 @@ class Panda(Method):
     name = SPEC.name
     Params = PandaParams
     score_names = SPEC.score_names
+    encoder: PretrainedEncoder  # replaces the base class's encoder in __init__
+    centre: Tensor  # buffers: the centre [d] and whether it is computed yet
+    centre_ready: Tensor
 
     def __init__(self, cfg: MethodSettings, params: PandaParams) -> None:
         super().__init__(cfg, params)

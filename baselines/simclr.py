@@ -28,7 +28,7 @@ from con2.maths.scores import knn_scores, mahalanobis_scores
 from con2.methods.base import Method
 from con2.methods.spec import MethodSettings
 from con2.training.evaluation import Scorer, ScoringSpec
-from con2.training.models import projection_head
+from con2.training.models import encoder_dim, projection_head
 
 
 class SimCLR(Method):
@@ -40,7 +40,7 @@ class SimCLR(Method):
 
     def __init__(self, cfg: MethodSettings, params: SimCLRParams) -> None:
         super().__init__(cfg, params)
-        d = self.encoder.out_dim
+        d = encoder_dim(self.encoder)
         self.head = projection_head(d, d, params.head_dim)
 
     def training_loss(self, images: Tensor, progress: float) -> dict[str, Tensor]:

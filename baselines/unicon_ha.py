@@ -55,6 +55,7 @@ instead of SGD with lr 0.01 for 2048 epochs.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Protocol, cast
 
 import torch
 import torch.nn.functional as F
@@ -68,9 +69,18 @@ from con2.maths.scores import nnd_scores
 from con2.methods.base import Method
 from con2.methods.spec import MethodSettings
 from con2.training.evaluation import Scorer, ScoringSpec
-from con2.training.models import projection_head
+from con2.training.models import encoder_dim, projection_head
 
 N_STAGES = 4
+
+
+class Staged(Protocol):
+    """An encoder with timm's ``forward_intermediates`` (feature maps after the stages ``indices``, 1-based),
+    which a Module's attributes do not declare; called with ``intermediates_only=True``: the maps alone."""
+
+    def forward_intermediates(
+        self, x: Tensor, indices: list[int], *, stop_early: bool = ..., intermediates_only: bool = ...
+    ) -> list[Tensor]: ...
 
 
 def soft_weights(z: Tensor, weight_temperature: float) -> Tensor:
@@ -199,7 +209,7 @@ def stage_shapes(encoder: nn.Module, image_size: int) -> list[tuple[int, int]]:
     encoder.eval()
     try:
         with torch.no_grad():
-            maps = encoder.forward_intermediates(
+            maps = cast(Staged, encoder).forward_intermediates(
                 torch.zeros(1, 3, image_size, image_size), indices=list(range(1, N_STAGES + 1)), intermediates_only=True
             )
     finally:
@@ -216,7 +226,7 @@ class UniConHA(Method):
 
     def __init__(self, cfg: MethodSettings, params: UniConHAParams) -> None:
         super().__init__(cfg, params)
-        d = self.encoder.out_dim
+        d = encoder_dim(self.encoder)
         self.active = [i for i, lam in enumerate(params.stage_weights, 1) if lam > 0]
         inner = [i for i in self.active if i < N_STAGES]
         if inner and not hasattr(self.encoder, "forward_intermediates"):
@@ -225,7 +235,7 @@ class UniConHA(Method):
                 f"UniCon-HA's aggregation at res{inner} needs; use a ResNet, or params.stage_weights=[0, 0, 0, 1]"
             )
         shapes = stage_shapes(self.encoder, cfg.image_size) if inner else []
-        heads = {f"res{i}": StageHead(shapes[i - 1], shapes[-1], params.head_dim) for i in inner}
+        heads: dict[str, nn.Module] = {f"res{i}": StageHead(shapes[i - 1], shapes[-1], params.head_dim) for i in inner}
         if N_STAGES in self.active:
             heads[f"res{N_STAGES}"] = projection_head(d, d, params.head_dim)
         self.heads = nn.ModuleDict(heads)
@@ -245,7 +255,9 @@ class UniConHA(Method):
         """Eq. 8: ``g_i(res_i(views))`` -> ``[B, p]`` (the encoder runs only up to stage i)."""
         if stage == N_STAGES:
             return self.heads[f"res{stage}"](self.encoder(views))
-        fmap = self.encoder.forward_intermediates(views, indices=[stage], stop_early=True, intermediates_only=True)[0]
+        fmap = cast(Staged, self.encoder).forward_intermediates(
+            views, indices=[stage], stop_early=True, intermediates_only=True
+        )[0]
         return self.heads[f"res{stage}"](fmap)
 
     def training_loss(self, images: Tensor, progress: float) -> dict[str, Tensor]:

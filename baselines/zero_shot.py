@@ -43,6 +43,9 @@ def require(module: str, package: str, method: str) -> ModuleType:
 class PretrainedInput(nn.Module):
     """``[B, 3, S, S]`` normalised to mean = std = 0.5 -> ``[B, 3, size, size]`` as the model expects."""
 
+    mean: Tensor  # buffers [1, 3, 1, 1]
+    std: Tensor
+
     def __init__(self, size: int, mean: Sequence[float], std: Sequence[float]) -> None:
         super().__init__()
         self.size = int(size)

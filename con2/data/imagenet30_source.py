@@ -10,6 +10,7 @@ gives the exact commands to fetch it.
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 from con2.data.base import DatasetMissing
@@ -79,9 +80,8 @@ def locate(data_dir: Path) -> Path:
         for _, folder in SPLITS:
             archive = base / f"{folder}.tar"
             if not (base / folder).is_dir() and archive.is_file():
-                extract_into(
-                    archive, base, "imagenet30", lambda tmp, f=folder: require_dirs("imagenet30", tmp, [f], fix)
-                )
+                check = partial(require_dirs, "imagenet30", relative=[folder], fix=fix)  # check(tmp)
+                extract_into(archive, base, "imagenet30", check)
         if any((base / folder).is_dir() for _, folder in SPLITS):
             require_dirs("imagenet30", base, [rel for _, _, rel in LAYOUT], fix)
             return base

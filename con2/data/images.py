@@ -29,7 +29,7 @@ def _resize_short(img: Image.Image, short: int) -> Image.Image:
         return img
     scale = short / min(w, h)
     new = (max(short, round(w * scale)), max(short, round(h * scale)))
-    return img.resize(new, Image.BILINEAR)
+    return img.resize(new, Image.Resampling.BILINEAR)
 
 
 def _centre_crop(img: Image.Image, size: int) -> Image.Image:
@@ -58,6 +58,6 @@ def preprocess(image: Image.Image | np.ndarray, recipe: str, size: int, channels
     elif recipe == "short_crop":
         img = _centre_crop(_resize_short(img, size), size)
     elif img.size != (size, size):  # resize, or native arrays of another size
-        img = img.resize((size, size), Image.BILINEAR)
+        img = img.resize((size, size), Image.Resampling.BILINEAR)
     out = np.asarray(img, dtype=np.uint8)
     return out[..., None] if out.ndim == 2 else out

@@ -28,21 +28,23 @@ def hash_rank(ids: Sequence[str], seed: int) -> np.ndarray:
     return np.array(sorted(range(len(ids)), key=keys.__getitem__), dtype=np.int64)
 
 
-def holdout_mask(ids: Sequence[str], classes: Sequence[int], test_fraction: float, seed: int) -> np.ndarray:
+def holdout_mask(
+    ids: Sequence[str] | np.ndarray, classes: Sequence[int] | np.ndarray, test_fraction: float, seed: int
+) -> np.ndarray:
     """Boolean ``[N]``: True for the held-out ``round(test_fraction * n_c)`` samples of each class."""
-    classes = np.asarray(classes)
+    classes_a = np.asarray(classes)
     held = np.zeros(len(ids), dtype=bool)
-    for c in np.unique(classes):
-        idx = np.flatnonzero(classes == c)
-        order = hash_rank([ids[i] for i in idx], seed)
+    for c in np.unique(classes_a):
+        idx = np.flatnonzero(classes_a == c)
+        order = hash_rank([ids[int(i)] for i in idx], seed)
         held[idx[order[: int(round(test_fraction * len(idx)))]]] = True
     return held
 
 
 def one_class_split(
-    ids: Sequence[str],
-    splits: Sequence[str],
-    classes: Sequence[int],
+    ids: Sequence[str] | np.ndarray,
+    splits: Sequence[str] | np.ndarray,
+    classes: Sequence[int] | np.ndarray,
     normal: Sequence[int],
     protocol: str,
     seed: int = 0,

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import cast
 
 import torch
 import torch.nn.functional as F
@@ -86,7 +87,7 @@ def _mean_and_scatter(x: Tensor, chunk: int, scale_rows: bool) -> tuple[Tensor, 
     """
     rows = lambda i: F.normalize(x[i : i + chunk].double(), dim=1) if scale_rows else x[i : i + chunk].double()  # noqa: E731
     starts = range(0, len(x), chunk)
-    mean = sum(rows(i).sum(0) for i in starts) / len(x)
+    mean = cast(Tensor, sum(rows(i).sum(0) for i in starts)) / len(x)  # a Tensor: no rows divides 0 by 0
     d = x.shape[1]
     scatter = torch.zeros(d, d, dtype=torch.float64, device=x.device)
     for i in starts:

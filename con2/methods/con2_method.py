@@ -30,6 +30,7 @@ of the identity-view test representations labelled by context.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -43,7 +44,7 @@ from con2.methods.base import Method
 from con2.methods.con2_spec import BEST, FEATURES, SPEC, Con2Params
 from con2.methods.spec import MethodSettings
 from con2.training.evaluation import REFERENCES, ContextFn, Reading, Scorer, ScoringSpec, quantize
-from con2.training.models import projection_head
+from con2.training.models import encoder_dim, projection_head
 
 
 def _unresolved_best(x: Tensor) -> Tensor:
@@ -70,13 +71,14 @@ class Con2(Method):
     def __init__(self, cfg: MethodSettings, params: Con2Params) -> None:
         super().__init__(cfg, params)
         names = multi_context_names(params.n_contexts) if params.n_contexts else list(params.contexts)
-        self.context_choice: dict | None = None  # contexts: [best]: the choice prepare() makes, for the record
+        # contexts: [best]: the choice prepare() makes, for the record
+        self.context_choice: dict[str, object] | None = None
         self.context_names = names
         if names == [BEST]:  # CON2 (Best): the context is chosen from the normal training images in prepare()
-            self.contexts = [lambda x: x, _unresolved_best]
+            self.contexts: list[ContextFn] = [lambda x: x, _unresolved_best]
         else:
             self.contexts = contexts_for(names)  # unknown context names fail here, naming the choices
-        d = self.encoder.out_dim
+        d = encoder_dim(self.encoder)
         self.context_head = projection_head(d, d, params.head_dim)
         self.content_head = projection_head(d, d, params.head_dim)
 
@@ -105,8 +107,9 @@ class Con2(Method):
     def score(self, train: Tensor, test: Tensor, device: torch.device):
         out = super().score(train, test, device)
         if self.context_choice is not None:  # the record says which context `best` chose, and why
-            out.extras["chosen_context"] = self.context_choice["context"]
-            out.extras["context_choice"] = self.context_choice
+            extras: dict[str, Any] = out.extras  # typed dict[str, float] in MethodScores; the record takes any value
+            extras["chosen_context"] = self.context_choice["context"]
+            extras["context_choice"] = self.context_choice
         return out
 
     @property

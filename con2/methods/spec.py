@@ -146,7 +146,7 @@ class MethodSpec:
         }
 
 
-def spec_from_class(cls: type) -> MethodSpec:
+def spec_from_class(cls: type[Method]) -> MethodSpec:
     """A spec read off a method class's attributes (for methods registered as classes)."""
     return MethodSpec(
         name=cls.name,

@@ -9,6 +9,8 @@ no classifier).
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 import torch
 from torch import nn
 
@@ -19,8 +21,10 @@ def _resnet18(width: int, cifar_stem: bool) -> nn.Module:
     """ResNet18 with stage widths (w, 2w, 4w, 8w); timm's stem is fixed at 64 channels, so it is rebuilt."""
     from timm.models.resnet import BasicBlock, ResNet
 
-    model = ResNet(
-        block=BasicBlock,
+    # typed as a Module: timm's ResNet infers conv1/maxpool as Sequential (its first assignment), a Conv2d
+    # or Identity is as valid there
+    model: nn.Module = ResNet(
+        block=BasicBlock,  # type: ignore[arg-type]  # timm annotates `block` as an instance; it takes the class
         layers=(2, 2, 2, 2),
         num_classes=0,
         channels=(width, 2 * width, 4 * width, 8 * width),
@@ -33,7 +37,7 @@ def _resnet18(width: int, cifar_stem: bool) -> nn.Module:
         model.conv1 = nn.Conv2d(3, width, kernel_size=7, stride=2, padding=3, bias=False)
     if width != 64:
         model.bn1 = nn.BatchNorm2d(width)
-        first = model.layer1[0]
+        first = cast(BasicBlock, cast(nn.Sequential, model.layer1)[0])  # added by add_module: untyped
         first.conv1 = nn.Conv2d(width, width, kernel_size=3, stride=1, padding=1, bias=False)
         first.downsample = None
     return model
@@ -56,14 +60,20 @@ def build_encoder(name: str, image_size: int, width: int = 64, cifar_stem_max_si
                 f"unknown encoder {name!r}: use 'resnet18' (width-configurable) or a timm model name "
                 f"(see timm.list_models(), e.g. 'resnet50', 'vit_tiny_patch16_224')"
             )
-        kwargs = {"img_size": image_size} if "vit" in name or "deit" in name else {}
+        kwargs: dict[str, Any] = {"img_size": image_size} if "vit" in name or "deit" in name else {}
         try:
             model = timm.create_model(name, pretrained=False, num_classes=0, **kwargs)
         except TypeError:
             model = timm.create_model(name, pretrained=False, num_classes=0)
     check_input_size(model, name, image_size)
-    model.out_dim = int(model.num_features)  # type: ignore[assignment]
+    # torch types Module attributes as Tensor | Module; out_dim is a plain int (read it with encoder_dim)
+    model.out_dim = int(cast(int, model.num_features))  # type: ignore[assignment]
     return model
+
+
+def encoder_dim(encoder: nn.Module) -> int:
+    """The output size ``d`` of an encoder that stores it as ``out_dim`` (see :func:`build_encoder`)."""
+    return cast(int, encoder.out_dim)  # torch types Module attributes as Tensor | Module
 
 
 def check_input_size(model: nn.Module, name: str, image_size: int) -> None:
