@@ -55,12 +55,15 @@ def test_a_failed_write_names_the_final_path_and_leaves_no_temporary(tmp_path, m
     assert not any(tmp_path.iterdir())
 
 
-def test_lock_is_reentrant_in_one_process_and_exclusive_across_processes(tmp_path):
+def test_lock_is_exclusive_within_and_across_processes(tmp_path):
+    """One writer: runner.run is the one place that locks a run directory, so a second lock, from this
+    process or another, is another writer and stops naming the holder."""
     rd = RunDir(tmp_path / "run")
     with rd.lock():
-        with rd.lock():  # the runner locks inside the CLI's lock
-            pass
-        assert (rd.path / ".lock").exists()
+        with pytest.raises(RunDirError, match="is in use by another writer: pid"):
+            with rd.lock():
+                pass
+        assert (rd.path / ".lock").exists()  # the refused second lock left the first one in place
         probe = subprocess.run(
             [sys.executable, "-c", f"from con2.run.rundir import RunDir\nwith RunDir({str(rd.path)!r}).lock(): pass"],
             capture_output=True,

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from typing import Any, cast
 
 from con2.data import default_data_dir
 from con2.errors import ConfigError
@@ -50,7 +51,8 @@ def cmd_contexts(args: argparse.Namespace) -> int:
             continue
         print(f"{info.name} normal class {data.normal_class}: {choice['n_images']} of {n_train} normal training images")
         print(f"  {'context':10} {'distinctiveness':>16} {'alignment':>10}")
-        for m in choice["measures"]:
+        measures = cast(list[dict[str, Any]], choice["measures"])  # choose_context's documented shape
+        for m in measures:
             mark = "  <- chosen" if m["context"] == choice["context"] else ""
             print(f"  {m['context']:10} {m['distinctiveness']:16.1f} {m['alignment']:10.3f}{mark}")
         print(f"  rule: {choice['rule']} ({choice['seconds']}s)")

@@ -19,7 +19,7 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from con2.cli.common import error_message, run_command
 from con2.cli.contexts import add_contexts_subcommand
@@ -29,6 +29,7 @@ from con2.config import EVALUATE_RUNTIME_KEYS, SCORING_KEYS, RunConfig, load_con
 from con2.errors import Con2Error, ConfigError, RunDirError
 from con2.grid.experiments import rule_file_methods
 from con2.methods import all_methods, get_spec
+from con2.methods.spec import MethodSpec
 from con2.paths import RULE_METHODS_DIR
 from con2.run.rundir import RunDir
 from con2.run.runner import run
@@ -202,11 +203,15 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _method_params(cls: type) -> dict:
-    return {
-        f.name: f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
-        for f in dataclasses.fields(cls.Params)
-    }
+def _method_params(spec: MethodSpec) -> dict[str, Any]:
+    """The defaults of a method's ``Params`` (a field without one is left out)."""
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(spec.Params):
+        if f.default is not dataclasses.MISSING:
+            out[f.name] = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            out[f.name] = f.default_factory()
+    return out
 
 
 def rule_methods(args: argparse.Namespace) -> dict[str, dict[str, str]]:

@@ -427,7 +427,6 @@ def profile_methods(config: Mapping[str, Any]) -> list[str]:
     return sorted({m for exp in (config.get("experiments") or {}).values() for m in method_variants(exp, extra)})
 
 
-@dataclass(frozen=True)
 def check_report(config: Mapping[str, Any], tables: Collection[str] = ()) -> None:
     """Check the ``report:`` block against the profile: ``subject`` (and each fidelity row's method)
     must be a method of its experiments, every dataset it lists (``medical``, ``natural``,
@@ -473,6 +472,7 @@ def check_report(config: Mapping[str, Any], tables: Collection[str] = ()) -> Non
         known(row.get("variant"), variants, f"fidelity.rows[{i}].variant", "a key of `variants`")
 
 
+@dataclass(frozen=True)
 class WorkflowGrid:
     """The grid as the Snakefile uses it (:func:`workflow_grid`).
 

@@ -228,7 +228,7 @@ class RunDir:
         import numpy as np  # lazy: numpy only when features are written
 
         buffer = io.BytesIO()
-        np.savez_compressed(buffer, **arrays)
+        np.savez_compressed(buffer, **arrays)  # type: ignore[arg-type]  # numpy's stub types **kwds as allow_pickle
         write_bytes_atomic(self.features, buffer.getbuffer())
 
     def write_curve(self, points: list[Mapping[str, Any]]) -> None:

@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import torch
@@ -248,8 +249,9 @@ def train_step(
     Never synchronises with the device: the terms stay device tensors. The profiler labels the
     parts ``forward`` (views, encoder, heads, loss), ``backward`` and ``optimizer``.
     """
+    loss_of = cast(Callable[[Tensor, float], dict[str, Tensor]], model.training_loss)  # every method defines it
     with record_function("forward"), torch.autocast(device_type=x.device.type, dtype=torch.bfloat16, enabled=autocast):
-        out = model.training_loss(x, progress)
+        out = loss_of(x, progress)
     with record_function("backward"):
         optimizer.zero_grad(set_to_none=True)
         out["loss"].backward()

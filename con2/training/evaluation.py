@@ -95,7 +95,7 @@ class MethodScores:
     """
 
     scores: dict[str, np.ndarray]
-    extras: dict[str, float] = field(default_factory=dict)
+    extras: dict[str, Any] = field(default_factory=dict)  # numbers; CON2 (Best) adds its chosen context
     arrays: dict[str, np.ndarray] = field(default_factory=dict)  # saved to features.npz
     scoring: dict[str, Any] = field(default_factory=dict)
 
@@ -441,8 +441,8 @@ def score_method(method: Method, train: Tensor, test: Tensor, device: torch.devi
             if scorer.tta:
                 scores[col] = (sums[col] / divisor[col]).float().numpy()
             elif spec.computes(score, reading):
-                f = reading.feature
-                scores[col] = scorer.fn(ident["test", 0][f], ident["train", 0][f], 0).float().cpu().numpy()
+                feat = reading.feature
+                scores[col] = scorer.fn(ident["test", 0][feat], ident["train", 0][feat], 0).float().cpu().numpy()
     scores = {col: scores[col] for col in spec.columns()}
     arrays = {
         f"{split}_context{c}": F.normalize(feats["encoder"], dim=1).cpu().numpy().astype(np.float16)

@@ -46,7 +46,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from con2.errors import ConfigError, WeightsMissing, read_failure
 from con2.weights.catalogue import ENV_DIR, KNOWN, WeightSet, get_set, hf_hub_cache_dir, hub_checkpoint_dir
@@ -220,6 +220,7 @@ def load_state_dict(resolved: Resolved) -> dict[str, Tensor]:
 
     ws, path = resolved.weight_set, resolved.path
     fmt = "safetensors" if path.suffix == ".safetensors" else ws.fmt
+    state: Any  # a state dict, a checkpoint holding one, or whatever the file holds (checked below)
     try:
         if fmt == "safetensors":
             from safetensors.torch import load_file  # lazy: safetensors comes with the optional `pretrained` extra
@@ -290,7 +291,7 @@ def load_checked(resolved: Resolved, expected: Mapping[str, tuple[int, ...]]) ->
     return state
 
 
-def load_hf_pretrained(resolved: Resolved, model_class: type, model_type: str) -> nn.Module:
+def load_hf_pretrained(resolved: Resolved, model_class: Any, model_type: str) -> nn.Module:
     """A ``transformers`` model of ``model_class`` from the folder of ``resolved`` (``config.json`` beside
     the weights), offline. ``ConfigError`` naming the folder and how to get the right one when the
     folder is not a ``model_type`` model or its weights leave parameters missing, unexpected or misshapen."""
@@ -355,7 +356,7 @@ def save_random_weights(set_name: str | WeightSet, path: str | Path, seed: int =
     torch.manual_seed(seed)
     model = build_architecture(ws)
     if ws.fmt == "hf_pretrained":  # a model folder at ``path``: config.json and the weights file
-        model.save_pretrained(path)
+        cast(Any, model).save_pretrained(path)  # a transformers model (hf_pretrained sets build one)
         return Path(path)
     if ws.keys == "parameters":
         state = {k: torch.rand_like(v) for k, v in model.named_parameters()}
