@@ -288,7 +288,7 @@ def table(name: str, folder: Path, fingerprint: str, size: int, data_dir: Path) 
 
 def _torchvision_fetch(tv_class: str, root: Path) -> None:
     """Download and extract with torchvision, which checks the archive's md5 (network boundary)."""
-    import torchvision.datasets
+    import torchvision.datasets  # lazy: torchvision (and torch) only when CIFAR-10 is fetched
 
     getattr(torchvision.datasets, tv_class)(root=str(root), train=True, download=True)
 

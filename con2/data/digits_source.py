@@ -22,7 +22,7 @@ LOCATION = "scikit-learn"
 
 def arrays(size: int) -> tuple[np.ndarray, list[str], np.ndarray]:
     """``(images uint8 [1797, size, size, 1], ids, labels [1797])``."""
-    from sklearn.datasets import load_digits
+    from sklearn.datasets import load_digits  # lazy: scikit-learn only when the digits are loaded
 
     digits = load_digits()
     images = np.clip(digits.images * (255.0 / 16.0), 0, 255).round().astype(np.uint8)[..., None]

@@ -38,7 +38,7 @@ def file_lock(path: Path) -> Iterator[None]:
     """Hold an exclusive advisory lock on ``path`` (POSIX ``flock``; a no-op where unavailable),
     so parallel jobs (Snakemake) do not prepare the same cache at the same time."""
     try:
-        import fcntl
+        import fcntl  # lazy: fcntl is POSIX-only (Windows has no flock): imported where a lock is taken
     except ImportError:  # pragma: no cover - Windows
         yield
         return

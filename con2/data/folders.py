@@ -12,6 +12,7 @@ from pathlib import Path
 from PIL import Image
 
 from con2.data.base import DataError
+from con2.data.cache import SourceTable
 from con2.data.fileops import text_digest
 
 IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff", ".webp"}
@@ -80,7 +81,6 @@ def folder_table(
         recipe, channels: preprocessing (see :mod:`con2.data.images`).
         recursive: also read images in subfolders of each class folder.
     """
-    from con2.data.cache import SourceTable
 
     files: list[Path] = []
     ids, splits, labels = [], [], []

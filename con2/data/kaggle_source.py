@@ -24,10 +24,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from PIL import Image
+
 from con2.data.base import DataError, DatasetMissing
 from con2.data.cache import Found, SourceTable
 from con2.data.fileops import PARTIAL, atomic_path, extract_into, partial_name, remove, text_digest
-from con2.data.folders import folder_table, require_dirs
+from con2.data.folders import fingerprint, folder_table, open_image, require_dirs
 from con2.data.source import DatasetInfo, Source
 from con2.errors import write_failure
 
@@ -266,7 +268,6 @@ def _unpack_train_zip(name: str, outer: Path, final: Path, fix: str) -> None:
 
 def dogs_cats_table(name: str, location: Path, recipe: str, channels: int) -> SourceTable:
     """Dogs vs Cats from ``train/`` or ``train.zip``: ``N < 10000`` trains, the rest tests."""
-    from con2.data.folders import fingerprint, open_image
 
     if location.is_dir():
         files = sorted(p for p in location.iterdir() if DOGS_CATS_RE.match(p.name))
@@ -282,7 +283,6 @@ def dogs_cats_table(name: str, location: Path, recipe: str, channels: int) -> So
         handle: dict[str, zipfile.ZipFile] = {}
 
         def read(i: int):
-            from PIL import Image
 
             zf = handle.setdefault("zf", zipfile.ZipFile(location))
             with zf.open(names[i]) as f, Image.open(io.BytesIO(f.read())) as img:
@@ -306,7 +306,9 @@ def _kaggle_api() -> Any:
     """Import the ``kaggle`` package and authenticate (network boundary; raises SystemExit
     without credentials)."""
     with redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()):  # kaggle prints its own help
-        from kaggle.api.kaggle_api_extended import KaggleApi
+        from kaggle.api.kaggle_api_extended import (
+            KaggleApi,  # lazy: the kaggle package reads credentials on import: only when a download is asked for
+        )
 
         api = KaggleApi()
         api.authenticate()

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
+from con2.data import default_data_dir
 from con2.data.cache import Found, Prepared, SourceTable, cache_dir, images_disagree, load_prepared, prepare
 from con2.data.fileops import PARTIAL, file_lock
 from con2.errors import NO_SPACE, DataError, DatasetMissing, read_failure, write_failure
@@ -84,7 +85,6 @@ def resolve_data_dir(data_dir: str | Path | None) -> Path:
     Raises:
         DataError: the path exists but is not a folder.
     """
-    from con2.data import default_data_dir
 
     d = Path(os.path.abspath(Path(data_dir).expanduser() if data_dir is not None else default_data_dir()))
     if d.exists() and not d.is_dir():

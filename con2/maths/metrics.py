@@ -7,6 +7,8 @@ from collections.abc import Mapping
 import numpy as np
 from sklearn.metrics import roc_auc_score, silhouette_score
 
+from con2.maths.stats import auroc_interval
+
 
 def auroc(labels: np.ndarray, scores: np.ndarray) -> float:
     """AUROC in percent, anomalies (label 1) positive, higher score = more anomalous."""
@@ -27,7 +29,6 @@ def auroc_intervals(labels: np.ndarray, scores: Mapping[str, np.ndarray]) -> dic
     Args:
         labels: ``[M]`` test labels, 1 = anomaly. scores: column -> ``[M]`` scores, higher = more anomalous.
     """
-    from con2.maths.stats import auroc_interval
 
     out: dict[str, dict[str, float | None]] = {}
     for name, s in scores.items():

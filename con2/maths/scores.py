@@ -193,7 +193,7 @@ def mahalanobis_scores(test: Tensor, train: Tensor, n_clusters: int = 1, seed: i
     if n_clusters == 1:
         groups = [train]
     else:
-        from sklearn.cluster import KMeans
+        from sklearn.cluster import KMeans  # lazy: scikit-learn only where features are clustered
 
         tr = torch.cat([standardised(train, i) for i in range(0, len(train), chunk)])
         labels = torch.as_tensor(

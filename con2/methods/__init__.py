@@ -27,7 +27,9 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     if name in ("Method", "MethodScores"):
-        from con2.methods import base
+        from con2.methods import (
+            base,  # lazy: torch: the Method class loads only when a run needs it; specs stay torch-free
+        )
 
         return getattr(base, name)
     raise AttributeError(f"module 'con2.methods' has no attribute {name!r}")

@@ -42,6 +42,7 @@ from con2.maths.metrics import context_silhouette
 from con2.maths.scores import fit_gaussian, lh_scores, nnd_scores
 from con2.methods.base import Method
 from con2.methods.con2_spec import BEST, FEATURES, SPEC, Con2Params
+from con2.methods.contexts import choose_context, uint8_to_unit
 from con2.methods.spec import MethodSettings
 from con2.training.evaluation import REFERENCES, ContextFn, Reading, Scorer, ScoringSpec, quantize
 from con2.training.models import encoder_dim, projection_head
@@ -88,7 +89,6 @@ class Con2(Method):
         split, so no anomaly), before training starts or resumes: the same images, the same choice."""
         if self.context_names != [BEST] and self.context_choice is None:
             return
-        from con2.methods.contexts import choose_context, uint8_to_unit
 
         if self.context_choice is None:
             try:

@@ -42,6 +42,7 @@ import numpy as np
 import torch
 
 from con2.maths.augment import BASE_CONTEXTS, context_fn, normalize
+from con2.training.models import build_encoder
 
 # A context is eligible when a linear probe on random features tells t_C(x) from x with AUROC of
 # at least this (%): the midpoint between chance (50) and perfect separation (100). Chosen a
@@ -108,7 +109,6 @@ def random_features(
     without normalisation collapses most images onto a few directions, and normalising by x and
     t_C(x) together keeps whatever tells them apart. Grayscale is repeated to 3 channels and every
     image resized to :data:`FEATURE_SIZE` (so every dataset is measured at one cost)."""
-    from con2.training.models import build_encoder
 
     x, xc = _check_images(x), _check_images(xc, "t_C(x)")
     if x.shape != xc.shape:
@@ -136,11 +136,14 @@ def distinctiveness(f: np.ndarray, fc: np.ndarray, seed: int = 0, folds: int = 5
     closed form, fast), out-of-fold decision values over ``folds`` folds that keep the two members
     of each pair together, pooled into one AUROC: a context identical to x gives each pair one
     score, so exactly 50."""
-    from sklearn.linear_model import RidgeClassifier
-    from sklearn.metrics import roc_auc_score
-    from sklearn.model_selection import GroupKFold, cross_val_predict
-    from sklearn.pipeline import make_pipeline
-    from sklearn.preprocessing import StandardScaler
+    from sklearn.linear_model import RidgeClassifier  # lazy: scikit-learn only when the assumptions are measured
+    from sklearn.metrics import roc_auc_score  # lazy: scikit-learn only when the assumptions are measured
+    from sklearn.model_selection import (  # lazy: scikit-learn only when the assumptions are measured
+        GroupKFold,
+        cross_val_predict,
+    )
+    from sklearn.pipeline import make_pipeline  # lazy: scikit-learn only when the assumptions are measured
+    from sklearn.preprocessing import StandardScaler  # lazy: scikit-learn only when the assumptions are measured
 
     n = len(f)
     if fc.shape != f.shape:
@@ -164,7 +167,7 @@ def pairwise_distances(f: np.ndarray) -> np.ndarray:
 
 def alignment(f: np.ndarray, fc: np.ndarray) -> float:
     """Spearman correlation of the pairwise distances of ``f`` (x) and ``fc`` (t_C(x)), ``[n, d]`` each."""
-    from scipy.stats import spearmanr
+    from scipy.stats import spearmanr  # lazy: scipy only when the assumptions are measured
 
     if fc.shape != f.shape:
         raise ValueError(f"features of x {f.shape} and of t_C(x) {fc.shape} differ in shape")
@@ -196,7 +199,7 @@ def measure_contexts(
     """:func:`measure_context` of every context (default: every registered base context), on one CPU
     thread (torch's and the BLAS's, restored after): the work is small, and on a shared CPU more
     threads than cores spin instead of computing (4x slower on this project's 2 cores under load)."""
-    from threadpoolctl import threadpool_limits
+    from threadpoolctl import threadpool_limits  # lazy: threadpoolctl only when the assumptions are measured
 
     threads = torch.get_num_threads()
     try:

@@ -19,7 +19,7 @@ from con2.errors import ConfigError
 
 def _resnet18(width: int, cifar_stem: bool) -> nn.Module:
     """ResNet18 with stage widths (w, 2w, 4w, 8w); timm's stem is fixed at 64 channels, so it is rebuilt."""
-    from timm.models.resnet import BasicBlock, ResNet
+    from timm.models.resnet import BasicBlock, ResNet  # lazy: timm (1-2 s to import) only when an encoder is built
 
     # typed as a Module: timm's ResNet infers conv1/maxpool as Sequential (its first assignment), a Conv2d
     # or Identity is as valid there
@@ -53,7 +53,7 @@ def build_encoder(name: str, image_size: int, width: int = 64, cifar_stem_max_si
         cifar = {"resnet18_cifar": True, "resnet18_imagenet": False}.get(name, image_size <= cifar_stem_max_size)
         model = _resnet18(width, cifar)
     else:
-        import timm
+        import timm  # lazy: timm (1-2 s to import) only when an encoder is built
 
         if not timm.is_model(name):
             raise ConfigError(
