@@ -20,7 +20,7 @@ from con2.report.collect import dataset_level, summarize
 from con2.report.format import CELL_NOTE, MISSING, Table, cell
 from con2.report.methods import Methods, method_names
 from con2.report.paper import dataset_label
-from con2.report.tables import headline, main_runs, main_variant, ordered_datasets, report_block
+from con2.report.select import headline, main_runs, main_variant, ordered_datasets, report_block
 from con2.run.records import RecordError, read_record
 
 POINT_KEYS = ["dataset", "normal_class", "method", "variant", "score", "seed", "epoch"]

@@ -27,10 +27,14 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+from matplotlib.container import BarContainer  # noqa: E402
 
+from con2.atomic import atomic_path  # noqa: E402
 from con2.report.artefacts import ReportInputs  # noqa: E402
+from con2.report.curves import curve_frame  # noqa: E402
 from con2.report.methods import method_names  # noqa: E402
 from con2.report.paper import dataset_label  # noqa: E402
+from con2.run.records import RecordError, read_record  # noqa: E402
 
 PCA_MAX_POINTS = 300  # points per group and panel of the PCA figure (report.pca_max_points)
 PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"]
@@ -38,8 +42,6 @@ PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e
 
 def save(fig: plt.Figure, png: str | Path, pdf: str | Path) -> None:
     """Write ``fig`` as PNG (150 dpi) and PDF, each atomically, then close it."""
-    from con2.atomic import atomic_path
-
     with atomic_path(Path(png)) as tmp:
         fig.savefig(tmp, dpi=150, bbox_inches="tight", format="png")
     with atomic_path(Path(pdf)) as tmp:
@@ -79,8 +81,6 @@ def _normal_classes(text: str) -> str:
 def label_bars(ax: plt.Axes, texts: np.ndarray) -> None:
     """Write ``texts[group, series]`` (what each bar averages, ``"1×3"``) inside the foot of each bar
     of :func:`grouped_bars`, in its order; an empty text writes nothing."""
-    from matplotlib.container import BarContainer
-
     bars = [c for c in ax.containers if isinstance(c, BarContainer)]
     for j, container in enumerate(bars):
         for i, patch in enumerate(container.patches):
@@ -138,7 +138,7 @@ def grouped_bars(
 
 def per_class_figure(inputs: ReportInputs, png: str | Path, pdf: str | Path) -> None:
     """Bars of AUROC per normal class of ``inputs.dataset``; ``inputs.table`` is
-    :func:`con2.report.tables.per_class`'s frame (its ``label`` and ``series`` columns name and order
+    :func:`con2.report.per_class.per_class`'s frame (its ``label`` and ``series`` columns name and order
     the bars; ``method (score)`` without them)."""
     table_data, dataset = inputs.table, inputs.dataset
     fig, ax = plt.subplots(figsize=(max(5.0, 0.6 * table_data["normal_class"].nunique() + 2), 3.2))
@@ -297,8 +297,6 @@ def pca_panel(
 def panel_title(run_dir: Path, fallback: str, config: object = None) -> str:
     """``"BreastMNIST (normal: 1), CON2 invert, seed 0"`` from the run's record (the paper's dataset
     name, the method's label), or ``fallback`` when the record cannot be read."""
-    from con2.run.records import RecordError, read_record
-
     try:
         rec = read_record(run_dir / "record.json")
     except (RecordError, OSError):
@@ -351,8 +349,6 @@ def learning_curve_figure(inputs: ReportInputs, png: str | Path, pdf: str | Path
     headline score) with a ± std band where a point averages several seeds; ``inputs.table`` is
     :func:`con2.report.curves.learning_curve`'s frame. A log-2 epoch axis when the epochs span a
     factor of 16 or more (the paper profile's 64..2048)."""
-    from con2.report.curves import curve_frame
-
     series = curve_frame(inputs.table, inputs.dataset)
     fig, ax = plt.subplots(figsize=(5.6, 3.4))
     if not series:
