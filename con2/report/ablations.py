@@ -36,7 +36,7 @@ def _no_subject(name: str, title: str, columns: list[str]) -> Table:
 def nnd_vs_lh(inputs: ReportInputs) -> Table:
     """The subject's scores side by side per dataset (its main variant: the same runs), with the
     paper's where published, and their difference when it has two."""
-    runs, paper, config = inputs.runs, inputs.paper, inputs.config
+    runs, paper, config = inputs.frame("runs"), inputs.frame("paper"), inputs.config
     rep = report_block(config)
     runs = headline(runs)
     subject, names = subject_and_names(runs, config)
@@ -97,7 +97,7 @@ def nnd_vs_lh(inputs: ReportInputs) -> Table:
 def loss_ablation(inputs: ReportInputs) -> Table:
     """The subject's loss ablation: one column per value of its runs' ``loss`` tag (the main
     variant's first, then in the order of the profile's ``variants``), every score, at its main context."""
-    runs, config = inputs.runs, inputs.config
+    runs, config = inputs.frame("runs"), inputs.config
     rep = report_block(config)
     runs = headline(runs)
     subject, names = subject_and_names(runs, config)
@@ -183,7 +183,9 @@ def context_table(
         ),
         datasets,
     )
-    rows, data, midrules = [], [], []
+    rows: list[list[str]] = []
+    data: list[dict[str, Any]] = []
+    midrules: list[int] = []
     for d in shown_ds:
         midrules.append(len(rows))
         for s, label in zip(subject.scores, labels):
@@ -248,7 +250,7 @@ def context_table(
 
 def alt_contexts(inputs: ReportInputs) -> Table:
     """Alternative context augmentations (invert / flip / equalize) on the medical datasets."""
-    runs, paper, config = inputs.runs, inputs.paper, inputs.config
+    runs, paper, config = inputs.frame("runs"), inputs.frame("paper"), inputs.config
     rep = report_block(config)
     natural = set(rep["natural"])
     present = [d for d in dict.fromkeys(runs["dataset"]) if d not in natural] if not runs.empty else []
@@ -266,7 +268,7 @@ def alt_contexts(inputs: ReportInputs) -> Table:
 
 def all_contexts(inputs: ReportInputs) -> Table:
     """All context augmentations and every score on the natural-image datasets."""
-    runs, paper, config = inputs.runs, inputs.paper, inputs.config
+    runs, paper, config = inputs.frame("runs"), inputs.frame("paper"), inputs.config
     rep = report_block(config)
     return context_table(
         "all_contexts",
@@ -282,7 +284,7 @@ def all_contexts(inputs: ReportInputs) -> Table:
 def multi_context(inputs: ReportInputs) -> Table:
     """The multiple-context ablation: AUROC against the number of contexts k of the subject's runs
     (the main variant's k and context, and every run with a larger k)."""
-    runs, config = inputs.runs, inputs.config
+    runs, config = inputs.frame("runs"), inputs.config
     rep = report_block(config)
     runs = headline(runs)
     subject, names = subject_and_names(runs, config)

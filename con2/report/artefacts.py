@@ -21,7 +21,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -37,6 +37,8 @@ FILE_INPUTS: tuple[str, ...] = ("runs", "paper", "hours", "measured", "table", "
 INPUTS: tuple[str, ...] = (*FILE_INPUTS, "panels")
 # inputs a rule may lack (a checkout without benchmarks/measured/): the builder then gets None
 OPTIONAL_INPUTS: frozenset[str] = frozenset({"gpu"})
+# the inputs that are frames (:meth:`ReportInputs.frame`)
+Frame = Literal["runs", "paper", "hours", "measured", "table", "gpu"]
 
 
 @dataclass(frozen=True)
@@ -220,6 +222,17 @@ class ReportInputs:
     def report(self) -> Mapping[str, Any]:
         """The config's ``report`` block ({} without one)."""
         return self.config.get("report") or {}
+
+    def frame(self, name: Frame) -> pd.DataFrame:
+        """The frame ``name`` of a builder that reads it (its entry lists it in ``reads``).
+
+        Raises:
+            ValueError: these inputs lack it (a builder called without an input it reads).
+        """
+        value: pd.DataFrame | None = getattr(self, name)
+        if value is None:
+            raise ValueError(f"a builder reads {name!r}, which these inputs lack (list it in the artefact's reads)")
+        return value
 
     @classmethod
     def load(

@@ -105,7 +105,7 @@ def bound_rows(runs: pd.DataFrame, gpu: pd.DataFrame | None, spec: Mapping[str, 
     out = []
     budgets = [(b, "cpu") for b in spec.get("budgets") or []] + [(b, "gpu") for b in spec.get("gpu") or []]
     for budget, kind in budgets:
-        seeds = {}
+        seeds: dict[str, dict[int, float]] = {}
         for role, _, score in ROLES:
             if role not in budget:
                 seeds[role] = {}

@@ -271,9 +271,9 @@ def collect_valid_runs(
             problem = str(exc).removeprefix(f"{path}: ")
             skipped.append(SkippedRecord(str(path), problem, _fix_broken(str(path))))
             continue
-        problem = path_problem(rec, path, runs_root)
-        if problem:
-            skipped.append(SkippedRecord(str(path), problem, _fix_misplaced(str(path))))
+        misplaced = path_problem(rec, path, runs_root)
+        if misplaced:
+            skipped.append(SkippedRecord(str(path), misplaced, _fix_misplaced(str(path))))
             continue
         rows += record_rows(rec, str(path), (benchmarks or {}).get(str(path)))
     df = pd.DataFrame(rows, columns=RUN_COLUMNS)

@@ -122,6 +122,7 @@ def _paired_class(ref: pd.DataFrame, other: pd.DataFrame, ref_score: str, score:
         labels = sr["label"].to_numpy()
         a.append(so[score].to_numpy(dtype=np.float64))
         b.append(sr[ref_score].to_numpy(dtype=np.float64))
+    assert labels is not None  # seeds is not empty: the loop set it
     res = delong_paired(labels, np.stack(a), np.stack(b))
     return (res, "") if not res.reason else (None, res.reason)
 
@@ -185,7 +186,7 @@ def _p_text(p: float) -> str:
 
 def comparisons(inputs: ReportInputs) -> Table:
     """``comparisons_<dataset>``: each method against the reference on the same test images."""
-    runs, config, dataset = inputs.runs, inputs.config, inputs.dataset
+    runs, config, dataset = inputs.frame("runs"), inputs.config, inputs.dataset
     names = method_names(config, runs)
     ref = reference_pair(config, runs, names)
     frame = compare(runs, config, dataset, names)

@@ -18,7 +18,7 @@ LOADED_CPU_SHARE = 0.8  # a training job that got less of the CPU it asked for r
 def compute_cost(inputs: ReportInputs) -> Table:
     """Compute per run: training and scoring time, peak memory, the load they were measured under;
     extrapolated to the paper's epochs (with a warning when the measurements were taken under load)."""
-    runs, config, hours = inputs.runs, inputs.config, inputs.hours
+    runs, config, hours = inputs.frame("runs"), inputs.config, inputs.hours
     rep = report_block(config)
     dmap = dataset_names(config)
     names = method_names(config, runs)
@@ -153,7 +153,7 @@ def compute_cost(inputs: ReportInputs) -> Table:
 
 def score_runtime(inputs: ReportInputs) -> Table:
     """The score-runtime measurements (from ``workflow/scripts/score_runtime.py``) as a table."""
-    measured = inputs.measured
+    measured = inputs.frame("measured")
     names = method_names()
     rows = []
     for r in measured.to_dict("records"):

@@ -96,7 +96,7 @@ def fidelity_length(inputs: ReportInputs) -> Table:
 
 def fidelity_table(inputs: ReportInputs, name: str, title: str) -> Table:
     """A fidelity-family table from ``report.<name>`` (datasets, reference, rows); see the module docstring."""
-    runs, paper, config = inputs.runs, inputs.paper, inputs.config
+    runs, paper, config = inputs.frame("runs"), inputs.frame("paper"), inputs.config
     spec = (config.get("report") or {}).get(name) or {}
     rows_cfg: list[Mapping[str, Any]] = list(spec.get("rows") or [])
     datasets = [d for d in spec.get("datasets") or [] if d in set(runs["dataset"])] if not runs.empty else []
@@ -153,7 +153,7 @@ def fidelity_table(inputs: ReportInputs, name: str, title: str) -> Table:
     notes = [
         "AUROC (%), mean ± std over training seeds; Δ: difference to the reference row from the rounded values shown."
     ]
-    per_dataset = {}
+    per_dataset: dict[str, set[tuple[int, int]]] = {}
     for d, n, classes in sorted(counts):
         if n:
             per_dataset.setdefault(d, set()).add((n, classes))
@@ -166,10 +166,10 @@ def fidelity_table(inputs: ReportInputs, name: str, title: str) -> Table:
     if missing:
         notes.append(f"Not run yet: {', '.join(missing)}.")
     dmap = dataset_names(config)
-    shown = {(dmap.get(d, d), *target) for d in paper_ds for r in rows_cfg if (target := _target(names, r))}
+    in_column = {(dmap.get(d, d), *target) for d in paper_ds for r in rows_cfg if (target := _target(names, r))}
     table1 = paper[paper["table"] == "table1_medical"]
     keys = table1[["dataset", "method", "score"]].itertuples(index=False, name=None)
-    notes += disagreement_notes(paper, table1[[key in shown for key in keys]])  # the paper column is Table 1's
+    notes += disagreement_notes(paper, table1[[key in in_column for key in keys]])  # the paper column is Table 1's
     frame = pd.DataFrame(
         data,
         columns=[

@@ -16,7 +16,7 @@ def per_class(inputs: ReportInputs) -> Table:
     """AUROC per normal class of one dataset, each method's main variant (mean ± std over seeds), and
     CON2 (Best) (``report.best_variant``) as a method of its own."""
     dataset = inputs.dataset
-    runs, config = with_best_rows(inputs.runs, inputs.config)
+    runs, config = with_best_rows(inputs.frame("runs"), inputs.config)
     rep = report_block(config)
     runs = headline(runs)
     names = method_names(config, runs)

@@ -53,7 +53,7 @@ def _ours_for_paper_row(
 
 def reproduction(inputs: ReportInputs) -> Table:
     """Every published number next to ours and the difference (ours − paper, from the shown values)."""
-    runs, paper, config = inputs.runs, inputs.paper, inputs.config
+    runs, paper, config = inputs.frame("runs"), inputs.frame("paper"), inputs.config
     runs = headline(runs)
     names = method_names(config, runs)
     lacking = {m for m, _ in lacking_weights(config, runs, None)}  # methods left out for want of their weights
@@ -109,7 +109,7 @@ def reproduction(inputs: ReportInputs) -> Table:
         if len(matched)
         else f"**Summary: none of the {len(frame)} published numbers has a counterpart in these runs yet.**"
     ]
-    verdict = verdict_lines(inputs.runs, frame, config, names)  # every reading's column, not only headlines
+    verdict = verdict_lines(inputs.frame("runs"), frame, config, names)  # every reading's column, not only headlines
     lead = [
         *(verdict or ([] if len(matched) else [NOTHING_TO_COMPARE])),
         *verdict_uncertainty_lines(runs, frame, paper, config, names),  # inside/outside, the paper's orderings

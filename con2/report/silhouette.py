@@ -36,7 +36,7 @@ def variant_label(row: Mapping[str, Any], names: Methods, plain_loss: Any = None
 
 def silhouette(inputs: ReportInputs) -> Table:
     """Silhouette of the test representations labelled by context, per dataset and variant (like with like)."""
-    runs, config = inputs.runs, inputs.config
+    runs, config = inputs.frame("runs"), inputs.config
     rep = report_block(config)
     subject, names = subject_and_names(headline(runs), config)
     sel = runs.dropna(subset=["silhouette"]) if not runs.empty else runs

@@ -194,7 +194,7 @@ def method_table(
 
 def table1_medical(inputs: ReportInputs) -> Table:
     """Table 1: AUROC on the medical datasets, every method, the paper's numbers beside ours."""
-    runs, paper, config = inputs.runs, inputs.paper, inputs.config
+    runs, paper, config = inputs.frame("runs"), inputs.frame("paper"), inputs.config
     rep = report_block(config)
     return method_table(
         "table1_medical",
@@ -211,8 +211,8 @@ def table1_medical(inputs: ReportInputs) -> Table:
 def natural_summary(inputs: ReportInputs) -> Table:
     """Natural-image summary: AUROC per dataset (mean over normal classes), the paper's beside ours
     (and CON2 (Best), ``report.best_variant``, as a row of its own)."""
-    paper = inputs.paper
-    runs, config = with_best_rows(inputs.runs, inputs.config)
+    paper = inputs.frame("paper")
+    runs, config = with_best_rows(inputs.frame("runs"), inputs.config)
     rep = report_block(config)
     return method_table(
         "natural_summary",

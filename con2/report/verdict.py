@@ -105,7 +105,7 @@ def verdict_lines(runs: pd.DataFrame, frame: pd.DataFrame, config: Mapping[str, 
                 if budget.below_paper(int(rep["paper_epochs"]))
                 else "at the paper's budget"
             )
-            tried = "every reading tried" if readings else "no reading tried yet"
-            parts.append(f"Unexplained after {tried}: {', '.join(unexplained)}; {cause}.")
+            after = "every reading tried" if readings else "no reading tried yet"
+            parts.append(f"Unexplained after {after}: {', '.join(unexplained)}; {cause}.")
         lines.append(" ".join(parts))
     return [*lines, ""]
