@@ -250,8 +250,8 @@ class ReportInputs:
         """
         import pandas as pd  # lazy: the Snakefile imports this module without pandas
 
-        from con2.report.collect import load_runs  # lazy: pandas
-        from con2.report.paper import load_compute_hours, load_paper_numbers  # lazy: pandas
+        from con2.report.collect import load_runs  # lazy: it imports pandas, which the Snakefile's parse must not
+        from con2.report.paper import load_compute_hours, load_paper_numbers  # lazy: pandas, as above
 
         readers: dict[str, Callable[[str], Any]] = {
             "runs": load_runs,
