@@ -12,7 +12,8 @@ import pytest
 from scipy import stats
 
 from con2.report.artefacts import TABLES, ReportInputs
-from con2.report.bound import bound_rows, paired_interval, read_gpu_lines, verdict_lines
+from con2.report.bound import bound_rows, paired_interval, verdict_lines
+from con2.report.gpu_runs import read_gpu_lines
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEC = {

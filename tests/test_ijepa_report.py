@@ -7,11 +7,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
+from report_fixtures import RESOURCES, collect, fake_record, inputs_of
 from test_ijepa_zsad import caches  # noqa: F401  (fixture: model caches that hold nothing, as on this machine)
-from test_report import RESOURCES, collect, fake_record, inputs_of
 
-from con2.report import tables as T
 from con2.report.paper import load_paper_numbers
+from con2.report.reproduction import reproduction
+from con2.report.summary import table1_medical
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -29,7 +30,7 @@ def test_table1_shows_ijepa_ad_beside_the_paper_and_says_what_the_other_rows_nee
     recs += [fake_record("breastmnist", "1", "ijepa_ad", "default", s, {"nnd": 60.0 + s}, {}, None) for s in range(3)]
     runs = collect(tmp_path, recs)
     paper = load_paper_numbers(RESOURCES / "paper_numbers.csv")
-    t = T.table1_medical(inputs_of(runs, paper, default_profile))
+    t = table1_medical(inputs_of(runs, paper, default_profile))
     rows = {(r[0], r[1]): r[2] for r in t.rows}
     assert rows[("I-JEPA-AD (NND)", "ours")] == "61.0 ± 1.0 [1×3]"
     assert rows[("I-JEPA-AD", "paper")] == "70.4 ± 0.2"  # the paper's row sits under ours
@@ -50,7 +51,7 @@ def test_table1_shows_ijepa_ad_beside_the_paper_and_says_what_the_other_rows_nee
         assert f"{m}: the paper's number only; its code is github.com/{code}: add it as an external program" in notes
     assert "I-JEPA-AD: the paper's number only" not in notes  # it runs here
 
-    rep = T.reproduction(inputs_of(runs, paper, default_profile))
+    rep = reproduction(inputs_of(runs, paper, default_profile))
     by = {(r[0], r[1], r[2]): r for r in rep.rows}
     assert by[("table1_medical", "BreastMNIST", "I-JEPA-AD")][6] == "61.0 ± 1.0 [1×3]"
     assert by[("table1_medical", "BreastMNIST", "I-JEPA-ZSAD")][-1] == "needs weights (Table 1's notes)"
@@ -58,5 +59,5 @@ def test_table1_shows_ijepa_ad_beside_the_paper_and_says_what_the_other_rows_nee
     assert by[("table1_medical", "BreastMNIST", "MVFA")][-1] == "not run"
     clip = runs[runs.method == "ijepa_ad"].assign(method="clip_ad", variant="pretrained", score="clip")
     ran = pd.concat([runs, clip, clip.assign(dataset="pneumoniamnist")])  # on both of the profile's datasets
-    notes = "\n".join(T.table1_medical(inputs_of(ran, paper, default_profile)).notes)
+    notes = "\n".join(table1_medical(inputs_of(ran, paper, default_profile)).notes)
     assert "CLIP-AD (clip_ad" not in notes and "I-JEPA-ZSAD (ijepa_zsad" in notes  # a run that ran needs no note

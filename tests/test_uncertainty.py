@@ -388,12 +388,12 @@ def test_comparisons_table_matches_the_slow_reference_with_holm(runs: pd.DataFra
 
 
 def test_table1_marks_differences_that_hold_and_shows_intervals_on_request(runs: pd.DataFrame, paper):
-    from con2.report import tables as T
     from con2.report.artefacts import ReportInputs
     from con2.report.comparisons import compare
+    from con2.report.summary import table1_medical
 
     holds = compare(runs, CONFIG, "breastmnist").set_index(["method", "score"])["holds"]
-    t = T.table1_medical(ReportInputs(runs=runs, paper=paper, config=CONFIG))
+    t = table1_medical(ReportInputs(runs=runs, paper=paper, config=CONFIG))
     cells = {r[0]: r[2] for r in t.rows if r[1] == "ours"}
     assert cells["CON2 (NND)"].endswith("]")  # the reference is never marked
     for (m, s), held in holds.items():
@@ -405,7 +405,7 @@ def test_table1_marks_differences_that_hold_and_shows_intervals_on_request(runs:
     assert "(" not in cells["CON2 (NND)"].split("]")[-1]  # no interval unless asked
     # report.intervals: the t-interval of the mean over seeds, on a second line in HTML
     config = {"report": {**CONFIG["report"], "intervals": True}}
-    t = T.table1_medical(ReportInputs(runs=runs, paper=paper, config=config))
+    t = table1_medical(ReportInputs(runs=runs, paper=paper, config=config))
     cell = next(r[2] for r in t.rows if r[0] == "CON2 (NND)")
     vals = runs[(runs["method"] == "con2") & (runs["score"] == "nnd")]["auroc"].to_numpy()
     ci = stats.mean_interval([vals])
@@ -421,11 +421,11 @@ def test_table1_marks_differences_that_hold_and_shows_intervals_on_request(runs:
 
 
 def test_verdict_says_inside_or_outside_and_which_orderings_hold(runs: pd.DataFrame, paper):
-    from con2.report import tables as T
     from con2.report.artefacts import ReportInputs
     from con2.report.comparisons import compare
+    from con2.report.reproduction import reproduction
 
-    t = T.reproduction(ReportInputs(runs=runs, paper=paper, config=CONFIG))
+    t = reproduction(ReportInputs(runs=runs, paper=paper, config=CONFIG))
     lead = "\n".join(t.lead)
     con2 = runs[(runs["method"] == "con2") & (runs["score"] == "nnd")]["auroc"].to_numpy()
     ci = stats.mean_interval([con2])
@@ -448,19 +448,21 @@ def test_verdict_says_inside_or_outside_and_which_orderings_hold(runs: pd.DataFr
 
 
 def test_old_records_without_intervals_or_scores_still_aggregate(tmp_path: Path, paper):
-    from con2.report import tables as T
     from con2.report.artefacts import ReportInputs
+    from con2.report.reproduction import reproduction
+    from con2.report.summary import table1_medical
+    from con2.report.tables import build_table
 
     runs = write_runs(tmp_path, with_scores=False, old=True)
     assert runs["auroc_lo"].isna().all() and runs["auroc"].notna().all()
-    table = T.build_table("comparisons", ReportInputs(runs=runs, config=CONFIG, dataset="breastmnist"))
+    table = build_table("comparisons", ReportInputs(runs=runs, config=CONFIG, dataset="breastmnist"))
     assert table.data["reason"].str.contains("no scores.csv").all() and table.data["p"].isna().all()
-    t1 = T.table1_medical(ReportInputs(runs=runs, paper=paper, config=CONFIG))
+    t1 = table1_medical(ReportInputs(runs=runs, paper=paper, config=CONFIG))
     assert not any(c.endswith("†") for r in t1.rows for c in r)
-    assert T.reproduction(ReportInputs(runs=runs, paper=paper, config=CONFIG)).rows
+    assert reproduction(ReportInputs(runs=runs, paper=paper, config=CONFIG)).rows
     # a single seed: no interval of the mean, and the verdict says so instead of inside/outside
     one = write_runs(tmp_path / "one", seeds=(0,))
-    lead = "\n".join(T.reproduction(ReportInputs(runs=one, paper=paper, config=CONFIG)).lead)
+    lead = "\n".join(reproduction(ReportInputs(runs=one, paper=paper, config=CONFIG)).lead)
     assert "no interval of our mean" in lead
 
 

@@ -7,10 +7,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from con2.report import tables as T
 from con2.report.artefacts import ReportInputs
+from con2.report.budget import budget_of
 from con2.report.collect import collect_runs
 from con2.report.paper import load_paper_numbers
+from con2.report.reproduction import reproduction
+from con2.report.summary import table1_medical
+from con2.report.verdict import NOTHING_TO_COMPARE
 from con2.run.records import write_record
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -83,7 +86,7 @@ def paper() -> pd.DataFrame:
 
 
 def test_reproduction_opens_with_a_verdict_per_method_from_the_records(runs, paper) -> None:
-    table = T.reproduction(ReportInputs(runs=runs, paper=paper, config=CONFIG))
+    table = reproduction(ReportInputs(runs=runs, paper=paper, config=CONFIG))
     md = table.markdown()
     lead = "\n".join(table.lead)
     assert md.index("**Verdict**") < md.index("**Summary") < md.index("| Table |")  # the report opens with it
@@ -111,7 +114,7 @@ def test_the_verdict_follows_the_records(runs, paper) -> None:
     runs = runs.copy()
     runs.loc[(runs["variant"] == "content_only"), "auroc"] += 20.0  # content only: 84.6, above the paper's 81.7
     runs["epochs"], runs["image_size"] = 2048, 224
-    lead = "\n".join(T.reproduction(ReportInputs(runs=runs, paper=paper, config=CONFIG)).lead)
+    lead = "\n".join(reproduction(ReportInputs(runs=runs, paper=paper, config=CONFIG)).lead)
     assert "'content only' 84.6 (+2.9 from the paper)" in lead and "the gap closes under that reading" in lead
     assert "at 2048 epochs at 224 px" in lead
     simclr = next(line for line in lead.splitlines() if line.startswith("- **SimCLR (kNN)**"))
@@ -119,7 +122,7 @@ def test_the_verdict_follows_the_records(runs, paper) -> None:
 
 
 def test_table1_states_the_budget_of_ours(runs, paper) -> None:
-    t1 = T.table1_medical(ReportInputs(runs=runs, paper=paper, config=CONFIG))
+    t1 = table1_medical(ReportInputs(runs=runs, paper=paper, config=CONFIG))
     note = next(n for n in t1.notes if n.startswith("Budget of ours"))
     assert note == (
         "Budget of ours: 10 epochs at 28 px, ResNet18 width 16, 3 seeds; "
@@ -127,7 +130,7 @@ def test_table1_states_the_budget_of_ours(runs, paper) -> None:
     )
     runs = runs.copy()
     runs.loc[runs["method"] == "simclr", "epochs"] = 15
-    t1 = T.table1_medical(ReportInputs(runs=runs, paper=paper, config=CONFIG))
+    t1 = table1_medical(ReportInputs(runs=runs, paper=paper, config=CONFIG))
     assert "Budget of ours: 10 epochs (SimCLR 15) at 28 px" in "\n".join(t1.notes)
 
 
@@ -138,8 +141,8 @@ def test_an_empty_verdict_says_what_is_missing_and_the_command(runs, paper, whic
         runs = runs.iloc[0:0]
     else:  # runs of a dataset the paper has no number for
         runs = runs.assign(dataset="digits")
-    lead = T.reproduction(ReportInputs(runs=runs, paper=paper, config=CONFIG)).lead
-    assert lead[0] == T.NOTHING_TO_COMPARE and "snakemake --cores 2 all" in lead[0]
+    lead = reproduction(ReportInputs(runs=runs, paper=paper, config=CONFIG)).lead
+    assert lead[0] == NOTHING_TO_COMPARE and "snakemake --cores 2 all" in lead[0]
     assert lead[-1].startswith("**Summary: none of the") and "0 of the 0" not in " ".join(lead)
     assert not any(line.startswith("**Verdict** (the paper trained") for line in lead)
 
@@ -152,7 +155,7 @@ def test_the_budget_names_methods_that_train_nothing_and_the_machine(runs) -> No
     base = runs.assign(machine="AMD EPYC", steps=60)
     pixel = base[base["method"] == "simclr"].assign(method="pixel_nn", epochs=float("nan"), steps=float("nan"))
     zero_shot = base[base["method"] == "simclr"].assign(method="clip_ad", steps=0, machine="NVIDIA H200")
-    assert T.budget_of(pixel, names).text() == "no training (pixel_nn), 3 seeds, on AMD EPYC"
-    mixed = T.budget_of(pd.concat([base, pixel, zero_shot]), names).text()
+    assert budget_of(pixel, names).text() == "no training (pixel_nn), 3 seeds, on AMD EPYC"
+    mixed = budget_of(pd.concat([base, pixel, zero_shot]), names).text()
     assert mixed.startswith("10 epochs at 28 px, ResNet18 width 16, 3 seeds; no training: ")
     assert mixed.endswith("; no training: pixel_nn, clip_ad, on AMD EPYC, NVIDIA H200")

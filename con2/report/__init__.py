@@ -6,7 +6,14 @@
   records' cards and the config (the report names no method);
 * :mod:`con2.report.artefacts`: the registry of tables and figures (name, builder, what it reads),
   read by the workflow and the builders alike, and :class:`~con2.report.artefacts.ReportInputs`;
-* :mod:`con2.report.tables`: one builder per paper table, ``build(inputs) -> Table``;
+* :mod:`con2.report.tables`: any table of the registry built by name; its builders, one per paper
+  table (``build(inputs) -> Table``), live by family: :mod:`~con2.report.summary` (Table 1, the
+  natural summary), :mod:`~con2.report.ablations`, :mod:`~con2.report.per_class`,
+  :mod:`~con2.report.silhouette`, :mod:`~con2.report.compute`, :mod:`~con2.report.reproduction`
+  (opened by :mod:`~con2.report.verdict`, with :mod:`~con2.report.budget`),
+  :mod:`~con2.report.fidelity`, :mod:`~con2.report.bound`, :mod:`~con2.report.comparisons`,
+  :mod:`~con2.report.curves`; what they share to select runs is :mod:`con2.report.select`;
+* :mod:`con2.report.gpu_runs`: the GPU runs of ``benchmarks/gpu_fidelity.py`` (its JSON lines);
 * :mod:`con2.report.format`: CSV + Markdown + LaTeX (booktabs, "mean ± std") writers;
 * :mod:`con2.report.figures`: the figures (PNG + PDF, matplotlib Agg), ``draw(inputs, png, pdf)``.
 """

@@ -17,9 +17,11 @@ by :meth:`ReportInputs.load` only, and a builder's module when :meth:`Artefact.b
 from __future__ import annotations
 
 import importlib
+import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -35,6 +37,8 @@ FILE_INPUTS: tuple[str, ...] = ("runs", "paper", "hours", "measured", "table", "
 INPUTS: tuple[str, ...] = (*FILE_INPUTS, "panels")
 # inputs a rule may lack (a checkout without benchmarks/measured/): the builder then gets None
 OPTIONAL_INPUTS: frozenset[str] = frozenset({"gpu"})
+# the inputs that are frames (:meth:`ReportInputs.frame`)
+Frame = Literal["runs", "paper", "hours", "measured", "table", "gpu"]
 
 
 @dataclass(frozen=True)
@@ -82,9 +86,7 @@ class Artefact:
         return getattr(importlib.import_module(module), attr)
 
 
-def _table(
-    name: str, about: str, reads: tuple[str, ...] = ("runs", "paper"), module: str = "tables", **kw: Any
-) -> Artefact:
+def _table(name: str, about: str, reads: tuple[str, ...] = ("runs", "paper"), *, module: str, **kw: Any) -> Artefact:
     """A table whose builder is the function ``name`` of ``con2.report.<module>``."""
     return Artefact(name, f"con2.report.{module}:{name}", reads, about, **kw)
 
@@ -94,17 +96,24 @@ def _registry(*artefacts: Artefact) -> dict[str, Artefact]:
 
 
 TABLES: dict[str, Artefact] = _registry(
-    _table("table1_medical", "Table 1: medical AUROC, the paper's numbers beside ours", ("runs", "paper", "status")),
-    _table("nnd_vs_lh", "the subject's scores side by side (report.subject)"),
-    _table("loss_ablation", "L_Context / L_Content ablation", ("runs",)),
-    _table("alt_contexts", "invert / flip / equalize on the medical datasets"),
-    _table("natural_summary", "natural-image summary over normal classes", ("runs", "paper", "status")),
-    _table("all_contexts", "every context and both scores on the natural datasets"),
-    _table("multi_context", "k = 2..8 contexts", ("runs",)),
-    _table("silhouette", "context silhouette (the table behind the figure)", ("runs",)),
-    _table("score_runtime", "S_NND vs S_LH timing (the table behind the figure)", ("measured",)),
-    _table("compute_cost", "time and memory per run", ("runs", "hours")),
-    _table("reproduction", "every paper number next to ours", ("runs", "paper", "gpu")),
+    _table(
+        "table1_medical",
+        "Table 1: medical AUROC, the paper's numbers beside ours",
+        ("runs", "paper", "status"),
+        module="summary",
+    ),
+    _table("nnd_vs_lh", "the subject's scores side by side (report.subject)", module="ablations"),
+    _table("loss_ablation", "L_Context / L_Content ablation", ("runs",), module="ablations"),
+    _table("alt_contexts", "invert / flip / equalize on the medical datasets", module="ablations"),
+    _table(
+        "natural_summary", "natural-image summary over normal classes", ("runs", "paper", "status"), module="summary"
+    ),
+    _table("all_contexts", "every context and both scores on the natural datasets", module="ablations"),
+    _table("multi_context", "k = 2..8 contexts", ("runs",), module="ablations"),
+    _table("silhouette", "context silhouette (the table behind the figure)", ("runs",), module="silhouette"),
+    _table("score_runtime", "S_NND vs S_LH timing (the table behind the figure)", ("measured",), module="compute"),
+    _table("compute_cost", "time and memory per run", ("runs", "hours"), module="compute"),
+    _table("reproduction", "every paper number next to ours", ("runs", "paper", "gpu"), module="reproduction"),
     _table(
         "fidelity",
         "every reading of the paper (training settings, scoring readings) against the default",
@@ -123,6 +132,7 @@ TABLES: dict[str, Artefact] = _registry(
         "AUROC per normal class of each dataset of report.per_class",
         ("runs", "status"),
         each="per_class",
+        module="per_class",
     ),
     _table(
         "comparisons",
@@ -194,7 +204,7 @@ class ReportInputs:
             ``None`` where not given (a dataset absent from the runs is then "not run", no reason).
         dataset: the dataset of an artefact made per dataset (``each``), else "".
         panels: ``(title, run directory)`` per PCA panel.
-        gpu: the GPU runs of ``benchmarks/gpu_fidelity.py`` (:func:`con2.report.bound.read_gpu_lines`).
+        gpu: the GPU runs of ``benchmarks/gpu_fidelity.py`` (:func:`con2.report.gpu_runs.read_gpu_lines`).
     """
 
     config: Mapping[str, Any] = field(default_factory=dict)
@@ -213,6 +223,17 @@ class ReportInputs:
         """The config's ``report`` block ({} without one)."""
         return self.config.get("report") or {}
 
+    def frame(self, name: Frame) -> pd.DataFrame:
+        """The frame ``name`` of a builder that reads it (its entry lists it in ``reads``).
+
+        Raises:
+            ValueError: these inputs lack it (a builder called without an input it reads).
+        """
+        value: pd.DataFrame | None = getattr(self, name)
+        if value is None:
+            raise ValueError(f"a builder reads {name!r}, which these inputs lack (list it in the artefact's reads)")
+        return value
+
     @classmethod
     def load(
         cls,
@@ -227,13 +248,10 @@ class ReportInputs:
         Raises:
             ValueError: ``files`` lacks one the artefact reads (the rule must list it as an input).
         """
-        import json
-        from pathlib import Path
+        import pandas as pd  # lazy: the Snakefile imports this module without pandas
 
-        import pandas as pd
-
-        from con2.report.collect import load_runs
-        from con2.report.paper import load_compute_hours, load_paper_numbers
+        from con2.report.collect import load_runs  # lazy: it imports pandas, which the Snakefile's parse must not
+        from con2.report.paper import load_compute_hours, load_paper_numbers  # lazy: pandas, as above
 
         readers: dict[str, Callable[[str], Any]] = {
             "runs": load_runs,
@@ -268,9 +286,7 @@ def figure_targets(report: Mapping[str, Any], root: str = "results/figures") -> 
 
 
 def _read_gpu_folder(folder: str) -> pd.DataFrame:
-    """The GPU runs in ``folder``'s ``*gpu_fidelity*.jsonl`` files (:func:`con2.report.bound.read_gpu_lines`)."""
-    from pathlib import Path
-
-    from con2.report.bound import read_gpu_lines  # pandas: loaded only when a builder reads it
+    """The GPU runs in ``folder``'s ``*gpu_fidelity*.jsonl`` files (:func:`con2.report.gpu_runs.read_gpu_lines`)."""
+    from con2.report.gpu_runs import read_gpu_lines  # lazy: the Snakefile imports this module without pandas
 
     return read_gpu_lines(sorted(Path(folder).glob("*gpu_fidelity*.jsonl")))

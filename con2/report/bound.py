@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +39,7 @@ T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8
 def t_quantile(df: int) -> float:
     """The 97.5% quantile of Student's t with ``df`` degrees of freedom (scipy where present)."""
     try:
-        from scipy.stats import t  # heavy optional import: only where an interval is asked for
+        from scipy.stats import t  # lazy: scipy is optional here, loaded only where an interval is asked for
 
         return float(t.ppf(0.975, df))
     except ImportError:  # pragma: no cover - scipy comes with scikit-learn
@@ -58,45 +58,6 @@ def paired_interval(a: Mapping[int, float], b: Mapping[int, float]) -> tuple[flo
         return mean, math.nan, math.nan, 1
     half = t_quantile(diffs.size - 1) * float(diffs.std(ddof=1)) / math.sqrt(diffs.size)
     return mean, mean - half, mean + half, int(diffs.size)
-
-
-def read_gpu_lines(paths: Iterable[str | Path]) -> pd.DataFrame:
-    """The final results of ``benchmarks/gpu_fidelity.py`` runs: one row per (file, setting, seed).
-
-    Columns: setting, seed, epochs, image_size, data_size, main (the headline score), auroc (of
-    ``main``), device, file. Lines without an ``auroc`` mapping (points, pauses, skips) are left out;
-    lines written before ``image_size`` was recorded are the 224 px plan's.
-    """
-    rows = []
-    for path in sorted(map(Path, paths)):
-        for line in path.read_text(errors="replace").splitlines():
-            try:
-                d = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if not isinstance(d, dict) or not isinstance(d.get("auroc"), dict) or d.get("event") not in (None, "run"):
-                continue
-            main = str(d.get("main") or "nnd")
-            value = d["auroc"].get(main)
-            if not isinstance(value, (int, float)):
-                continue
-            rows.append(
-                {
-                    "setting": str(d.get("setting")),
-                    "seed": int(d.get("seed", 0)),
-                    "epochs": int(d.get("epochs", 0)),
-                    "image_size": int(d.get("image_size") or 224),
-                    "data_size": int(d.get("data_size") or 28),
-                    "main": main,
-                    "auroc": float(value),
-                    "device": str(d.get("gpu") or d.get("device") or "gpu"),
-                    "file": path.name,
-                }
-            )
-    cols = ["setting", "seed", "epochs", "image_size", "data_size", "main", "auroc", "device", "file"]
-    frame = pd.DataFrame(rows, columns=cols)
-    # a run repeated in a later file (a resumed call) counts once: the last line wins
-    return frame.drop_duplicates(["setting", "seed", "epochs", "image_size", "data_size"], keep="last")
 
 
 def _record_seeds(runs: pd.DataFrame, dataset: str, variant: str, method: str, score: str) -> dict[int, float]:
@@ -144,7 +105,7 @@ def bound_rows(runs: pd.DataFrame, gpu: pd.DataFrame | None, spec: Mapping[str, 
     out = []
     budgets = [(b, "cpu") for b in spec.get("budgets") or []] + [(b, "gpu") for b in spec.get("gpu") or []]
     for budget, kind in budgets:
-        seeds = {}
+        seeds: dict[str, dict[int, float]] = {}
         for role, _, score in ROLES:
             if role not in budget:
                 seeds[role] = {}

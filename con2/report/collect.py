@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from con2.paths import path_identity, run_key
 from con2.report.methods import CARD_COLUMNS, card_fields, record_card
 from con2.run.records import RecordError, read_record
 
@@ -207,8 +208,6 @@ def path_problem(record: Mapping[str, Any], path: str | Path, runs_root: str | P
     another seed. With ``runs_root`` every path must have that shape; without it only paths that
     have it are checked against the record.
     """
-    from con2.paths import path_identity, run_key
-
     ident = path_identity(path)
     full = Path(os.path.abspath(path))
     inside = runs_root is not None and len(full.parents) > 5 and full.parents[5] == Path(os.path.abspath(runs_root))
@@ -272,9 +271,9 @@ def collect_valid_runs(
             problem = str(exc).removeprefix(f"{path}: ")
             skipped.append(SkippedRecord(str(path), problem, _fix_broken(str(path))))
             continue
-        problem = path_problem(rec, path, runs_root)
-        if problem:
-            skipped.append(SkippedRecord(str(path), problem, _fix_misplaced(str(path))))
+        misplaced = path_problem(rec, path, runs_root)
+        if misplaced:
+            skipped.append(SkippedRecord(str(path), misplaced, _fix_misplaced(str(path))))
             continue
         rows += record_rows(rec, str(path), (benchmarks or {}).get(str(path)))
     df = pd.DataFrame(rows, columns=RUN_COLUMNS)
@@ -301,7 +300,7 @@ def dataset_level(summary: pd.DataFrame, keys: list[str] | None = None) -> pd.Da
     ``lo``, ``hi``: the 95% interval of the mean over seeds (:func:`con2.maths.stats.summary_interval`;
     NaN when a class has a single seed).
     """
-    from con2.maths.stats import summary_interval
+    from con2.maths.stats import summary_interval  # lazy: it loads scipy, which collecting records never needs
 
     keys = keys or ["dataset", "method", "variant", "score"]
     cols = [*keys, "mean", "std", "n", "n_classes", "seeds_min", "seeds_max", "lo", "hi"]

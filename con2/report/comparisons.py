@@ -33,12 +33,14 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from scipy.stats import norm  # con2.maths.stats loads scipy.stats already
 
-from con2.maths.stats import LEVEL, holm, normal_interval
+from con2.maths.stats import LEVEL, delong_paired, holm, normal_interval
 from con2.report.artefacts import ReportInputs
 from con2.report.format import MISSING, Table, signed
 from con2.report.methods import Methods, method_names, subject_of
 from con2.report.paper import dataset_label, dataset_names, paper_value
+from con2.report.select import headline, main_context, main_runs, report_block
 
 ALPHA = 0.05
 HOLDS = "†"  # Table 1's mark: a difference from the reference that holds after Holm
@@ -97,15 +99,11 @@ def run_scores(record: str) -> pd.DataFrame | None:
 
 
 def _main(runs: pd.DataFrame, config: Mapping[str, Any]) -> pd.DataFrame:
-    from con2.report.tables import headline, main_runs, report_block
-
     return main_runs(headline(runs), report_block(config))
 
 
 def _paired_class(ref: pd.DataFrame, other: pd.DataFrame, ref_score: str, score: str) -> tuple[Any, str]:
     """:func:`~con2.maths.stats.delong_paired` of one normal class (a run per seed), or ``(None, why)``."""
-    from con2.maths.stats import delong_paired
-
     seeds = sorted(set(ref["seed"]) & set(other["seed"]))
     if not seeds:
         return None, "no seed run by both"
@@ -124,6 +122,7 @@ def _paired_class(ref: pd.DataFrame, other: pd.DataFrame, ref_score: str, score:
         labels = sr["label"].to_numpy()
         a.append(so[score].to_numpy(dtype=np.float64))
         b.append(sr[ref_score].to_numpy(dtype=np.float64))
+    assert labels is not None  # seeds is not empty: the loop set it
     res = delong_paired(labels, np.stack(a), np.stack(b))
     return (res, "") if not res.reason else (None, res.reason)
 
@@ -167,8 +166,6 @@ def compare(runs: pd.DataFrame, config: Mapping[str, Any], dataset: str, names: 
             "reason": "" if results else why,
         }
         if results:
-            from scipy.stats import norm
-
             diff = float(np.mean([r.diff for r in results]))
             se = math.sqrt(sum(r.se**2 for r in results)) / len(results)
             lo, hi = normal_interval(diff, se, LEVEL)
@@ -189,7 +186,7 @@ def _p_text(p: float) -> str:
 
 def comparisons(inputs: ReportInputs) -> Table:
     """``comparisons_<dataset>``: each method against the reference on the same test images."""
-    runs, config, dataset = inputs.runs, inputs.config, inputs.dataset
+    runs, config, dataset = inputs.frame("runs"), inputs.config, inputs.dataset
     names = method_names(config, runs)
     ref = reference_pair(config, runs, names)
     frame = compare(runs, config, dataset, names)
@@ -300,8 +297,6 @@ def interval_lines(frame: pd.DataFrame, names: Methods) -> list[str]:
 def ordering_lines(runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str, Any], names: Methods) -> list[str]:
     """Per dataset with a comparison: the paper's ordering of the reference and each method (its
     published means), and whether our paired test confirms it, contradicts it, or cannot decide."""
-    from con2.report.tables import main_context, report_block
-
     ref = reference_pair(config, runs, names)
     if ref is None or runs.empty:
         return []

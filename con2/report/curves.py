@@ -11,7 +11,9 @@ over classes. The figure ``learning_curve_<dataset>`` draws its CSV.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -20,7 +22,7 @@ from con2.report.collect import dataset_level, summarize
 from con2.report.format import CELL_NOTE, MISSING, Table, cell
 from con2.report.methods import Methods, method_names
 from con2.report.paper import dataset_label
-from con2.report.tables import headline, main_runs, main_variant, ordered_datasets, report_block
+from con2.report.select import headline, main_runs, main_variant, ordered_datasets, report_block
 from con2.run.records import RecordError, read_record
 
 POINT_KEYS = ["dataset", "normal_class", "method", "variant", "score", "seed", "epoch"]
@@ -47,7 +49,7 @@ def primary_score(names: Methods, method: str, scores: list[str]) -> str:
     return order[0] if order else sorted(scores)[0]
 
 
-def curve_points(runs: pd.DataFrame, names: Methods, rep: dict) -> tuple[pd.DataFrame, list[str]]:
+def curve_points(runs: pd.DataFrame, names: Methods, rep: Mapping[str, Any]) -> tuple[pd.DataFrame, list[str]]:
     """One row per (run, epoch) of each method's main variant and headline score, from the records'
     curves; and the records that could not be read (missing or invalid)."""
     sel = main_runs(headline(runs), rep) if not runs.empty else runs
@@ -79,7 +81,7 @@ def curve_points(runs: pd.DataFrame, names: Methods, rep: dict) -> tuple[pd.Data
 def learning_curve(inputs: ReportInputs) -> Table:
     """Rows: dataset x method (main variant, headline score); columns: the scored epochs."""
     rep = report_block(inputs.config)
-    runs = inputs.runs
+    runs = inputs.frame("runs")
     names = method_names(inputs.config, runs)
     points, unreadable = curve_points(runs, names, rep)
     keys = ["dataset", "method", "variant", "score", "epoch"]

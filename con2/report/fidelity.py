@@ -30,7 +30,7 @@ from con2.report.methods import Methods, base_score, method_names, subject_of
 from con2.report.paper import dataset_label, dataset_names, disagreement_notes, paper_value
 
 
-def _cell(runs: pd.DataFrame, dataset: str, row: Mapping[str, Any]) -> tuple[float, float, int, int]:
+def reading_cell(runs: pd.DataFrame, dataset: str, row: Mapping[str, Any]) -> tuple[float, float, int, int]:
     """``(mean, std, seeds, classes)`` of one row on one dataset: per-class seed means, then their mean.
 
     The std is over seeds for one normal class, over the per-class means for several.
@@ -96,7 +96,7 @@ def fidelity_length(inputs: ReportInputs) -> Table:
 
 def fidelity_table(inputs: ReportInputs, name: str, title: str) -> Table:
     """A fidelity-family table from ``report.<name>`` (datasets, reference, rows); see the module docstring."""
-    runs, paper, config = inputs.runs, inputs.paper, inputs.config
+    runs, paper, config = inputs.frame("runs"), inputs.frame("paper"), inputs.config
     spec = (config.get("report") or {}).get(name) or {}
     rows_cfg: list[Mapping[str, Any]] = list(spec.get("rows") or [])
     datasets = [d for d in spec.get("datasets") or [] if d in set(runs["dataset"])] if not runs.empty else []
@@ -116,12 +116,12 @@ def fidelity_table(inputs: ReportInputs, name: str, title: str) -> Table:
         columns += [dataset_label(d), "Δ"]
     columns += [f"Paper {dataset_label(d)}" for d in paper_ds]
 
-    ref_shown = {d: _cell(runs, d, ref_row)[0] if ref_row else np.nan for d in datasets}
+    ref_shown = {d: reading_cell(runs, d, ref_row)[0] if ref_row else np.nan for d in datasets}
     body, data, counts = [], [], set()
     for row in rows_cfg:
         cells = [str(row["label"]), str(row.get("change", ""))]
         for d in datasets:
-            mean, std, n, classes = _cell(runs, d, row)
+            mean, std, n, classes = reading_cell(runs, d, row)
             counts.add((d, n, classes))
             shown = round(mean, 1) if not np.isnan(mean) else np.nan
             diff = shown - round(ref_shown[d], 1) if row is not ref_row and not np.isnan(ref_shown[d]) else np.nan
@@ -153,7 +153,7 @@ def fidelity_table(inputs: ReportInputs, name: str, title: str) -> Table:
     notes = [
         "AUROC (%), mean ± std over training seeds; Δ: difference to the reference row from the rounded values shown."
     ]
-    per_dataset = {}
+    per_dataset: dict[str, set[tuple[int, int]]] = {}
     for d, n, classes in sorted(counts):
         if n:
             per_dataset.setdefault(d, set()).add((n, classes))
@@ -162,14 +162,14 @@ def fidelity_table(inputs: ReportInputs, name: str, title: str) -> Table:
         notes.append(f"{dataset_label(d)}: {desc} per cell.")
     if reference:
         notes.append(f"Reference row: {reference!r}" + (" (the current default)." if name == "fidelity" else "."))
-    missing = [r["label"] for r in rows_cfg if all(_cell(runs, d, r)[2] == 0 for d in datasets)]
+    missing = [r["label"] for r in rows_cfg if all(reading_cell(runs, d, r)[2] == 0 for d in datasets)]
     if missing:
         notes.append(f"Not run yet: {', '.join(missing)}.")
     dmap = dataset_names(config)
-    shown = {(dmap.get(d, d), *target) for d in paper_ds for r in rows_cfg if (target := _target(names, r))}
+    in_column = {(dmap.get(d, d), *target) for d in paper_ds for r in rows_cfg if (target := _target(names, r))}
     table1 = paper[paper["table"] == "table1_medical"]
     keys = table1[["dataset", "method", "score"]].itertuples(index=False, name=None)
-    notes += disagreement_notes(paper, table1[[key in shown for key in keys]])  # the paper column is Table 1's
+    notes += disagreement_notes(paper, table1[[key in in_column for key in keys]])  # the paper column is Table 1's
     frame = pd.DataFrame(
         data,
         columns=[

@@ -18,8 +18,9 @@ the table frame they draw (``label``, ``series``) or from the method specs
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
@@ -27,10 +28,14 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+from matplotlib.container import BarContainer  # noqa: E402
 
+from con2.atomic import atomic_path  # noqa: E402
 from con2.report.artefacts import ReportInputs  # noqa: E402
+from con2.report.curves import curve_frame  # noqa: E402
 from con2.report.methods import method_names  # noqa: E402
 from con2.report.paper import dataset_label  # noqa: E402
+from con2.run.records import RecordError, read_record  # noqa: E402
 
 PCA_MAX_POINTS = 300  # points per group and panel of the PCA figure (report.pca_max_points)
 PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"]
@@ -38,8 +43,6 @@ PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e
 
 def save(fig: plt.Figure, png: str | Path, pdf: str | Path) -> None:
     """Write ``fig`` as PNG (150 dpi) and PDF, each atomically, then close it."""
-    from con2.atomic import atomic_path
-
     with atomic_path(Path(png)) as tmp:
         fig.savefig(tmp, dpi=150, bbox_inches="tight", format="png")
     with atomic_path(Path(pdf)) as tmp:
@@ -79,8 +82,6 @@ def _normal_classes(text: str) -> str:
 def label_bars(ax: plt.Axes, texts: np.ndarray) -> None:
     """Write ``texts[group, series]`` (what each bar averages, ``"1×3"``) inside the foot of each bar
     of :func:`grouped_bars`, in its order; an empty text writes nothing."""
-    from matplotlib.container import BarContainer
-
     bars = [c for c in ax.containers if isinstance(c, BarContainer)]
     for j, container in enumerate(bars):
         for i, patch in enumerate(container.patches):
@@ -138,9 +139,9 @@ def grouped_bars(
 
 def per_class_figure(inputs: ReportInputs, png: str | Path, pdf: str | Path) -> None:
     """Bars of AUROC per normal class of ``inputs.dataset``; ``inputs.table`` is
-    :func:`con2.report.tables.per_class`'s frame (its ``label`` and ``series`` columns name and order
+    :func:`con2.report.per_class.per_class`'s frame (its ``label`` and ``series`` columns name and order
     the bars; ``method (score)`` without them)."""
-    table_data, dataset = inputs.table, inputs.dataset
+    table_data, dataset = inputs.frame("table"), inputs.dataset
     fig, ax = plt.subplots(figsize=(max(5.0, 0.6 * table_data["normal_class"].nunique() + 2), 3.2))
     if table_data.empty:
         _empty(ax, f"no runs of {dataset_label(dataset)} here (the table's notes say why)")
@@ -172,7 +173,7 @@ def per_class_figure(inputs: ReportInputs, png: str | Path, pdf: str | Path) -> 
 def silhouette_figure(inputs: ReportInputs, png: str | Path, pdf: str | Path) -> None:
     """Bars of the context silhouette per dataset (x) and variant (colour); ``inputs.table``: the
     silhouette table's frame."""
-    level = inputs.table
+    level = inputs.frame("table")
     fig, ax = plt.subplots(figsize=(max(5.0, 0.9 * level["dataset"].nunique() + 3), 3.2))
     if level.empty:
         _empty(ax, "no run wrote a silhouette score")
@@ -208,7 +209,7 @@ def silhouette_figure(inputs: ReportInputs, png: str | Path, pdf: str | Path) ->
 def score_runtime_figure(inputs: ReportInputs, png: str | Path, pdf: str | Path) -> None:
     """Three panels: runtime vs training-set size n, memory vs n, runtime vs number of scored batches
     (``inputs.measured``: the CSV of ``workflow/scripts/score_runtime.py``)."""
-    df = inputs.measured
+    df = inputs.frame("measured")
     names = method_names()  # the scores' labels and colours, from the method specs
     fig, axes = plt.subplots(1, 3, figsize=(12, 3.4))
     panels = [
@@ -279,26 +280,24 @@ def pca_panel(
     for lab in (0, 1):
         idx = np.flatnonzero(labels == lab)
         shown.append(rng.choice(idx, size=min(len(idx), max_points // 2), replace=False) if len(idx) else idx)
-    ax.scatter(*p_tr0[tr_idx].T, s=5, c="0.7", marker="o", label="train, context 0", linewidths=0)
-    ax.scatter(*p_tr1[tr_idx].T, s=6, c="0.7", marker="^", label="train, context 1", linewidths=0)
+    ax.scatter(p_tr0[tr_idx, 0], p_tr0[tr_idx, 1], s=5, c="0.7", marker="o", label="train, context 0", linewidths=0)
+    ax.scatter(p_tr1[tr_idx, 0], p_tr1[tr_idx, 1], s=6, c="0.7", marker="^", label="train, context 1", linewidths=0)
     for idx, colour, name in ((shown[0], "#1f77b4", "normal test"), (shown[1], "#d62728", "anomalous test")):
         if len(idx) == 0:
             continue
         for i in idx:
             ax.plot([p_te0[i, 0], p_te1[i, 0]], [p_te0[i, 1], p_te1[i, 1]], color=colour, lw=0.3, alpha=0.35)
-        ax.scatter(*p_te0[idx].T, s=8, c=colour, marker="o", label=f"{name}, context 0", linewidths=0)
-        ax.scatter(*p_te1[idx].T, s=10, c=colour, marker="^", label=f"{name}, context 1", linewidths=0)
+        ax.scatter(p_te0[idx, 0], p_te0[idx, 1], s=8, c=colour, marker="o", label=f"{name}, context 0", linewidths=0)
+        ax.scatter(p_te1[idx, 0], p_te1[idx, 1], s=10, c=colour, marker="^", label=f"{name}, context 1", linewidths=0)
     ax.set_title(title, fontsize=9)
     ax.set_xlabel(f"PC1 ({100 * explained[0]:.0f}% var.)")
     ax.set_ylabel(f"PC2 ({100 * explained[1]:.0f}% var.)")
     ax.tick_params(labelsize=7)
 
 
-def panel_title(run_dir: Path, fallback: str, config: object = None) -> str:
+def panel_title(run_dir: Path, fallback: str, config: Mapping[str, Any] | None = None) -> str:
     """``"BreastMNIST (normal: 1), CON2 invert, seed 0"`` from the run's record (the paper's dataset
     name, the method's label), or ``fallback`` when the record cannot be read."""
-    from con2.run.records import RecordError, read_record
-
     try:
         rec = read_record(run_dir / "record.json")
     except (RecordError, OSError):
@@ -322,8 +321,8 @@ def pca_figure(inputs: ReportInputs, png: str | Path, pdf: str | Path, seed: int
     runs, max_points = inputs.panels, int(inputs.report.get("pca_max_points", PCA_MAX_POINTS))
     n = max(1, len(runs))
     fig, axes = plt.subplots(1, n, figsize=(4.2 * n, 4.0), squeeze=False)
-    for ax, (title, run_dir) in zip(axes[0], runs):
-        run_dir = Path(run_dir)
+    for ax, (title, given) in zip(axes[0], runs):
+        run_dir = Path(given)
         run_dir = run_dir.parent if run_dir.name == "record.json" else run_dir
         feats_path, scores_path = run_dir / "features.npz", run_dir / "scores.csv"
         if not feats_path.is_file() or not scores_path.is_file():
@@ -351,9 +350,7 @@ def learning_curve_figure(inputs: ReportInputs, png: str | Path, pdf: str | Path
     headline score) with a ± std band where a point averages several seeds; ``inputs.table`` is
     :func:`con2.report.curves.learning_curve`'s frame. A log-2 epoch axis when the epochs span a
     factor of 16 or more (the paper profile's 64..2048)."""
-    from con2.report.curves import curve_frame
-
-    series = curve_frame(inputs.table, inputs.dataset)
+    series = curve_frame(inputs.frame("table"), inputs.dataset)
     fig, ax = plt.subplots(figsize=(5.6, 3.4))
     if not series:
         _empty(ax, f"no learning curve of {dataset_label(inputs.dataset)} (config score_at)")

@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from con2.atomic import atomic_path
+
 MISSING = "–"
 
 
@@ -204,8 +206,6 @@ class Table:
     def write(self, csv: str | Path, md: str | Path, tex: str | Path, html_path: str | Path | None = None) -> None:
         """Write the files (CSV, Markdown, LaTeX and, given a path, HTML), each atomically (a killed
         writer leaves no partial file)."""
-        from con2.atomic import atomic_path
-
         with atomic_path(Path(csv)) as tmp:
             self.data.to_csv(tmp, index=False)
         texts = [(md, self.markdown()), (tex, self.latex())]

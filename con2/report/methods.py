@@ -28,7 +28,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from con2.config import dataclass_from_params
 from con2.errors import ConfigError
+from con2.grid.experiments import as_list, deep_merge, method_variants
+from con2.methods import all_methods
 
 CARD_COLUMNS = ("method_label", "score_label", "paper_method", "paper_score", "compute_name")
 SUBJECT_TAGS = ("contexts", "n_contexts", "loss")  # the tags the subject's tables group its runs by
@@ -41,8 +44,6 @@ def base_score(score: str) -> str:
 
 def registered_specs() -> dict[str, Any]:
     """Every registered method's spec by name (torch-free; empty if the registry cannot be read)."""
-    from con2.methods import all_methods
-
     return all_methods()
 
 
@@ -53,8 +54,6 @@ def spec_card(method: str, params: Mapping[str, Any] | None) -> dict[str, Any]:
     spec = registered_specs().get(method)
     if spec is None:
         return {}
-    from con2.config import dataclass_from_params
-
     try:
         tags = dict(spec.tags(dataclass_from_params(spec.Params, dict(params or {}), method))) if spec.tags else {}
     except (ConfigError, TypeError, ValueError):
@@ -306,9 +305,6 @@ def lacking_weights(
     config: Mapping[str, Any], runs: pd.DataFrame, datasets: list[str] | None
 ) -> dict[tuple[str, str], str]:
     """``{(method, variant): note}`` of :func:`missing_weights_notes`."""
-    from con2.config import dataclass_from_params
-    from con2.grid.experiments import as_list, deep_merge, method_variants
-
     specs = registered_specs()
     names = method_names(config, runs)
     variants_cfg = {"default": {}, **(config.get("variants") or {})}

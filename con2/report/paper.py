@@ -18,6 +18,8 @@ from typing import Any
 
 import pandas as pd
 
+from con2.report.format import mean_std
+
 PAPER_DATASETS: dict[str, str] = {
     "breastmnist": "BreastMNIST",
     "octmnist": "OctMNIST",
@@ -127,8 +129,6 @@ def disagreement_notes(paper: pd.DataFrame, shown: pd.DataFrame, each_row_own: b
     BreastMNIST: 81.7 ± 1.4 in Table 1 and 81.7 ± 0.9 in the alternative-contexts table. A table
     keeps the number of the paper's table it shows; the note says so (``each_row_own``: a table
     that lists every table's row, the reproduction report)."""
-    from con2.report.format import mean_std
-
     if shown is None or shown.empty:
         return []
     notes = []

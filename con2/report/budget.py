@@ -1,0 +1,103 @@
+"""The training budget a set of runs ran at (epochs, input sizes, encoder widths, seeds, machines)
+beside the paper's, as text for Table 1's note and the reproduction verdict."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from con2.report.methods import Methods
+from con2.report.paper import dataset_label
+from con2.report.select import ReportCfg
+
+# The paper's training budget (its appendix): ResNet18 with 512-d features (width 64), 224 px inputs
+# on the medical datasets, 3 seeds; its epochs are `report.paper_epochs` (2048).
+PAPER_IMAGE_SIZE, PAPER_WIDTH, PAPER_SEEDS = 224, 64, 3
+
+
+def _run_level(runs: pd.DataFrame) -> pd.DataFrame:
+    """One row per run (the run frame has one per score)."""
+    return runs.drop_duplicates(subset=["dataset", "normal_class", "method", "variant", "seed"])
+
+
+def _usual(values: Mapping[str, Any], unit: str, names: Mapping[str, str] | None = None) -> str:
+    """``"10 epochs (PANDA 15)"``: the most common value, and the keys (labelled) that differ from it."""
+    shown_values = {k: v for k, v in values.items() if pd.notna(v)}
+    if not shown_values:
+        return f"? {unit}".strip()
+    counts = pd.Series(list(shown_values.values())).value_counts()
+    usual = counts.index[0]
+    others = [f"{(names or {}).get(k, k)} {_num(v)}" for k, v in shown_values.items() if v != usual]
+    return f"{_num(usual)} {unit}".strip() + (f" ({', '.join(others)})" if others else "")
+
+
+def _num(value: Any) -> str:
+    return (
+        str(int(value))
+        if isinstance(value, (int, float, np.integer, np.floating)) and float(value).is_integer()
+        else str(value)
+    )
+
+
+@dataclass(frozen=True)
+class Budget:
+    """What a set of runs trained at: epochs, input sizes, encoder widths and seeds, as text."""
+
+    epochs: str
+    image_size: str
+    width: str
+    seeds: str
+    max_epochs: float
+    max_image_size: float
+
+    untrained: str = ""  # methods that train nothing (an external program, a zero-shot model)
+    machines: str = ""  # the CPU models / GPU names the runs ran on
+
+    def text(self) -> str:
+        on = f", on {self.machines}" if self.machines else ""
+        if self.epochs.startswith("?") and self.untrained:  # nothing here was trained
+            return f"no training ({self.untrained}), {self.seeds}{on}"
+        trained = f"{self.epochs} at {self.image_size}, ResNet18 width {self.width}, {self.seeds}"
+        return trained + (f"; no training: {self.untrained}" if self.untrained else "") + on
+
+    def below_paper(self, paper_epochs: int) -> bool:
+        return self.max_epochs < paper_epochs or self.max_image_size < PAPER_IMAGE_SIZE
+
+
+def budget_of(runs: pd.DataFrame, names: Methods) -> Budget:
+    """The budget of runs (rows of the run frame): per method epochs and seeds, per dataset the input size."""
+    r = _run_level(runs)
+    labels = {m: names.label(m) for m in r["method"].unique()}
+    steps, most_epochs = r.groupby("method")["steps"].max(), r.groupby("method")["epochs"].max()
+    untrained = [m for m in labels if steps.get(m) == 0 or (pd.isna(steps.get(m)) and pd.isna(most_epochs.get(m)))]
+    trained = r[~r["method"].isin(untrained)]
+    epochs = trained.groupby("method")["epochs"].max().to_dict()
+    sizes = trained.groupby("dataset")["image_size"].max().to_dict()
+    widths = trained.groupby("method")["width"].max().to_dict()
+    seeds = r.groupby(["method", "dataset", "normal_class"])["seed"].nunique().groupby("method").max().to_dict()
+    machines = sorted({str(x) for x in r["machine"].dropna()}) if "machine" in r else []
+    return Budget(
+        epochs=_usual(epochs, "epochs", labels),
+        image_size=_usual(sizes, "px", {d: dataset_label(d) for d in sizes}),
+        width=_usual(widths, "", labels),
+        seeds=_usual(seeds, "seeds", labels),
+        max_epochs=float(np.nanmax(list(epochs.values()) or [np.nan])),
+        max_image_size=float(np.nanmax(list(sizes.values()) or [np.nan])),
+        untrained=", ".join(untrained),  # method names (validated), not labels: a note is not escaped
+        machines=", ".join(machines),
+    )
+
+
+def paper_budget_text(rep: ReportCfg) -> str:
+    """The paper's budget as text (its epochs from ``report.paper_epochs``)."""
+    width = f"ResNet18 width {PAPER_WIDTH} (512-d)"
+    return f"{rep['paper_epochs']} epochs at {PAPER_IMAGE_SIZE} px, {width}, {PAPER_SEEDS} seeds"
+
+
+def budget_note(ours: pd.DataFrame, names: Methods, rep: ReportCfg) -> str:
+    """The note under Table 1: the budget "ours" trained at, beside the paper's."""
+    return f"Budget of ours: {budget_of(ours, names).text()}; the paper's: {paper_budget_text(rep)}."

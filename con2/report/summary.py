@@ -1,0 +1,226 @@
+"""The method x dataset tables: Table 1 (medical) and the natural-image summary, ours beside the paper's.
+
+Rows: our methods (main variants, the subject first) each followed by the paper's row, then the
+paper-only rows; columns: the group's datasets (:func:`method_table`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from con2.report.artefacts import ReportInputs
+from con2.report.budget import budget_note
+from con2.report.comparisons import holding_marks, mark_note
+from con2.report.format import CELL_NOTE, Table, cell, shown_diff
+from con2.report.methods import missing_weights_notes
+from con2.report.paper import dataset_label, dataset_names, disagreement_notes, external_code_notes, paper_value
+from con2.report.select import (
+    absent_notes,
+    classes_text,
+    headline,
+    level_stats,
+    lookup_stat,
+    main_context,
+    main_runs,
+    main_variant,
+    ordered_datasets,
+    report_block,
+    subject_and_names,
+    with_best_rows,
+)
+
+
+def _paper_label(pm: str, ps: str) -> str:
+    return f"{pm} ({ps})" if ps else pm
+
+
+def method_table(
+    name: str,
+    title: str,
+    runs: pd.DataFrame,
+    paper: pd.DataFrame,
+    config: Mapping[str, Any],
+    datasets: list[str],
+    paper_table: str | None,
+    status: Mapping[str, Mapping[str, Any]] | None = None,
+) -> Table:
+    """Rows: our methods (main variants, the subject first) each followed by the paper's row; then
+    paper-only rows.
+
+    Columns: the group's datasets (the paper's order first). Numbers are dataset-level means; each
+    of our cells says over how many normal classes and seeds, and a note names every column whose
+    methods ran different classes (compare those across rows in ``per_class_<dataset>``). A method
+    of the profile's experiments that has no run because its pretrained weights are missing is
+    named in a note with how to get them, and a dataset without runs with why (:func:`absent_notes`).
+    """
+    rep = report_block(config)
+    runs = headline(runs)
+    subject, names = subject_and_names(runs, config)
+    paper_context = main_context(rep, subject)
+    dmap = dataset_names(config)
+    inv_d = {v: k for k, v in dmap.items()}
+    psel = paper[paper["table"] == paper_table] if paper_table else paper.iloc[0:0]
+    paper_ds = [inv_d.get(d, d) for d in dict.fromkeys(psel["dataset"])]
+    ours = main_runs(runs[runs["dataset"].isin(datasets)], rep) if not runs.empty else runs
+    cols = ordered_datasets(list(dict.fromkeys([*paper_ds, *datasets])), paper_ds, datasets)
+    level = level_stats(ours, ["dataset", "method", "score"])
+    pairs = sorted(dict.fromkeys(zip(level["method"], level["score"])), key=lambda p: names.pair_key(*p))
+    rows, data, midrules, used_paper = [], [], [], set()
+    intervals = bool(rep.get("intervals"))
+    marks = holding_marks(ours, config, cols)
+
+    def paper_cell(pm: str, ps: str, d: str) -> tuple[float, float] | None:
+        return paper_value(psel, None, dmap.get(d, d), pm, ps, paper_context if ps else "")
+
+    for m, s in pairs:
+        cells = []
+        target = names.paper_row(m, s)
+        for d in cols:
+            st = lookup_stat(level, dataset=d, method=m, score=s)
+            pv = paper_cell(*target, d) if target else None
+            cells.append(st.text(interval=intervals) + marks.get((d, m, s), ""))
+            data.append(
+                {
+                    "dataset": d,
+                    "method": m,
+                    "score": s,
+                    "variant": main_variant(rep, m),
+                    "ours_mean": st.mean,
+                    "ours_std": st.std,
+                    "ours_n": st.n,
+                    "ours_over": st.over,
+                    "ours_lo": st.lo,
+                    "ours_hi": st.hi,
+                    "holds": bool(marks.get((d, m, s))),
+                    "paper_method": _paper_label(*target) if target else "",
+                    "paper_mean": pv[0] if pv else np.nan,
+                    "paper_std": pv[1] if pv else np.nan,
+                    "diff": shown_diff(st.mean, pv[0]) if pv else np.nan,
+                }
+            )
+        rows.append([names.pair_label(m, s), "ours", *cells])
+        if target and any(paper_cell(*target, d) for d in cols):
+            rows.append(
+                [
+                    _paper_label(*target),
+                    "paper",
+                    *[cell(*(paper_cell(*target, d) or (np.nan, np.nan)), 0, 0) for d in cols],
+                ]
+            )
+            used_paper.add(target[0])
+    if len(psel):
+        midrules.append(len(rows))
+    for pm in dict.fromkeys(psel["method"]):
+        if pm in used_paper:
+            continue
+        fam = psel.loc[psel["method"] == pm, "family"].iloc[0]
+        cells = []
+        for d in cols:
+            pv = paper_value(psel, None, dmap.get(d, d), pm)
+            cells.append(cell(*(pv or (np.nan, np.nan)), 0, 0))
+            if pv:
+                data.append(
+                    {
+                        "dataset": d,
+                        "method": "",
+                        "score": "",
+                        "variant": "",
+                        "ours_mean": np.nan,
+                        "ours_std": np.nan,
+                        "ours_n": 0,
+                        "ours_over": "",
+                        "ours_lo": np.nan,
+                        "ours_hi": np.nan,
+                        "holds": False,
+                        "paper_method": pm,
+                        "paper_mean": pv[0],
+                        "paper_std": pv[1],
+                        "diff": np.nan,
+                    }
+                )
+        rows.append([pm, f"paper ({fam})" if fam else "paper", *cells])
+    notes = [
+        f"AUROC (%), mean ± std; {CELL_NOTE} Paper: as published (3 seeds; over every normal class).",
+        "Ours use each method's main variant "
+        f"({', '.join(f'{m}: {main_variant(rep, m)}' for m in dict.fromkeys(m for m, _ in pairs)) or 'none run'}).",
+    ]
+    if not ours.empty:
+        notes.append(budget_note(ours, names, rep))
+    if intervals:
+        notes.append("(a–b): the 95% t-interval of our mean over seeds (report.intervals; none with one seed).")
+    if marks:
+        notes.append(mark_note(config, ours))
+    for d in cols:
+        classes = {
+            m: frozenset(ours.loc[(ours["dataset"] == d) & (ours["method"] == m), "normal_class"]) for m, _ in pairs
+        }
+        classes = {m: c for m, c in classes.items() if c}
+        if len(set(classes.values())) > 1:
+            spread = "; ".join(f"{names.label(m)} {classes_text(list(c))}" for m, c in classes.items())
+            notes.append(
+                f"{dataset_label(d)}: the methods ran different normal classes ({spread}): compare them per class in "
+                f"per_class_{d} (where that table exists), not across these rows."
+            )
+    notes += absent_notes([d for d in cols if d not in set(ours["dataset"])], config, status)
+    notes += missing_weights_notes(config, runs, cols)
+    notes += external_code_notes(m for m in psel["method"] if m not in used_paper)
+    notes += disagreement_notes(paper, psel[psel["dataset"].isin([dmap.get(d, d) for d in cols])])
+    frame = pd.DataFrame(
+        data,
+        columns=[
+            "dataset",
+            "method",
+            "score",
+            "variant",
+            "ours_mean",
+            "ours_std",
+            "ours_n",
+            "ours_over",
+            "ours_lo",
+            "ours_hi",
+            "holds",
+            "paper_method",
+            "paper_mean",
+            "paper_std",
+            "diff",
+        ],
+    )
+    return Table(name, title, ["Method", "Source", *[dataset_label(d) for d in cols]], rows, frame, notes, midrules)
+
+
+def table1_medical(inputs: ReportInputs) -> Table:
+    """Table 1: AUROC on the medical datasets, every method, the paper's numbers beside ours."""
+    runs, paper, config = inputs.frame("runs"), inputs.frame("paper"), inputs.config
+    rep = report_block(config)
+    return method_table(
+        "table1_medical",
+        "Medical anomaly detection: AUROC (%), ours beside the paper's Table 1",
+        runs,
+        paper,
+        config,
+        list(rep["medical"]),
+        "table1_medical",
+        inputs.status,
+    )
+
+
+def natural_summary(inputs: ReportInputs) -> Table:
+    """Natural-image summary: AUROC per dataset (mean over normal classes), the paper's beside ours
+    (and CON2 (Best), ``report.best_variant``, as a row of its own)."""
+    paper = inputs.frame("paper")
+    runs, config = with_best_rows(inputs.frame("runs"), inputs.config)
+    rep = report_block(config)
+    return method_table(
+        "natural_summary",
+        "Natural images: AUROC (%) averaged over normal classes, ours beside the paper's",
+        runs,
+        paper,
+        config,
+        list(rep["natural"]),
+        "table_all_contexts_natural",
+        inputs.status,
+    )

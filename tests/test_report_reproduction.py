@@ -1,0 +1,64 @@
+"""con2.report.reproduction: every paper number next to ours, the report's opening lines."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+from report_fixtures import config, inputs_of, paper, runs  # noqa: F401  (fixtures: test parameters of the same name)
+
+from con2.report.ablations import alt_contexts
+from con2.report.paper import paper_value
+from con2.report.reproduction import reproduction
+from con2.report.summary import natural_summary, table1_medical
+
+
+def test_reproduction_lists_every_paper_number(runs: pd.DataFrame, paper: pd.DataFrame, config: dict) -> None:
+    t = reproduction(inputs_of(runs, paper, config))
+    assert len(t.rows) == len(paper)
+    matched = t.data.dropna(subset=["ours_mean"])
+    # CON2 BreastMNIST invert/flip (Table 1 + alt contexts), CIFAR-10 invert/flip x NND/LH, SimCLR/SSD BreastMNIST
+    assert set(matched["table"]) >= {"table1_medical", "table_alt_contexts", "table_all_contexts_natural"}
+    row = matched[(matched["table"] == "table_alt_contexts") & (matched["context"] == "flip")].iloc[0]
+    assert row["ours"] == "con2/nnd" and row["diff"] == pytest.approx(round(row["ours_mean"], 1) - 81.7)
+    assert paper_value(paper, "table1_medical", "BreastMNIST", "SSD") == (44.6, 4.3)
+
+
+def test_reproduction_report_opens_with_a_summary_line(runs: pd.DataFrame, paper: pd.DataFrame, config: dict) -> None:
+    t = reproduction(inputs_of(runs, paper, config))
+    md = t.markdown().splitlines()
+    i = next(i for i, line in enumerate(md) if line.startswith("**Summary:"))
+    assert md[2].startswith("**Verdict**") and md[i + 2].startswith("| Table |")  # verdict, summary, then the table
+    matched = t.data.dropna(subset=["ours_mean"])
+    with_std = matched.dropna(subset=["paper_std"])
+    # reference: within = |round(ours) - round(paper)| <= round(paper std), recomputed here
+    within = sum(
+        abs(round(o, 1) - round(p, 1)) <= round(s, 1) + 1e-9
+        for o, p, s in zip(with_std["ours_mean"], with_std["paper_mean"], with_std["paper_std"])
+    )
+    assert f"{len(matched)} of {len(paper)} published numbers have a counterpart" in md[i]
+    assert f"{within} of the {len(with_std)} of those with a published std are within it" in md[i]
+    assert len(matched) > 0 and len(with_std) > 0
+
+
+def test_a_paper_number_without_std_prints_alone_and_the_paper_s_disagreements_are_noted(
+    runs: pd.DataFrame, paper: pd.DataFrame, config: dict
+) -> None:
+    """PANDA's published numbers have no std: no invented '± 0.0' in any table that shows them. The
+    paper gives CON2 (NND, invert) on BreastMNIST as 81.7 ± 1.4 in Table 1 and 81.7 ± 0.9 in its
+    alternative-contexts table: each table keeps its own and one note says so."""
+    assert paper.loc[paper["method"] == "PANDA", "auroc_std"].isna().all()
+    t1 = table1_medical(inputs_of(runs, paper, config))
+    panda = next(r for r in t1.rows if r[0] == "PANDA")
+    assert panda[t1.columns.index("BreastMNIST")] == "63.9" and "±" not in " ".join(panda)
+    assert "PANDA" in t1.markdown() and "63.9 ± 0.0" not in t1.markdown() + t1.latex()
+    repro = reproduction(inputs_of(runs, paper, config))
+    panda_rows = [r for r in repro.rows if r[2] == "PANDA"]
+    assert len(panda_rows) == 6 and all("±" not in r[5] for r in panda_rows)
+    disagree = "The paper's own tables disagree on CON2 (NND, invert) on BreastMNIST: 81.7 ± 1.4 in table1_medical; "
+    disagree += "81.7 ± 0.9 in table_alt_contexts; "
+    assert [n for n in t1.notes if "disagree" in n] == [disagree + "this table shows table1_medical's."]
+    alt = alt_contexts(inputs_of(runs, paper, config))
+    assert [n for n in alt.notes if "disagree" in n] == [disagree + "this table shows table_alt_contexts's."]
+    assert [n for n in repro.notes if "disagree" in n] == [disagree + "each row shows its own table's number."]
+    # the natural-image tables show none of those cells: no note
+    assert not [n for n in natural_summary(inputs_of(runs, paper, config)).notes if "disagree" in n]
