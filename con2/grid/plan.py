@@ -37,6 +37,7 @@ from con2.errors import ConfigError
 from con2.grid.checks import GridError
 from con2.grid.experiments import expand_grid
 from con2.methods import all_methods
+from con2.paper_names import dataset_names
 from con2.resources import resource
 
 THROUGHPUT_CSV = resource("throughput.csv")
@@ -395,7 +396,6 @@ def paper_hours_per_run(
 ) -> dict[tuple[str, str], float]:
     """``{(method, dataset): GPU-hours per run}`` from the paper's compute table, joined by the
     methods' ``compute_name`` and the datasets' paper names (the profile's ``paper_names`` too)."""
-    from con2.report.paper import dataset_names  # lazy: pandas only when the paper's compute hours are compared
 
     pairs = table_values(path, "--paper-hours", lambda r: ((r["method"], r["dataset"]), float(r["gpu_hours_per_run"])))
     table = dict(pairs)

@@ -12,9 +12,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from con2.paper_names import dataset_label, dataset_names
 from con2.report.artefacts import ReportInputs
 from con2.report.format import CELL_NOTE, Table, cell, shown_diff, signed
-from con2.report.paper import dataset_label, dataset_names, disagreement_notes, paper_row, paper_value
+from con2.report.paper import disagreement_notes, paper_row, paper_value
 from con2.report.select import (
     headline,
     level_stats,

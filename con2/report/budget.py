@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from con2.paper_names import dataset_label
 from con2.report.methods import Methods
-from con2.report.paper import dataset_label
 from con2.report.select import ReportCfg
 
 # The paper's training budget (its appendix): ResNet18 with 512-d features (width 64), 224 px inputs

@@ -36,10 +36,11 @@ import pandas as pd
 from scipy.stats import norm  # con2.maths.stats loads scipy.stats already
 
 from con2.maths.stats import LEVEL, delong_paired, holm, normal_interval
+from con2.paper_names import dataset_label, dataset_names
 from con2.report.artefacts import ReportInputs
 from con2.report.format import MISSING, Table, signed
 from con2.report.methods import Methods, method_names, subject_of
-from con2.report.paper import dataset_label, dataset_names, paper_value
+from con2.report.paper import paper_value
 from con2.report.select import headline, main_context, main_runs, report_block
 
 ALPHA = 0.05

@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from con2.paper_names import dataset_label, dataset_names
 from con2.report.artefacts import ReportInputs
 from con2.report.format import MISSING, Table
 from con2.report.methods import method_names
-from con2.report.paper import dataset_label, dataset_names
 from con2.report.select import ordered_datasets, report_block
 
 LOADED_CPU_SHARE = 0.8  # a training job that got less of the CPU it asked for ran under load

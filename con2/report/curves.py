@@ -17,11 +17,11 @@ from typing import Any
 
 import pandas as pd
 
+from con2.paper_names import dataset_label
 from con2.report.artefacts import ReportInputs
 from con2.report.collect import dataset_level, summarize
 from con2.report.format import CELL_NOTE, MISSING, Table, cell
 from con2.report.methods import Methods, method_names
-from con2.report.paper import dataset_label
 from con2.report.select import headline, main_runs, main_variant, ordered_datasets, report_block
 from con2.run.records import RecordError, read_record
 

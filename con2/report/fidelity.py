@@ -24,10 +24,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from con2.paper_names import dataset_label, dataset_names
 from con2.report.artefacts import ReportInputs
 from con2.report.format import Table, mean_std, signed
 from con2.report.methods import Methods, base_score, method_names, subject_of
-from con2.report.paper import dataset_label, dataset_names, disagreement_notes, paper_value
+from con2.report.paper import disagreement_notes, paper_value
 
 
 def reading_cell(runs: pd.DataFrame, dataset: str, row: Mapping[str, Any]) -> tuple[float, float, int, int]:

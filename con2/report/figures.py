@@ -31,10 +31,10 @@ import pandas as pd  # noqa: E402
 from matplotlib.container import BarContainer  # noqa: E402
 
 from con2.atomic import atomic_path  # noqa: E402
+from con2.paper_names import dataset_label  # noqa: E402
 from con2.report.artefacts import ReportInputs  # noqa: E402
 from con2.report.curves import curve_frame  # noqa: E402
 from con2.report.methods import method_names  # noqa: E402
-from con2.report.paper import dataset_label  # noqa: E402
 from con2.run.records import RecordError, read_record  # noqa: E402
 
 PCA_MAX_POINTS = 300  # points per group and panel of the PCA figure (report.pca_max_points)

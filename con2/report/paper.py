@@ -12,27 +12,12 @@ a score or ""): each method's spec says which row each of its scores is compared
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
 from con2.report.format import mean_std
-
-PAPER_DATASETS: dict[str, str] = {
-    "breastmnist": "BreastMNIST",
-    "octmnist": "OctMNIST",
-    "kvasir": "Kvasir",
-    "br35h": "BR35H",
-    "pneumonia": "Pneumonia",
-    "melanoma": "Melanoma",
-    "cifar10": "CIFAR10",
-    "cifar100": "CIFAR100",
-    "imagenet30": "ImageNet30",
-    "dogs-vs-cats": "DogsVsCats",
-    "muffin-vs-chihuahua": "MuffinVsChihuahua",
-}
 
 # Table 1's rows of methods the harness does not run, and the code that produced them: each is a way
 # in through README "(b)" (a Snakemake rule around the program, its scores turned into a record by
@@ -42,27 +27,6 @@ EXTERNAL_CODE: dict[str, str] = {
     "MVFA": "github.com/MediaBrain-SJTU/MVFA-AD",
     "MediCLIP": "github.com/cnulab/MediCLIP",
 }
-
-# display names of registry datasets the paper does not report
-OTHER_DATASETS: dict[str, str] = {"pneumoniamnist": "PneumoniaMNIST", "digits": "Digits"}
-
-
-def dataset_label(dataset: str) -> str:
-    """The paper's display name of a registry dataset name (the name itself when unknown)."""
-    return PAPER_DATASETS.get(dataset, OTHER_DATASETS.get(dataset, dataset))
-
-
-def dataset_names(config: Mapping[str, Any] | None = None) -> dict[str, str]:
-    """Registry name -> the paper's dataset name, extended by the config's ``paper_names`` block::
-
-    paper_names:
-      datasets: {mydata: MyData}
-      methods: {"panda/knn": "PANDA"}        # read by con2.report.methods (or "PANDA/NND")
-    """
-    datasets = dict(PAPER_DATASETS)
-    extra = (config or {}).get("paper_names") or {}
-    datasets.update({str(k): str(v) for k, v in (extra.get("datasets") or {}).items()})
-    return datasets
 
 
 def external_code_notes(methods: Iterable[str]) -> list[str]:

@@ -9,13 +9,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from con2.paper_names import dataset_names
 from con2.report.artefacts import ReportInputs
 from con2.report.bound import bound_rows
 from con2.report.bound import verdict_lines as budget_lines
 from con2.report.comparisons import inside_text, verdict_uncertainty_lines
 from con2.report.format import CELL_NOTE, MISSING, Table, cell, shown, shown_diff, signed
 from con2.report.methods import Methods, lacking_weights, method_names, subject_of
-from con2.report.paper import dataset_names, disagreement_notes
+from con2.report.paper import disagreement_notes
 from con2.report.select import Stat, headline, level_stats, lookup_stat, main_runs, report_block
 from con2.report.verdict import NOTHING_TO_COMPARE, verdict_lines
 

@@ -39,10 +39,10 @@ import numpy as np
 import pandas as pd
 
 from con2.grid.experiments import as_list
+from con2.paper_names import dataset_label
 from con2.report.collect import dataset_level, summarize
 from con2.report.format import cell, with_interval
 from con2.report.methods import Methods, Subject, method_names, subject_of
-from con2.report.paper import dataset_label
 
 ReportCfg = Mapping[str, Any]
 

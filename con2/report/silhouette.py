@@ -8,10 +8,10 @@ from typing import Any
 
 import pandas as pd
 
+from con2.paper_names import dataset_label
 from con2.report.artefacts import ReportInputs
 from con2.report.format import CELL_NOTE, Table
 from con2.report.methods import Methods
-from con2.report.paper import dataset_label
 from con2.report.select import (
     classes_text,
     headline,

@@ -12,12 +12,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from con2.paper_names import dataset_label, dataset_names
 from con2.report.artefacts import ReportInputs
 from con2.report.budget import budget_note
 from con2.report.comparisons import holding_marks, mark_note
 from con2.report.format import CELL_NOTE, Table, cell, shown_diff
 from con2.report.methods import missing_weights_notes
-from con2.report.paper import dataset_label, dataset_names, disagreement_notes, external_code_notes, paper_value
+from con2.report.paper import disagreement_notes, external_code_notes, paper_value
 from con2.report.select import (
     absent_notes,
     classes_text,
