@@ -143,7 +143,7 @@ def test_every_record_names_its_cpu(tmp_path, monkeypatch):
     stores the CPU's model name (the schema's optional `cpu`) beside `precision`."""
     import platform
 
-    import con2.run.rundir as rundir
+    import con2.run.provenance as provenance
     from con2.run.records import read_record, write_record
 
     kw = dict(dataset="d", normal_class="0", method="m", variant="v", seed=1, n_train=4, config={})
@@ -164,13 +164,13 @@ def test_every_record_names_its_cpu(tmp_path, monkeypatch):
             raise FileNotFoundError(file)
         return real_open(file, *args, **kwargs)
 
-    rundir.cpu_model.cache_clear()
+    provenance.cpu_model.cache_clear()
     monkeypatch.setattr("builtins.open", no_cpuinfo)
     try:
-        assert rundir.cpu_model() == (platform.processor() or platform.machine() or "unknown")
+        assert provenance.cpu_model() == (platform.processor() or platform.machine() or "unknown")
     finally:
         monkeypatch.undo()
-        rundir.cpu_model.cache_clear()
+        provenance.cpu_model.cache_clear()
 
 
 class NotATensor:

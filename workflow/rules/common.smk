@@ -13,6 +13,7 @@ from pathlib import Path
 from snakemake.exceptions import WorkflowError
 
 from con2 import paths as P  # where runs, configs, logs live; the name pattern
+from con2.resources import resource
 from con2.grid import experiments as E
 from con2.config import RUNTIME_KEYS
 from con2.report.artefacts import FIGURES, TABLES, figure_targets, table_targets
@@ -87,9 +88,10 @@ SCOPED_TABLES = list(REPORT.get("scopes") or {})  # studies: built when named (o
 TABLE_FILES = [f for f in table_targets(REPORT) if Path(f).stem not in SCOPED_TABLES]
 STUDY_FILES = [f for f in table_targets(REPORT) if Path(f).stem in SCOPED_TABLES]
 FIGURE_FILES = figure_targets(REPORT)
-# inputs relative to the working directory, so a moved checkout does not change the input sets
-PAPER_NUMBERS = os.path.relpath(WORKFLOW_DIR / "con2" / "resources" / "paper_numbers.csv")
-PAPER_HOURS = os.path.relpath(WORKFLOW_DIR / "con2" / "resources" / "paper_compute_hours.csv")
+# the paper's tables are package data (con2.resources: wherever con2 is installed); relative to the
+# working directory, so a moved checkout does not change the input sets
+PAPER_NUMBERS = os.path.relpath(resource("paper_numbers.csv"))
+PAPER_HOURS = os.path.relpath(resource("paper_compute_hours.csv"))
 RUNS_CSV = "results/evaluation/runs.csv"
 SCORE_RUNTIME_CSV = "results/score_runtime/score_runtime.csv"
 GPU_MEASURED = os.path.relpath(WORKFLOW_DIR / "benchmarks" / "measured")
