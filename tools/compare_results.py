@@ -1,0 +1,60 @@
+#!/usr/bin/env python3
+"""Compare two ``results/`` folders of the same profile: what a refactoring must leave unchanged.
+
+    python tools/compare_results.py OLD/results NEW/results
+
+Run records are compared without the fields that differ between any two runs of the same config
+and seed (wall-clock times, memory, creation time, the git commit, package versions); scores,
+features, learning curves and metrics must be identical (the same config and seed give the same
+numbers on the same CPU). Tables (.md/.csv/.tex/.html) and figures must be byte-identical, except
+those that print measured times (named in TIMED). Prints one line per difference and exits 1 if
+there is any.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+VOLATILE = {"timing", "peak_memory_mb", "created", "git_commit", "versions", "cpu"}
+# outputs that print measured seconds, so differ between any two runs
+TIMED = ("compute_cost", "score_runtime", "runtime")
+SKIP_DIRS = {"logs", "benchmarks", "configs"}  # logs and Snakemake benchmarks hold times; configs hold hashes only
+
+
+def comparable(path: Path) -> object:
+    if path.name == "record.json":
+        record = json.loads(path.read_text())
+        return {k: v for k, v in record.items() if k not in VOLATILE}
+    return path.read_bytes()
+
+
+def main(old: Path, new: Path) -> int:
+    def files(root: Path) -> set[Path]:
+        return {
+            p.relative_to(root)
+            for p in root.rglob("*")
+            if p.is_file() and not SKIP_DIRS & set(p.relative_to(root).parts) and not p.name.startswith(".")
+        }
+
+    a, b = files(old), files(new)
+    problems = [f"only in {old}: {p}" for p in sorted(a - b)] + [f"only in {new}: {p}" for p in sorted(b - a)]
+    same = 0
+    for rel in sorted(a & b):
+        if any(t in rel.name for t in TIMED) or rel.name.startswith("report"):
+            continue
+        if comparable(old / rel) != comparable(new / rel):
+            problems.append(f"differs: {rel}")
+        else:
+            same += 1
+    for line in problems:
+        print(line)
+    print(f"{same} files identical (records without {sorted(VOLATILE)}), {len(problems)} differences")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3:
+        sys.exit(__doc__)
+    sys.exit(main(Path(sys.argv[1]), Path(sys.argv[2])))
