@@ -3,8 +3,9 @@
 
     python tools/compare_results.py OLD/results NEW/results
 
-Run records are compared without the fields that differ between any two runs of the same config
-and seed (wall-clock times, memory, creation time, the git commit, package versions); scores,
+Run records and CSV files are compared without the fields that differ between any two runs of the
+same config and seed (wall-clock times, memory, load, creation time, the git commit, package
+versions), other files with the checkout's own path replaced; scores,
 features, learning curves and metrics must be identical (the same config and seed give the same
 numbers on the same CPU). Tables (.md/.csv/.tex/.html) and figures must be byte-identical, except
 those that print measured times (named in TIMED). Prints one line per difference and exits 1 if
@@ -13,21 +14,32 @@ there is any.
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import sys
 from pathlib import Path
 
 VOLATILE = {"timing", "peak_memory_mb", "created", "git_commit", "versions", "cpu"}
+# CSV columns (runs.csv, curve.csv) that hold measured times, memory or load
+VOLATILE_COLUMNS = ("seconds", "memory", "rss", "per_s", "cpu_share", "load_average")
 # outputs that print measured seconds, so differ between any two runs
 TIMED = ("compute_cost", "score_runtime", "runtime")
 SKIP_DIRS = {"logs", "benchmarks", "configs"}  # logs and Snakemake benchmarks hold times; configs hold hashes only
 
 
-def comparable(path: Path) -> object:
+def comparable(path: Path, root: Path) -> object:
+    """What must be equal: a record without :data:`VOLATILE` (and its learning curve's seconds), a CSV
+    without :data:`VOLATILE_COLUMNS`, any other file byte for byte with its checkout's path as ``ROOT``."""
     if path.name == "record.json":
-        record = json.loads(path.read_text())
-        return {k: v for k, v in record.items() if k not in VOLATILE}
-    return path.read_bytes()
+        record = {k: v for k, v in json.loads(path.read_text()).items() if k not in VOLATILE}
+        for point in (record.get("curve") or {}).get("points", []):
+            point.pop("seconds", None)
+        return record
+    if path.suffix == ".csv" and path.parent.name != "tables":
+        rows = list(csv.DictReader(io.StringIO(path.read_text())))
+        return [{k: v for k, v in r.items() if not any(t in k for t in VOLATILE_COLUMNS)} for r in rows]
+    return path.read_bytes().replace(str(root.resolve().parent).encode(), b"ROOT")
 
 
 def main(old: Path, new: Path) -> int:
@@ -44,7 +56,7 @@ def main(old: Path, new: Path) -> int:
     for rel in sorted(a & b):
         if any(t in rel.name for t in TIMED) or rel.name.startswith("report"):
             continue
-        if comparable(old / rel) != comparable(new / rel):
+        if comparable(old / rel, old) != comparable(new / rel, new):
             problems.append(f"differs: {rel}")
         else:
             same += 1
