@@ -4,8 +4,8 @@
 # column, one column per score, higher = more anomalous), which `python -m con2.run.external`
 # turns into scores.csv and a validated record.json (labelled "Pixel NN (NND)" in the tables) in
 # the run's folder, so the run joins every table like a registered method's. In the workflow: name
-# this file in `extra_rules` and the method in `extra_methods` (README, "Adding a baseline to the
-# workflow"). Standalone:
+# this file in `extra_rules` and the method in `extra_methods` (docs/methods.md, "Adding a baseline
+# to the workflow"). Standalone:
 #   snakemake -s baselines/examples/pixel_nn.smk --cores 1 --config data_dir=../shared/data -- \
 #       results/runs/breastmnist/1/pixel_nn/default/seed0/record.json
 import sys

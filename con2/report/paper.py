@@ -20,7 +20,7 @@ import pandas as pd
 from con2.report.format import mean_std
 
 # Table 1's rows of methods the harness does not run, and the code that produced them: each is a way
-# in through README "(b)" (a Snakemake rule around the program, its scores turned into a record by
+# in through docs/methods.md "(b)" (a Snakemake rule around the program, its scores turned into a record by
 # `python -m con2.run.external`).
 EXTERNAL_CODE: dict[str, str] = {
     "AnomalyCLIP": "github.com/zqhang/AnomalyCLIP",
@@ -33,7 +33,7 @@ def external_code_notes(methods: Iterable[str]) -> list[str]:
     """One note per paper-only row of :data:`EXTERNAL_CODE` among ``methods``: its code, and how to add it."""
     return [
         f"{m}: the paper's number only; its code is {EXTERNAL_CODE[m]}: add it as an external program "
-        '(README "(b)": a Snakemake rule that runs it and `python -m con2.run.external` for the record).'
+        '(docs/methods.md "(b)": a Snakemake rule that runs it and `python -m con2.run.external` for the record).'
         for m in dict.fromkeys(methods)
         if m in EXTERNAL_CODE
     ]

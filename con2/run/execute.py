@@ -48,7 +48,7 @@ __all__ = [
     "train_settings",
 ]
 
-# Bounds on one scoring pass (README, "Failure and recovery"): encoder batches over all views of
+# Bounds on one scoring pass (docs/troubleshooting.md, "Failure and recovery"): encoder batches over all views of
 # the training and test images, and [nn_chunk, nn_chunk] blocks of the nearest-neighbour search
 # per reading. On the 2-core CPU a batch of one 32 px image takes milliseconds and a block of the
 # search ~30 us (nn_chunk=1), so either bound is tens of minutes of overhead; beyond it a run stops

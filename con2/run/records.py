@@ -96,7 +96,7 @@ RECORD_SCHEMA: dict[str, Any] = {
         "steps": {"type": "integer"},
         "resumed_from_epoch": {"type": ["integer", "null"]},
         "precision": {"enum": ["float32", "bfloat16-autocast"]},  # what the training steps ran in
-        "cpu": {"type": "string"},  # the CPU's model name: equal numbers need the same kind of CPU (README)
+        "cpu": {"type": "string"},  # the CPU's model name: equal numbers need the same kind of CPU (docs/results.md)
         "gpu": {"type": "string"},  # the GPU's name, for runs on CUDA
         "batch_size": {"type": ["integer", "null"], "minimum": 1},  # the effective batch (images per step)
         "split_seed": {"type": ["integer", "null"]},
