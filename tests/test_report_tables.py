@@ -7,10 +7,10 @@ from pathlib import Path
 import pandas as pd
 from report_fixtures import RESOURCES, collect, config, fake_record, inputs_of, paper, runs, score_runtime_measurements  # noqa: F401  (fixtures: test parameters of the same name)
 
-from con2.report.artefacts import TABLES
+from con2.report.artefacts import TABLES, ReportInputs
+from con2.report.format import Table
 from con2.report.paper import load_compute_hours
 from con2.report.per_class import per_class as per_class_table
-from con2.report.summary import table1_medical
 from con2.report.tables import build_table, outside_grid_note
 
 
@@ -47,11 +47,33 @@ def test_tables_use_headline_scores_and_tolerate_extra_readings(
     ]
 
 
-def test_records_outside_the_grid_are_kept_and_noted(runs: pd.DataFrame, paper: pd.DataFrame, config: dict) -> None:
-    assert runs["in_grid"].all() and outside_grid_note(runs) is None
-    marked = runs.assign(in_grid=runs["dataset"] != "breastmnist")
+def test_records_outside_the_grid_are_left_out_and_counted_in_one_note(
+    tmp_path: Path, runs: pd.DataFrame, config: dict
+) -> None:
+    """Issue 27, point 1: another profile's runs in the same results folder reach none of this profile's
+    tables (nor figures: both read through ReportInputs.load) unless report.include_outside_grid."""
+    marked = runs.assign(in_grid=runs["dataset"] != "breastmnist")  # BreastMNIST's runs: another profile's
     n = marked.loc[~marked["in_grid"], "record"].nunique()
-    assert f"holds {n} run(s) outside this profile's grid" in outside_grid_note(marked)
-    assert (
-        table1_medical(inputs_of(marked, paper, config)).rows == table1_medical(inputs_of(runs, paper, config)).rows
-    )  # kept, not dropped
+    status = tmp_path / "status.json"
+    status.write_text("{}")
+    files = {"paper": str(RESOURCES / "paper_numbers.csv"), "status": str(status)}
+
+    def table1(frame: pd.DataFrame, cfg: dict) -> tuple[ReportInputs, Table]:
+        inputs = ReportInputs.load(TABLES["table1_medical"], {**files, "runs": str(_written(tmp_path, frame))}, cfg)
+        return inputs, build_table("table1_medical", inputs)
+
+    whole_inputs, whole = table1(runs, config)  # every run in the grid
+    assert whole_inputs.outside_grid == () and outside_grid_note(whole_inputs) is None
+    own_inputs, own = table1(marked, config)
+    assert len(own_inputs.outside_grid) == n and "breastmnist" not in set(own_inputs.frame("runs")["dataset"])
+    assert own.rows != whole.rows  # BreastMNIST's numbers are gone from this profile's Table 1
+    assert f"{n} run(s) outside this profile's grid left out" in own.markdown()
+    assert "`report.include_outside_grid: true` shows them" in own.markdown()
+    _, shown = table1(marked, {**config, "report": {**config["report"], "include_outside_grid": True}})
+    assert shown.rows == whole.rows and f"{n} run(s) outside this profile's grid (" in shown.markdown()
+
+
+def _written(tmp_path: Path, runs: pd.DataFrame) -> Path:
+    path = tmp_path / "runs.csv"
+    runs.to_csv(path, index=False)
+    return path

@@ -205,6 +205,9 @@ class ReportInputs:
         dataset: the dataset of an artefact made per dataset (``each``), else "".
         panels: ``(title, run directory)`` per PCA panel.
         gpu: the GPU runs of ``benchmarks/gpu_fidelity.py`` (:func:`con2.report.gpu_runs.read_gpu_lines`).
+        outside_grid: the records of ``runs.csv`` outside the profile's grid (``in_grid`` false: another
+            profile's, or trained under another configuration), left out of ``runs`` unless the profile
+            sets ``report.include_outside_grid``.
     """
 
     config: Mapping[str, Any] = field(default_factory=dict)
@@ -217,6 +220,7 @@ class ReportInputs:
     dataset: str = ""
     panels: tuple[tuple[str, str], ...] = ()
     gpu: pd.DataFrame | None = None
+    outside_grid: tuple[str, ...] = ()
 
     @property
     def report(self) -> Mapping[str, Any]:
@@ -267,7 +271,20 @@ class ReportInputs:
         if missing:
             raise ValueError(f"{artefact.name} reads {missing}: give the rule these inputs ({list(files)} given)")
         frames = {r: readers[r](files[r]) for r in wanted}
-        return cls(config=config, dataset=dataset, panels=tuple((str(t), str(d)) for t, d in panels), **frames)
+        outside: tuple[str, ...] = ()
+        runs = frames.get("runs")
+        if runs is not None and "in_grid" in runs.columns:  # one profile's tables show that profile's runs
+            in_grid = runs["in_grid"].fillna(True).astype(bool)
+            outside = tuple(sorted(runs.loc[~in_grid, "record"].astype(str).unique()))
+            if not (config.get("report") or {}).get("include_outside_grid", False):
+                frames["runs"] = runs.loc[in_grid].reset_index(drop=True)
+        return cls(
+            config=config,
+            dataset=dataset,
+            panels=tuple((str(t), str(d)) for t, d in panels),
+            outside_grid=outside,
+            **frames,
+        )
 
 
 def targets(registry: Mapping[str, Artefact], report: Mapping[str, Any], root: str, exts: Sequence[str]) -> list[str]:

@@ -9,34 +9,32 @@ lists (the runs, one row per run and score; the paper's numbers; the profile's `
 (compute cost, score runtime), :mod:`~con2.report.reproduction` (every paper number next to ours,
 opened by :mod:`~con2.report.verdict`), :mod:`~con2.report.fidelity`, :mod:`~con2.report.bound`,
 :mod:`~con2.report.comparisons` and :mod:`~con2.report.curves`; what they share to select runs is in
-:mod:`~con2.report.select`. :func:`build_table` adds the note on records outside the profile's grid.
+:mod:`~con2.report.select`. :func:`build_table` adds the note on records outside the profile's grid
+(left out of every table and figure unless ``report.include_outside_grid``:
+:meth:`~con2.report.artefacts.ReportInputs.load`).
 """
 
 from __future__ import annotations
-
-import pandas as pd
 
 from con2.report.artefacts import TABLES, ReportInputs
 from con2.report.format import Table
 
 
-def outside_grid_note(runs: pd.DataFrame) -> str | None:
-    """The note every table gets when the aggregation holds records outside the profile's grid."""
-    if runs.empty or "in_grid" not in runs.columns:
+def outside_grid_note(inputs: ReportInputs) -> str | None:
+    """The one note a table gets when results/evaluation/runs.csv holds records outside the profile's grid."""
+    n = len(inputs.outside_grid)
+    if not n:
         return None
-    outside = runs.loc[~runs["in_grid"].fillna(True).astype(bool), "record"].nunique()
-    if not outside:
-        return None
-    return (
-        f"runs.csv holds {outside} run(s) outside this profile's grid (in_grid = False: another profile's, or a "
-        "dataset unavailable now); they are included where they fit. Delete a run's directory to drop it."
-    )
+    what = "another profile's, or trained under another configuration; in_grid = False in results/evaluation/runs.csv"
+    if inputs.report.get("include_outside_grid", False):
+        return f"{n} run(s) outside this profile's grid ({what}) are included where they fit."
+    return f"{n} run(s) outside this profile's grid left out ({what}; `report.include_outside_grid: true` shows them)."
 
 
 def build_table(name: str, inputs: ReportInputs) -> Table:
     """The table ``name`` of :data:`~con2.report.artefacts.TABLES` from ``inputs``, with the note on
     records outside the profile's grid where it reads runs."""
     table = TABLES[name].builder()(inputs)
-    if inputs.runs is not None and (note := outside_grid_note(inputs.runs)):
+    if inputs.runs is not None and (note := outside_grid_note(inputs)):
         table.notes.append(note)
     return table
