@@ -369,6 +369,10 @@ def run_command(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    if argv is None:  # the `con2` command (not a call from Python): SIGTERM stops it as Ctrl-C does
+        from con2.signals import sigterm_as_interrupt
+
+        sigterm_as_interrupt()
     return run_command(build_parser().parse_args(argv))
 
 
