@@ -11,8 +11,10 @@ real ``dict``/``list``; ``str()`` and pickling, what ``script:`` jobs use, are u
 Snakemake also lists every file of a reason ("Input files updated by another job: ...", 70 files
 for the target `all`). :class:`ShortReasons`, a logging filter installed by
 ``workflow/rules/common.smk``, keeps the first few files of each part of a job's ``Reason:`` and
-counts the rest. It touches only the ``reason`` field of job-info records (Snakemake's logger-plugin
-interface), never which jobs run.
+counts the rest, and a dry run's closing "Reasons:" summary (every rule per reason: one per table
+and figure) names the first few rules of each reason. It touches only the ``reason`` field of
+job-info records (Snakemake's logger-plugin interface) and that summary's text, never which jobs
+run.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ __all__ = ["HashedDict", "HashedList", "ShortReasons", "hashed", "install_short_
 
 REASON_FILES = 3  # files of one reason part shown; the others are counted
 REASON_PART_CHARS = 300  # a part without a file list (a param's repr) is cut here
+SUMMARY_RULES = 6  # rules of one reason shown in a dry run's closing "Reasons:" summary
 
 
 def digest(text: str) -> str:
@@ -80,13 +83,27 @@ def short_reason(reason: str, files: int = REASON_FILES, chars: int = REASON_PAR
     return "; ".join(parts)
 
 
+def short_summary(msg: str, rules: int = SUMMARY_RULES) -> str:
+    """A dry run's "Reasons:" summary with each line of rule names cut to ``rules`` names."""
+    lines = []
+    for line in msg.split("\n"):
+        names = line.strip().split(", ")
+        if line.startswith("        ") and len(names) > rules:
+            line = f"        {', '.join(names[:rules])} (+{len(names) - rules} more)"
+        lines.append(line)
+    return "\n".join(lines)
+
+
 class ShortReasons(logging.Filter):
-    """Shortens the ``reason`` of Snakemake's job-info log records (see :func:`short_reason`)."""
+    """Shortens the ``reason`` of Snakemake's job-info log records (see :func:`short_reason`) and a dry
+    run's "Reasons:" summary (:func:`short_summary`)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         reason = getattr(record, "reason", None)
         if isinstance(reason, str) and len(reason) > REASON_PART_CHARS // 2:
             record.reason = short_reason(reason)
+        if isinstance(record.msg, str) and record.msg.startswith("Reasons:\n") and not record.args:
+            record.msg = short_summary(record.msg)
         return True
 
 
