@@ -12,9 +12,9 @@ Snakemake also lists every file of a reason ("Input files updated by another job
 for the target `all`). :class:`ShortReasons`, a logging filter installed by
 ``workflow/rules/common.smk``, keeps the first few files of each part of a job's ``Reason:`` and
 counts the rest, and a dry run's closing "Reasons:" summary (every rule per reason: one per table
-and figure) names the first few rules of each reason. It touches only the ``reason`` field of
-job-info records (Snakemake's logger-plugin interface) and that summary's text, never which jobs
-run.
+and figure; also its "Rules with provenance triggered jobs") names the first few rules of each
+reason. It touches only the ``reason`` field of job-info records (Snakemake's logger-plugin
+interface) and these summaries' text, never which jobs run.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ __all__ = ["HashedDict", "HashedList", "ShortReasons", "hashed", "install_short_
 REASON_FILES = 3  # files of one reason part shown; the others are counted
 REASON_PART_CHARS = 300  # a part without a file list (a param's repr) is cut here
 SUMMARY_RULES = 6  # rules of one reason shown in a dry run's closing "Reasons:" summary
+PROVENANCE = "Rules with provenance triggered jobs: "
 
 
 def digest(text: str) -> str:
@@ -102,8 +103,13 @@ class ShortReasons(logging.Filter):
         reason = getattr(record, "reason", None)
         if isinstance(reason, str) and len(reason) > REASON_PART_CHARS // 2:
             record.reason = short_reason(reason)
-        if isinstance(record.msg, str) and record.msg.startswith("Reasons:\n") and not record.args:
-            record.msg = short_summary(record.msg)
+        if isinstance(record.msg, str) and not record.args:
+            if record.msg.startswith("Reasons:\n"):
+                record.msg = short_summary(record.msg)
+            elif record.msg.startswith(PROVENANCE):  # a dry run's "Rules with provenance triggered jobs: a b c ..."
+                names = record.msg[len(PROVENANCE) :].split()
+                if len(names) > SUMMARY_RULES:
+                    record.msg = f"{PROVENANCE}{' '.join(names[:SUMMARY_RULES])} (+{len(names) - SUMMARY_RULES} more)\n"
         return True
 
 
