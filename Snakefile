@@ -103,6 +103,16 @@ for _rule_file in OWN_RULE_FILES:
     include: _rule_file
 
 
+# SIGTERM (`timeout`, a cluster's time limit, `kill PID`) stops the running jobs, each `con2 train`
+# leaving its checkpoint, and then Snakemake, as Ctrl-C does; Snakemake's own handler would wait for
+# them to finish, hours for a training run (con2/run/signals.py says why and how). Installed here: after
+# Snakemake's handler, before the first job.
+onstart:
+    from con2.run.signals import terminate_jobs_on_sigterm
+
+    terminate_jobs_on_sigterm()
+
+
 # The last lines of every run: datasets skipped (why, and the command that fixes it) and records
 # aggregated from outside this profile's grid.
 onsuccess:

@@ -33,6 +33,7 @@ from con2.methods.spec import MethodSpec
 from con2.paths import RULE_METHODS_DIR
 from con2.run.rundir import RunDir
 from con2.run.runner import run
+from con2.run.signals import sigterm_as_interrupt
 
 # Start-up imports only the standard library, yaml and con2's light modules (config, errors,
 # rundir, runner, the grid): `con2 --help` and a re-run of a finished `con2 train` answer without loading torch,
@@ -322,6 +323,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    if argv is None:  # the `con2` command (not a call from Python): SIGTERM stops it as Ctrl-C does
+        sigterm_as_interrupt()
     return run_command(build_parser().parse_args(argv))
 
 

@@ -11,18 +11,24 @@ import time
 from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
+from snakemake.logging import logger as snakemake_logger
 
 from con2 import paths as P  # where runs, configs, logs live; the name pattern
 from con2.resources import resource
 from con2.grid import experiments as E
 from con2.config import RUNTIME_KEYS
 from con2.report.artefacts import FIGURES, TABLES, figure_targets, table_targets
+from con2.grid.console import hashed, install_short_reasons
 from con2.grid.status import unknown_class
 
 WORKFLOW_DIR = Path(workflow.basedir)
 DATA_DIR = Path(os.path.abspath(os.path.expanduser(config["data_dir"])))  # normalised once: how messages name it
 STARTED = time.time()
 STRICT = bool(config.get("strict", False))
+# A job's `Reason:` lists at most a few files per part (the target `all` listed every table and
+# figure): con2/grid/console.py. Params that hold whole profiles or file lists are `hashed`:
+# compared as before, printed as `<label hash>`.
+install_short_reasons(snakemake_logger)
 
 
 def registry_normal_classes(name):
@@ -82,6 +88,7 @@ DATA_TARGETS = E.data_targets(RUNS)
 # every record on disk when the workflow starts (aggregation reads all of them, not only the grid's),
 # and the record.json files whose folders are not a run key (a copied seed0.bak): never a run
 RECORDS_ON_DISK, NOT_RUN_RECORDS = P.records_on_disk()
+NOT_RUN_RECORDS = hashed(NOT_RUN_RECORDS, "not_runs")
 
 REPORT = config.get("report") or {}
 SCOPED_TABLES = list(REPORT.get("scopes") or {})  # studies: built when named (or by `snakemake studies`)
@@ -229,7 +236,7 @@ def records_outside(wildcards):
     from the inputs: Snakemake compares it) make aggregation rerun when one appears, changes or
     disappears."""
     tracked = {r.record for r in available_runs() if not scoped_only(r)}
-    return [f"{p}@{os.stat(p).st_mtime_ns}" for p in RECORDS_ON_DISK if p not in tracked]
+    return hashed([f"{p}@{os.stat(p).st_mtime_ns}" for p in RECORDS_ON_DISK if p not in tracked], "outside")
 
 
 def scope_experiments(scope):
@@ -250,7 +257,7 @@ def scope_outside(wildcards):
     exps = scope_experiments(wildcards.scope)
     tracked = set(scope_records(wildcards))
     keys = {r.record for r in RUNS if exps & set(r.experiments)}
-    return [f"{p}@{os.stat(p).st_mtime_ns}" for p in RECORDS_ON_DISK if p in keys and p not in tracked]
+    return hashed([f"{p}@{os.stat(p).st_mtime_ns}" for p in RECORDS_ON_DISK if p in keys and p not in tracked], "outside")
 
 
 def table_runs(table):
@@ -260,7 +267,7 @@ def table_runs(table):
 
 def grid_hashes():
     """{run key: config hash} of the grid (None for runs of own-rule methods, which keep no hash)."""
-    return GRID.hashes()
+    return hashed(GRID.hashes(), "grid")
 
 
 def pca_runs():
@@ -321,7 +328,7 @@ def report_settings():
 def artefact_params(artefact):
     """The params that make a table or figure beyond its name: the settings it is built from
     (`report_settings`, a rerun trigger) and, for the PCA figure, its panels."""
-    params = {"settings": report_settings()}
+    params = {"settings": hashed(report_settings(), "settings")}
     if "panels" in artefact.reads:
         params["panels"] = pca_panels
     return params

@@ -1,0 +1,133 @@
+"""SIGTERM to Snakemake's pid stops its training jobs, and the console stays short (issue 27, point 13).
+
+`timeout`, a cluster's time limit or `kill PID` send SIGTERM to Snakemake alone; Snakemake's own
+answer waits for the running jobs (hours of training) and repeats "Will exit after finishing
+currently running jobs". The workflow's handler (con2/run/signals.py, installed by the Snakefile's
+`onstart`) stops the jobs and Snakemake as Ctrl-C does; the same command then resumes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from test_workflow import SNAKEMAKE, TEST_CONFIG, copy_workflow, snakemake, workflow_env
+
+from con2.grid.console import hashed, short_reason, short_summary
+from con2.run.signals import descendants
+
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")]
+
+GRACEFUL = "Will exit after finishing currently running jobs"
+RUNS = ("0", "1")
+
+
+def profile(wd: Path) -> str:
+    """The tiny profile, two runs of ~30 s each (time to interrupt both), a checkpoint every epoch."""
+    cfg = yaml.safe_load((wd / TEST_CONFIG).read_text())
+    cfg["run"].update(epochs=30, width=8, image_size=28)
+    cfg["checkpoint_seconds"] = 0  # a runtime key: never in the config hash
+    cfg["datasets"]["digits"]["normal_classes"] = list(RUNS)
+    cfg["experiments"] = {"main": {"datasets": ["digits"], "methods": {"con2": ["invert"]}}}
+    (wd / "sigterm.yaml").write_text(yaml.safe_dump(cfg))
+    return "sigterm.yaml"
+
+
+def trainers(pid: int) -> list[int]:
+    """The `con2 train` processes below ``pid``."""
+    below = set(descendants(pid))
+    ps = subprocess.run(["ps", "-A", "-o", "pid=", "-o", "args="], capture_output=True, text=True).stdout
+    return [
+        int(p)
+        for p, _, args in (line.strip().partition(" ") for line in ps.splitlines())
+        if int(p) in below and "con2 train" in args
+    ]
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_sigterm_stops_the_training_jobs_and_the_same_command_resumes(tmp_path: Path) -> None:
+    wd = copy_workflow(tmp_path)
+    cmd = [*SNAKEMAKE, "--cores", "2", "runs", "--configfile", profile(wd)]
+    run_dirs = [wd / f"results/runs/digits/{c}/con2/invert/seed0" for c in RUNS]
+    console = wd / "console.txt"
+    with console.open("w") as out:
+        # a session of its own: this test's process group never gets a signal meant for the workflow
+        proc = subprocess.Popen(
+            cmd, cwd=wd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True, env=workflow_env(wd)
+        )
+    try:
+        deadline = time.time() + 300  # waits for a state (both runs checkpointed), not for a time
+        while not all((d / "checkpoint.pt").exists() for d in run_dirs):
+            assert proc.poll() is None and time.time() < deadline, console.read_text()[-3000:]
+            time.sleep(0.2)
+        running = trainers(proc.pid)
+        assert len(running) == 2, running
+        os.kill(proc.pid, signal.SIGTERM)  # Snakemake's pid only, as `timeout` or a cluster sends it
+        assert proc.wait(timeout=120) != 0
+        deadline = time.time() + 30  # orphans are reaped by init: give it a moment
+        while any(alive(p) for p in running) and time.time() < deadline:
+            time.sleep(0.2)
+        assert not [p for p in running if alive(p)], "a `con2 train` job outlived Snakemake"
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    text = console.read_text()
+    assert text.count(GRACEFUL) == 0, text[-3000:]
+    for c, d in zip(RUNS, run_dirs, strict=True):  # each trainer stopped as on Ctrl-C, its log says so
+        log = (wd / f"results/logs/train/digits/{c}/con2/invert/seed0.log").read_text()
+        assert "con2: interrupted; rerun the same command" in log, log[-2000:]
+        assert (d / "checkpoint.pt").exists() and not (d / "record.json").exists(), sorted(os.listdir(d))
+
+    res = subprocess.run(cmd, cwd=wd, capture_output=True, text=True, timeout=600, env=workflow_env(wd))
+    assert res.returncode == 0, res.stderr[-3000:]
+    for d in run_dirs:
+        record = json.loads((d / "record.json").read_text())
+        assert record["resumed_from_epoch"] > 0 and record["epochs"] == 30, record
+
+    # a changed run setting, every table and figure to build: each job's reason in one short line
+    dry = snakemake(wd, "-n", "all", "--configfile", "sigterm.yaml", "--config", "run={epochs: 31}")
+    lines = (dry.stdout + dry.stderr).splitlines()
+    assert dry.returncode == 0 and "(+" in dry.stdout, lines[-40:]  # the target `all`: "(+N more)" files
+    assert max(map(len, lines)) <= 300, max(lines, key=len)
+
+
+def test_hashed_params_compare_as_before_and_print_short() -> None:
+    """A profile-sized param prints as `<label hash>`, changes exactly when its repr() does, and
+    reaches a `script:` job (pickled) as the same plain value."""
+    settings = {"report": {"subject": "con2", "natural": ["digits"] * 200}, "run": {"epochs": 1}}
+    h = hashed(settings, "settings")
+    assert isinstance(h, dict) and h == settings and str(h) == repr(settings)
+    assert re.fullmatch(r"<settings [0-9a-f]{12}>", repr(h))
+    assert repr(hashed(dict(settings), "settings")) == repr(h)  # stable: the same value, the same hash
+    assert repr(hashed({**settings, "run": {"epochs": 2}}, "settings")) != repr(h)
+    back = pickle.loads(pickle.dumps(h, protocol=4))
+    assert dict(back) == settings and repr(back) == repr(h)
+    files = hashed([f"results/runs/r{i}/record.json@1" for i in range(70)], "outside")
+    assert re.fullmatch(r"<outside [0-9a-f]{12}>", repr(files)) and list(files)[0].endswith("@1")
+
+    reason = "Missing output files: a.md; Input files updated by another job: " + ", ".join(
+        f"t{i}.csv" for i in range(70)
+    )
+    assert (
+        short_reason(reason)
+        == "Missing output files: a.md; Input files updated by another job: t0.csv, t1.csv, t2.csv (+67 more)"
+    )
+    assert len(short_reason("Params have changed since last execution: " + "x" * 1000)) == 300
+    summary = "Reasons:\n    (check individual jobs above for details)\n    missing output files:\n        "
+    assert short_summary(summary + ", ".join(f"table_{i}" for i in range(26))).endswith("table_5 (+20 more)")
