@@ -928,3 +928,28 @@ def test_the_readmes_baseline_rule_and_overlay_run_as_written(tiny: Path, tmp_pa
     assert "AUROC[nnd]=" in log  # the rule's log: written
     per_class = (wd / "results/tables/per_class_digits.md").read_text()
     assert "Pixel NN (NND)" in per_class and "pixel_nn (nnd)" not in per_class, per_class
+
+
+# ------------------------------------------------------------------------------------- issue 27
+def test_another_profiles_runs_reach_none_of_this_profiles_tables(tiny: Path, tmp_path: Path) -> None:
+    """Issue 27, point 1: after the test profile, another profile in the same results folder (here:
+    seed 1 of CON2 only) builds its tables and figures from its own runs; the test profile's seven runs
+    reach none of them and are counted in one note."""
+    wd = clone(tiny, tmp_path / "wd")
+    cfg = yaml.safe_load((wd / TEST_CONFIG).read_text())
+    cfg["seeds"] = [1]
+    cfg["experiments"] = {"main": cfg["experiments"]["main"]}
+    (wd / "other.yaml").write_text(yaml.safe_dump(cfg))
+    targets = ["results/tables/natural_summary.md", "results/tables/learning_curve.csv"]
+    res = snakemake(wd, "--cores", "2", *targets, "--configfile", "other.yaml")
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert finished(res.stdout + res.stderr)["train"] == 2  # its own two runs (classes 0 and 1, seed 1)
+    summary = (wd / "results/tables/natural_summary.md").read_text()
+    ours = [line for line in summary.splitlines() if "| ours |" in line]
+    assert [line.split("|")[1].strip() for line in ours] == ["CON2 (NND)", "CON2 (LH)"], summary
+    assert all("[2×1]" in line for line in ours), summary  # two classes, one seed each: seed 1 only
+    assert "7 run(s) outside this profile's grid left out" in summary
+    import pandas as pd
+
+    curve = pd.read_csv(wd / "results/tables/learning_curve.csv")  # what the learning-curve figure draws
+    assert set(curve["method"]) == {"con2"} and set(curve["n"]) == {2}, curve
