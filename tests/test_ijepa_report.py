@@ -10,6 +10,7 @@ import yaml
 from report_fixtures import RESOURCES, collect, fake_record, inputs_of
 from test_ijepa_zsad import caches  # noqa: F401  (fixture: model caches that hold nothing, as on this machine)
 
+from con2.report.missing import missing
 from con2.report.paper import load_paper_numbers
 from con2.report.reproduction import reproduction
 from con2.report.summary import table1_medical
@@ -37,12 +38,18 @@ def test_table1_shows_ijepa_ad_beside_the_paper_and_says_what_the_other_rows_nee
     for paper_only in ("I-JEPA-ZSAD", "CLIP-AD", "AnomalyCLIP", "MVFA", "MediCLIP"):
         assert any(r[0] == paper_only and r[1].startswith("paper") for r in t.rows), paper_only
     notes = "\n".join(t.notes)
+    short = "not run, its pretrained weights are missing (how to get them: results/tables/missing.md)."
     assert (
-        "I-JEPA-ZSAD (ijepa_zsad/pretrained): not run, needs the pretrained weights 'facebook/ijepa_vith14_1k'" in notes
+        f"I-JEPA-ZSAD (ijepa_zsad/pretrained): {short}" in notes and f"CLIP-AD (clip_ad/pretrained): {short}" in notes
     )
-    assert "`hf download facebook/ijepa_vith14_1k`" in notes
-    assert "CLIP-AD (clip_ad/pretrained): not run, needs the pretrained weights 'openai/clip-vit-l-14-336'" in notes
-    assert "curl -L -o ViT-L-14-336px.pt https://openaipublic.azureedge.net/clip/models/3035c92b" in notes
+    assert "hf download" not in notes and "curl" not in notes  # the fixes are in the missing table
+    fixes = missing(inputs_of(runs, paper, default_profile, status={})).markdown()
+    assert (
+        "I-JEPA-ZSAD (ijepa_zsad/pretrained): its pretrained weights | not run: needs the pretrained weights " in fixes
+    )
+    assert "'facebook/ijepa_vith14_1k'" in fixes and "`hf download facebook/ijepa_vith14_1k`" in fixes
+    assert "CLIP-AD (clip_ad/pretrained): its pretrained weights | not run: needs the pretrained weights " in fixes
+    assert "curl -L -o ViT-L-14-336px.pt https://openaipublic.azureedge.net/clip/models/3035c92b" in fixes
     for m, code in (
         ("AnomalyCLIP", "zqhang/AnomalyCLIP"),
         ("MVFA", "MediaBrain-SJTU/MVFA-AD"),

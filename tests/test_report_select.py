@@ -7,6 +7,7 @@ from pathlib import Path
 import pandas as pd
 from report_fixtures import collect, config, fake_record, inputs_of, paper, runs  # noqa: F401  (fixtures: test parameters of the same name)
 
+from con2.report.missing import missing
 from con2.report.per_class import per_class as per_class_table
 from con2.report.summary import natural_summary, table1_medical
 
@@ -41,9 +42,16 @@ def test_a_dataset_without_runs_says_not_in_the_profile_or_skipped_with_why_and_
     )
     skipped = [n for n in notes if n.startswith("PneumoniaMNIST:")]
     assert skipped == [
-        "PneumoniaMNIST: in this profile but skipped, its data are missing (pneumoniamnist.npz not found in /d or "
-        "/d/medmnist (download: false in the profile)). Fix: `con2 data get pneumoniamnist --data-dir /d --size 28`, "
-        "or for data already on disk elsewhere `--config data_dir=DIR`; then run the same snakemake command again."
+        "PneumoniaMNIST: skipped, its data are missing (how to get them: results/tables/missing.md)."
+    ]  # one short line; why and the fix are in the missing table
+    fixes = missing(inputs_of(runs, paper, cfg, status=status))
+    assert fixes.rows == [
+        [
+            "PneumoniaMNIST: its data (28 px)",
+            "skipped: pneumoniamnist.npz not found in /d or /d/medmnist (download: false in the profile)",
+            "`con2 data get pneumoniamnist --data-dir /d --size 28`, or for data already on disk elsewhere "
+            "`--config data_dir=DIR`; then run the same snakemake command again",
+        ]
     ]
     assert any(n.startswith("In this profile, no run of a main variant here yet: Kvasir") for n in notes)
     assert not any("BreastMNIST" in n and "profile" in n for n in notes)  # it ran
@@ -52,14 +60,14 @@ def test_a_dataset_without_runs_says_not_in_the_profile_or_skipped_with_why_and_
     status["breastmnist/28"] = {**status["pneumoniamnist/28"], "dataset": "breastmnist", "reason": "no npz"}
     status["breastmnist/28"]["fix"] = "con2 data get breastmnist --data-dir /d --size 28"
     notes = table1_medical(inputs_of(none, paper, cfg, status=status)).notes
-    assert any(n.startswith("BreastMNIST: in this profile but skipped, its data are missing (no npz)") for n in notes)
+    assert "BreastMNIST: skipped, its data are missing (how to get them: results/tables/missing.md)." in notes
     assert not any("Not in this profile" in n and "BreastMNIST" in n for n in notes)
     # without a data status (a builder called by hand), a profile dataset without runs is "no run yet"
     notes = table1_medical(inputs_of(none, paper, cfg)).notes
     assert any(n.startswith("In this profile, no run of a main variant here yet: BreastMNIST") for n in notes)
     # the per-class table of a skipped dataset says the same
     pc = per_class_table(inputs_of(none, paper, cfg, status=status, dataset="breastmnist"))
-    assert any(n.startswith("BreastMNIST: in this profile but skipped") for n in pc.notes)
+    assert any(n.startswith("BreastMNIST: skipped, its data are missing") for n in pc.notes)
 
 
 def test_con2_best_is_a_row_of_its_own_in_the_natural_and_per_class_tables(

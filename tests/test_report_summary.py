@@ -9,6 +9,7 @@ import pytest
 from report_fixtures import config, inputs_of, paper, runs  # noqa: F401  (fixtures: test parameters of the same name)
 
 from con2.report.format import latex_cell
+from con2.report.missing import missing
 from con2.report.summary import natural_summary, table1_medical
 
 
@@ -62,12 +63,16 @@ def test_table1_says_which_method_needs_weights_it_does_not_have(
     notes = [n for n in table1_medical(inputs_of(runs, paper, cfg)).notes if "PANDA" in n]
     assert len(notes) == 2, notes  # default and r18; `local` has its weights (found and checked), so no note
     default, r18 = notes
-    assert default.startswith(
-        "PANDA (panda/default): not run, needs the pretrained weights 'torchvision/resnet152-imagenet1k-v1' "
-        "(params.weights)"
-    )
-    assert f"was found in {tmp_path / 'weights'}" in default and "curl -L -o resnet152-394f9c45.pth" in default
-    assert r18.startswith("PANDA (panda/r18): not run") and "resnet18-f37072fd.pth" in r18
+    assert default == (
+        "PANDA (panda/default): not run, its pretrained weights are missing (how to get them: "
+        "results/tables/missing.md)."
+    )  # one short line; the file, where it was looked for and the download command are in the missing table
+    assert r18.startswith("PANDA (panda/r18): not run, its pretrained weights are missing")
+    fixes = missing(inputs_of(runs, paper, cfg, status={})).markdown()
+    assert "PANDA (panda/default): its pretrained weights | not run: needs the pretrained weights " in fixes
+    assert "'torchvision/resnet152-imagenet1k-v1' (params.weights)" in fixes
+    assert f"was found in {tmp_path / 'weights'}" in fixes and "curl -L -o resnet152-394f9c45.pth" in fixes
+    assert "resnet18-f37072fd.pth" in fixes and "panda/local" not in fixes
     assert any(n.startswith("PANDA (panda/default)") for n in natural_summary(inputs_of(runs, paper, cfg)).notes)
     # runs on the table's datasets: no note
     ran = pd.concat([runs, runs[runs.method == "simclr"].assign(method="panda", variant="default", score="knn")])

@@ -24,7 +24,7 @@ def test_every_table_builds_and_writes(runs: pd.DataFrame, paper: pd.DataFrame, 
         assert all(p.stat().st_size > 0 for p in out)
         tex = out[2].read_text()
         assert "\\toprule" in tex and "\\bottomrule" in tex, name
-        assert table.rows, f"{name} has no rows"
+        assert table.rows or (name == "missing" and "Nothing is missing" in table.markdown()), f"{name} has no rows"
     table = per_class_table(inputs_of(runs, paper, config, dataset="cifar10"))
     assert [r[0] for r in table.rows] == ["airplane", "cat", "mean"]
 

@@ -147,7 +147,17 @@ TABLES: dict[str, Artefact] = _registry(
         ("runs",),
         module="curves",
     ),
+    _table(
+        "missing",
+        "every dataset skipped for want of data and every method variant without its pretrained weights: why, the fix",
+        ("runs", "status"),
+        module="missing",
+    ),
 )
+
+# The file every short "missing" note of a table or figure points to: the ``missing`` table, which
+# holds the long fixes (download commands, where to put the files) in one place.
+MISSING_FILE = "results/tables/missing.md"
 
 FIGURES: dict[str, Artefact] = _registry(
     Artefact(
@@ -180,7 +190,7 @@ FIGURES: dict[str, Artefact] = _registry(
     Artefact(
         "learning_curve",
         "con2.report.figures:learning_curve_figure",
-        ("table",),
+        ("table", "status"),
         "AUROC against epoch per method, mean ± std over seeds (report.curves)",
         each="curves",
         table="learning_curve",

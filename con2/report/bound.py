@@ -31,6 +31,7 @@ import pandas as pd
 
 from con2.report.artefacts import ReportInputs
 from con2.report.format import Table, mean_std, signed
+from con2.report.missing import no_runs
 
 ROLES = (("con2", "CON2 as printed", "nnd"), ("content", "content alone", "nnd"), ("simclr", "SimCLR + kNN", "knn"))
 T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262}  # t quantiles
@@ -210,4 +211,5 @@ def budget_bound(inputs: ReportInputs) -> Table:
         body,
         frame,
         notes,
+        empty=no_runs(inputs, "budget_bound"),
     )

@@ -28,6 +28,7 @@ from con2.paper_names import dataset_label, dataset_names
 from con2.report.artefacts import ReportInputs
 from con2.report.format import Table, mean_std, signed
 from con2.report.methods import Methods, base_score, method_names, subject_of
+from con2.report.missing import no_runs
 from con2.report.paper import disagreement_notes, paper_value
 
 
@@ -188,7 +189,7 @@ def fidelity_table(inputs: ReportInputs, name: str, title: str) -> Table:
             "paper_std",
         ],
     )
-    return Table(name, title, columns, body if datasets else [], frame, notes)
+    return Table(name, title, columns, body if datasets else [], frame, notes, empty=no_runs(inputs, name))
 
 
 def _expected(runs: pd.DataFrame, dataset: str) -> int:

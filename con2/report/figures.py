@@ -32,9 +32,10 @@ from matplotlib.container import BarContainer  # noqa: E402
 
 from con2.atomic import atomic_path  # noqa: E402
 from con2.paper_names import dataset_label  # noqa: E402
-from con2.report.artefacts import ReportInputs  # noqa: E402
+from con2.report.artefacts import MISSING_FILE, ReportInputs  # noqa: E402
 from con2.report.curves import curve_frame  # noqa: E402
 from con2.report.methods import method_names  # noqa: E402
+from con2.report.select import skipped_data  # noqa: E402
 from con2.run.records import RecordError, read_record  # noqa: E402
 
 PCA_MAX_POINTS = 300  # points per group and panel of the PCA figure (report.pca_max_points)
@@ -345,6 +346,16 @@ def pca_figure(inputs: ReportInputs, png: str | Path, pdf: str | Path, seed: int
     save(fig, png, pdf)
 
 
+def no_curve(inputs: ReportInputs) -> str:
+    """Why the learning-curve figure of ``inputs.dataset`` has no point: its data were missing (the
+    data status, ``inputs.status``, says it was skipped) or no run of it scored during training
+    (config ``score_at``)."""
+    label = dataset_label(inputs.dataset)
+    if inputs.dataset in skipped_data(inputs.status):
+        return f"no learning curve of {label}: its data are missing\n(how to get them: {MISSING_FILE})"
+    return f"no learning curve of {label} (config score_at)"
+
+
 def learning_curve_figure(inputs: ReportInputs, png: str | Path, pdf: str | Path) -> None:
     """AUROC against training epoch on ``inputs.dataset``, one line per method (its main variant and
     headline score) with a ± std band where a point averages several seeds; ``inputs.table`` is
@@ -353,7 +364,7 @@ def learning_curve_figure(inputs: ReportInputs, png: str | Path, pdf: str | Path
     series = curve_frame(inputs.frame("table"), inputs.dataset)
     fig, ax = plt.subplots(figsize=(5.6, 3.4))
     if not series:
-        _empty(ax, f"no learning curve of {dataset_label(inputs.dataset)} (config score_at)")
+        _empty(ax, no_curve(inputs))
     else:
         for j, (label, g) in enumerate(series.items()):
             colour = PALETTE[j % len(PALETTE)]

@@ -109,6 +109,7 @@ class Table:
         notes: lines printed under the table (what the numbers are, what is missing).
         midrules: body row indices before which LaTeX draws a ``\\midrule``.
         lead: lines printed between the title and the table (a one-line summary).
+        empty: the one body line of a table without rows (what is missing, the command that fills it).
     """
 
     name: str
@@ -119,6 +120,7 @@ class Table:
     notes: list[str] = field(default_factory=list)
     midrules: list[int] = field(default_factory=list)
     lead: list[str] = field(default_factory=list)
+    empty: str = "(no runs)"
 
     def markdown(self) -> str:
         def esc(s: str) -> str:  # a cell (a record's label) never opens an HTML tag in a Markdown viewer
@@ -131,7 +133,7 @@ class Table:
         lines.append("|" + "|".join("---:" if num else "---" for num in self.numeric_columns()) + "|")
         lines += ["| " + " | ".join(esc(c) for c in row) + " |" for row in self.rows]
         if not self.rows:
-            lines.append("| " + " | ".join(["(no runs)"] + [""] * (len(self.columns) - 1)) + " |")
+            lines.append("| " + " | ".join([esc(self.empty)] + [""] * (len(self.columns) - 1)) + " |")
         if self.notes:
             lines += [""] + [f"{n}" if n.startswith("- ") else f"- {n}" for n in self.notes]
         return "\n".join(lines) + "\n"
@@ -161,7 +163,7 @@ class Table:
                 out.append("\\midrule")
             out.append(" & ".join(latex_cell(c) for c in row) + " \\\\")
         if not self.rows:
-            out.append(f"\\multicolumn{{{len(self.columns)}}}{{l}}{{(no runs)}} \\\\")
+            out.append(f"\\multicolumn{{{len(self.columns)}}}{{l}}{{{latex_escape(self.empty)}}} \\\\")
         out += ["\\bottomrule", "\\end{tabular}"]
         if self.lead or self.notes:
             text = " ".join(latex_escape(n.removeprefix("- ")) for n in [*self.lead, *self.notes])
@@ -183,7 +185,7 @@ class Table:
         body = [
             f"<tr{' class=rule' if i in self.midrules and i > 0 else ''}>{cells('td', row)}</tr>"
             for i, row in enumerate(self.rows)
-        ] or [f'<tr><td colspan="{len(self.columns)}">(no runs)</td></tr>']
+        ] or [f'<tr><td colspan="{len(self.columns)}">{inline_html(self.empty)}</td></tr>']
         notes = [n.removeprefix("- ") for n in self.notes]
         out = [
             "<!DOCTYPE html>",

@@ -15,12 +15,15 @@ scores is compared with and its name in the paper's compute table come from, in 
 ``report.subject`` names the method the paper is about: it comes first in every table, and the
 ablation tables (both scores, contexts, loss terms, number of contexts, silhouette, PCA) read its
 runs, selected by the tags its records carry (``contexts``, ``n_contexts``, ``loss``: see
-:class:`Subject`). :func:`missing_weights_notes` says which experiments of the profile have no
-runs because the pretrained weights their method needs are missing.
+:class:`Subject`). :func:`lacking_weights` says which experiments of the profile have no runs
+because the pretrained weights their method needs are missing, why, and how to get them (the
+tables' one-line notes: :func:`con2.report.select.missing_weights_notes`; the fixes: the
+``missing`` table, :mod:`con2.report.missing`).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,7 +32,7 @@ import numpy as np
 import pandas as pd
 
 from con2.config import dataclass_from_params
-from con2.errors import ConfigError
+from con2.errors import ConfigError, WeightsMissing
 from con2.grid.experiments import as_list, deep_merge, method_variants
 from con2.methods import all_methods
 
@@ -290,28 +293,43 @@ def _missing(value: Any) -> bool:
 
 
 # ----------------------------------------------------------------------------- runs that need weights
-def missing_weights_notes(config: Mapping[str, Any], runs: pd.DataFrame, datasets: list[str] | None) -> list[str]:
-    """One note per (method, variant) of the profile's experiments on ``datasets`` (``None``: all)
-    that has no runs there because the pretrained weights its method needs are missing (torch-free).
+@dataclass(frozen=True)
+class LackingWeights:
+    """One (method, variant) of the profile's experiments not run for want of its pretrained weights.
 
-    For each such pair whose spec needs weights (``spec.weight_sets(params)`` not empty) and that
-    has no row in ``runs``, the weights are looked up as a run would (``spec.resolve_weights``);
-    the note says what is missing and how to get it. Pairs whose weights are found say nothing.
+    Attributes:
+        label: the method's display name (``PANDA``).
+        method: its registry name.
+        variant: the variant.
+        missing: True when no file was found (else a file was found but refused: a wrong digest).
+        why: what is missing and where it was looked for (the weights layer's message, one line).
+        fix: how to get the file and where to put it (the commands; "" when the message gives none).
     """
-    return list(lacking_weights(config, runs, datasets).values())
+
+    label: str
+    method: str
+    variant: str
+    missing: bool
+    why: str
+    fix: str
 
 
 def lacking_weights(
     config: Mapping[str, Any], runs: pd.DataFrame, datasets: list[str] | None
-) -> dict[tuple[str, str], str]:
-    """``{(method, variant): note}`` of :func:`missing_weights_notes`."""
+) -> dict[tuple[str, str], LackingWeights]:
+    """``{(method, variant): LackingWeights}`` of the profile's experiments on ``datasets`` (``None``: all).
+
+    For each (method, variant) whose spec needs weights (``spec.weight_sets(params)`` not empty) and
+    that has no row in ``runs`` on one of its datasets, the weights are looked up as a run would
+    (``spec.resolve_weights``); pairs whose weights are found are left out.
+    """
     specs = registered_specs()
     names = method_names(config, runs)
     variants_cfg = {"default": {}, **(config.get("variants") or {})}
     datasets_cfg = config.get("datasets") or {}
     only = set(as_list(config.get("only_datasets")))
     base = (config.get("run") or {}).get("params") or {}
-    notes: dict[tuple[str, str], str] = {}
+    notes: dict[tuple[str, str], LackingWeights] = {}
     for exp in (config.get("experiments") or {}).values():
         wanted = [
             d for d in as_list(exp.get("datasets")) if (datasets is None or d in datasets) and (not only or d in only)
@@ -341,13 +359,25 @@ def lacking_weights(
                     try:
                         spec.resolve_weights(params)
                     except ConfigError as exc:
-                        notes[(method, variant)] = _weights_note(names.label(method), method, variant, str(exc))
+                        why, fix = _why_and_fix(method, str(exc))
+                        missing = isinstance(exc, WeightsMissing)
+                        notes[(method, variant)] = LackingWeights(
+                            names.label(method), method, variant, missing, why, fix
+                        )
     return notes
 
 
-def _weights_note(label: str, method: str, variant: str, message: str) -> str:
-    """``PANDA (panda/imagenet): not run, needs the pretrained weights ... ; get it ...``."""
+# where the weights layer's message turns from what is missing to how to get it (con2.weights.loading)
+_FIX_STARTS = re.compile(r"[;:] ((?:get it|then put it)\b.*)$")
+
+
+def _why_and_fix(method: str, message: str) -> tuple[str, str]:
+    """The weights layer's message split into what is missing and how to get it (one line each):
+    ``("needs the pretrained weights 'X' (params.weights) and no file ... was found in D", "get it ...")``."""
     text = " ".join(message.split())
     prefix = f"method {method!r} "
-    text = text[len(prefix) :] if text.startswith(prefix) else f"needs its pretrained weights: {text}"
-    return f"{label} ({method}/{variant}): not run, {text}"
+    text = text[len(prefix) :] if text.startswith(prefix) else text
+    found = _FIX_STARTS.search(text)
+    if found is None:
+        return text, ""
+    return text[: found.start()], found.group(1)

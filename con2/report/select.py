@@ -40,9 +40,10 @@ import pandas as pd
 
 from con2.grid.experiments import as_list
 from con2.paper_names import dataset_label
+from con2.report.artefacts import MISSING_FILE
 from con2.report.collect import dataset_level, summarize
 from con2.report.format import cell, with_interval
-from con2.report.methods import Methods, Subject, method_names, subject_of
+from con2.report.methods import Methods, Subject, lacking_weights, method_names, subject_of
 
 ReportCfg = Mapping[str, Any]
 
@@ -105,7 +106,7 @@ def profile_datasets(config: Mapping[str, Any], status: Mapping[str, Mapping[str
     return {d for d in named if not only or d in only} | checked
 
 
-def _why_skipped(marker: Mapping[str, Any]) -> str:
+def why_skipped(marker: Mapping[str, Any]) -> str:
     """The data layer's reason without its own fix list ("pneumoniamnist.npz not found in ...")."""
     reason = " ".join(str(marker.get("reason", "its data were not found")).split())
     why = reason.split(" Fix: ")[0].removeprefix(f"{marker.get('dataset', '')}: ").rstrip(".")
@@ -114,30 +115,45 @@ def _why_skipped(marker: Mapping[str, Any]) -> str:
     )
 
 
-def absent_notes(
-    absent: list[str], config: Mapping[str, Any], status: Mapping[str, Mapping[str, Any]] | None
-) -> list[str]:
-    """Why each dataset of a table has no run: not in the profile, or in it but skipped for want of
-    data (why, and the fix: ``con2 data get`` or ``--config data_dir=...`` for data already on disk,
-    from the data status the workflow wrote), or in it with no record yet."""
+def skipped_data(status: Mapping[str, Mapping[str, Any]] | None) -> dict[str, Mapping[str, Any]]:
+    """``{dataset: marker}`` of the datasets the data status says were skipped (the first size's marker)."""
     skipped: dict[str, Mapping[str, Any]] = {}
     for key, marker in (status or {}).items():
         if marker.get("status") == "skipped":
             skipped.setdefault(str(marker.get("dataset", key.split("/")[0])), marker)
+    return skipped
+
+
+def skipped_note(dataset: str) -> str:
+    """A table's one line on a dataset skipped for want of data; the fix is in the ``missing`` table."""
+    return f"{dataset_label(dataset)}: skipped, its data are missing (how to get them: {MISSING_FILE})."
+
+
+def missing_weights_notes(config: Mapping[str, Any], runs: pd.DataFrame, datasets: list[str] | None) -> list[str]:
+    """One short line per (method, variant) of the profile's experiments on ``datasets`` (``None``: all)
+    that has no runs there because the pretrained weights its method needs are missing
+    (:func:`~con2.report.methods.lacking_weights`, torch-free); the fix is in the ``missing`` table."""
+    notes = []
+    for lack in lacking_weights(config, runs, datasets).values():
+        what = "are missing" if lack.missing else "were refused"
+        who = f"{lack.label} ({lack.method}/{lack.variant})"
+        notes.append(f"{who}: not run, its pretrained weights {what} (how to get them: {MISSING_FILE}).")
+    return notes
+
+
+def absent_notes(
+    absent: list[str], config: Mapping[str, Any], status: Mapping[str, Mapping[str, Any]] | None
+) -> list[str]:
+    """Why each dataset of a table has no run: not in the profile, or in it but skipped for want of
+    data (one line pointing to :data:`~con2.report.artefacts.MISSING_FILE`, which says why and how to
+    get them, from the data status the workflow wrote), or in it with no record yet."""
+    skipped = skipped_data(status)
     in_profile = profile_datasets(config, status)
     notes = []
     outside = [dataset_label(d) for d in absent if d not in in_profile]
     if outside:
         notes.append(f"Not in this profile: {', '.join(outside)} (no experiment of the profile names them).")
-    for d in absent:
-        if d in skipped:
-            marker = skipped[d]
-            fix = marker.get("fix") or f"con2 data get {d} --data-dir DIR"
-            notes.append(
-                f"{dataset_label(d)}: in this profile but skipped, its data are missing ({_why_skipped(marker)}). "
-                f"Fix: `{fix}`, or for data already on disk elsewhere `--config data_dir=DIR`; then run the "
-                "same snakemake command again."
-            )
+    notes += [skipped_note(d) for d in absent if d in skipped]
     pending = [dataset_label(d) for d in absent if d in in_profile and d not in skipped]
     if pending:
         notes.append(

@@ -17,7 +17,6 @@ from con2.report.artefacts import ReportInputs
 from con2.report.budget import budget_note
 from con2.report.comparisons import holding_marks, mark_note
 from con2.report.format import CELL_NOTE, Table, cell, shown_diff
-from con2.report.methods import missing_weights_notes
 from con2.report.paper import disagreement_notes, external_code_notes, paper_value
 from con2.report.select import (
     absent_notes,
@@ -28,6 +27,7 @@ from con2.report.select import (
     main_context,
     main_runs,
     main_variant,
+    missing_weights_notes,
     ordered_datasets,
     report_block,
     subject_and_names,

@@ -17,7 +17,7 @@ from con2 import paths as P  # where runs, configs, logs live; the name pattern
 from con2.resources import resource
 from con2.grid import experiments as E
 from con2.config import RUNTIME_KEYS
-from con2.report.artefacts import FIGURES, TABLES, figure_targets, table_targets
+from con2.report.artefacts import FIGURES, MISSING_FILE, TABLES, figure_targets, table_targets
 from con2.grid.console import hashed, install_short_reasons
 from con2.grid.status import unknown_class
 
@@ -349,13 +349,16 @@ def caption(name):
 def end_summary():
     """Lines for the end of the run: every dataset skipped (why, the command that fixes it), every
     record the aggregation left out (what is wrong, the fix) and the records aggregated although
-    outside this profile's grid."""
+    outside this profile's grid; and, where it was written, the table that holds every fix (MISSING_FILE)."""
     from con2.grid.status import summary_lines
 
     skipped = [SKIPPED_CSV, *sorted(glob.glob("results/evaluation/scopes/*.skipped.csv"))]
-    return summary_lines(
+    lines = summary_lines(
         DATA_TARGETS, config, RUNS_CSV, since=STARTED, methods_missing_weights=WEIGHTS_MISSING, skipped_files=skipped
     )
+    if lines and Path(MISSING_FILE).is_file():
+        lines.insert(-1, f"con2 workflow: what is missing and how to get it, in one file: {MISSING_FILE}")
+    return lines
 
 
 def print_at_exit(lines):
