@@ -599,9 +599,12 @@ def test_offline_without_data_ends_with_the_skipped_data_summary(tmp_path: Path)
     assert [Path(p).parts[2] for p in records(wd)] == ["digits"]  # the rest ran
     table1 = (wd / "results/tables/table1_medical.md").read_text()
     # Table 1 says which columns are skipped for missing data (why, the fix) and which are not in the profile
+    fixes = (wd / "results/tables/missing.md").read_text()  # the long fixes: one file, which every short line names
     for name, label in (("breastmnist", "BreastMNIST"), ("pneumonia", "Pneumonia")):
-        assert f"- {label}: in this profile but skipped, its data are missing (" in table1, table1
-        assert f"Fix: `con2 data get {name} --data-dir ../data --size 28`, or for data already on disk" in table1
+        assert f"- {label}: skipped, its data are missing (how to get them: results/tables/missing.md).\n" in table1
+        assert f"| {label}: its data (28 px) | skipped: " in fixes, fixes
+        assert f"`con2 data get {name} --data-dir ../data --size 28`, or for data already on disk" in fixes
+    assert "con2 data get" not in table1 and "in one file: results/tables/missing.md" in text
     assert "- Not in this profile: OctMNIST, Kvasir, BR35H, Melanoma (" in table1 and "Not run in" not in table1
     assert not list(empty.rglob("*.npz")) and not any(p.name.startswith(".") for p in empty.rglob("*"))
 
