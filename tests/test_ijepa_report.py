@@ -61,8 +61,8 @@ def test_table1_shows_ijepa_ad_beside_the_paper_and_says_what_the_other_rows_nee
     rep = reproduction(inputs_of(runs, paper, default_profile))
     by = {(r[0], r[1], r[2]): r for r in rep.rows}
     assert by[("table1_medical", "BreastMNIST", "I-JEPA-AD")][6] == "61.0 ± 1.0 [1×3]"
-    assert by[("table1_medical", "BreastMNIST", "I-JEPA-ZSAD")][-1] == "needs weights (Table 1's notes)"
-    assert by[("table1_medical", "BreastMNIST", "CLIP-AD")][-1] == "needs weights (Table 1's notes)"
+    assert by[("table1_medical", "BreastMNIST", "I-JEPA-ZSAD")][-1] == "needs weights (results/tables/missing.md)"
+    assert by[("table1_medical", "BreastMNIST", "CLIP-AD")][-1] == "needs weights (results/tables/missing.md)"
     assert by[("table1_medical", "BreastMNIST", "MVFA")][-1] == "not run"
     clip = runs[runs.method == "ijepa_ad"].assign(method="clip_ad", variant="pretrained", score="clip")
     ran = pd.concat([runs, clip, clip.assign(dataset="pneumoniamnist")])  # on both of the profile's datasets

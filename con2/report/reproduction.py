@@ -85,7 +85,9 @@ def reproduction(inputs: ReportInputs) -> Table:
         )
         note = "not run" if pd.isna(st.mean) else ("n/a" if not what else ("within std" if within else ""))
         note = ", ".join(x for x in (note, f"paper {inside} our CI" if inside else "") if x)
-        note = "needs weights (Table 1's notes)" if pd.isna(st.mean) and r["method"] in needs_weights else note
+        note = (
+            "needs weights (results/tables/missing.md)" if pd.isna(st.mean) and r["method"] in needs_weights else note
+        )
         rows.append(
             [
                 r["table"],
