@@ -47,7 +47,8 @@ def _curve_text(runs: pd.DataFrame, names: Methods, rep: ReportCfg, method: str,
 
 NOTHING_TO_COMPARE = (
     "**Verdict:** nothing to compare yet: no run of this profile matches a published number. "
-    "`snakemake --cores 2 all --config data_dir=DIR` trains them (results/tables/missing.md names what is missing and how to get it)."
+    "`snakemake --cores 2 all --config data_dir=DIR` trains them (results/tables/missing.md names what is "
+    "missing and how to get it)."
 )
 
 
