@@ -132,12 +132,19 @@ def test_gpu_fidelity_rehearsal_runs_its_plan_pauses_and_resumes(shared_data, tm
     ]
 
 
-def test_gpu_fidelity_predicts_the_length_plan_from_the_measured_rate():
-    gpu_fidelity = load_script("gpu_fidelity")
-    con2 = gpu_fidelity.predicted_seconds("as printed", 2048, 6, compile=True)
-    simclr = gpu_fidelity.predicted_seconds("SimCLR + kNN", 2048, 6, compile=True)
-    assert 16 * 16.5 / 1.3 < con2 < 300 and 16 * 10.9 / 1.3 < simclr < 210  # the docstring's ~280 s and ~200 s
-    assert gpu_fidelity.predicted_seconds("as printed", 2048, 6, compile=False) > con2
+def test_gpu_fidelity_predicts_the_length_plan_from_the_measured_rate(monkeypatch):
+    """The prediction's arithmetic on stand-in rates (the measured ones live in the script and
+    benchmarks/README.md, where a new measurement changes them without touching a test)."""
+    gf = load_script("gpu_fidelity")
+    monkeypatch.setattr(gf, "FIT_PER_128", {"con2": 10.0, "simclr": 5.0})
+    monkeypatch.setattr(gf, "SCORE_SECONDS", {"con2": 2.0, "simclr": 1.0})
+    for name, value in (("COMPILE_SPEEDUP", 2.0), ("COMPILE_SECONDS", 3.0), ("EVAL_COMPILE_SECONDS", 1.0)):
+        monkeypatch.setattr(gf, name, value)
+    monkeypatch.setattr(gf, "STARTUP_SECONDS", 4.0)
+    # 2048 epochs = 16 x 128; compiled: /2, +3 +1 s; 6 curve points + the final scoring; start-up
+    assert gf.predicted_seconds("as printed", 2048, 6, compile=True) == 10.0 * 16 / 2 + 4 + 7 * 2.0 + 4
+    assert gf.predicted_seconds("SimCLR + kNN", 2048, 6, compile=False) == 5.0 * 16 + 7 * 1.0 + 4
+    assert gf.predicted_seconds("as printed", 2048, 6, compile=True, from_epoch=1024) == 10.0 * 8 / 2 + 4 + 14 + 4
 
 
 def simulate_run(gf, budget: float, start: float, epochs: int, epoch_s: float, score_s: float, curve: list[int]):
@@ -196,12 +203,17 @@ def test_gpu_fidelity_all_plan_order_and_64px_prediction():
     assert gf.GFLOP_PER_VIEW[64] == pytest.approx(4 * gf.GFLOP_PER_VIEW[32], rel=1e-3)
     assert gf.step_factor("as printed, 64 px native") == pytest.approx(1.251, abs=1e-3)
     assert gf.step_factor("as printed") == 1.0
-    assert round(gf.predicted_seconds("as printed, 64 px native", 2048, 0, compile=True)) == 312
-    assert round(gf.predicted_seconds("SimCLR + kNN, 64 px upsampled", 2048, 0, compile=True)) == 224
-    assert [round(gf.predicted_packing_seconds(k)) for k in (1, 2, 4, 8)] == [18, 20, 25, 36]
+    base = gf.predicted_seconds("as printed", 2048, 0, compile=True)
+    assert gf.predicted_seconds("as printed, 64 px native", 2048, 0, compile=True) > base  # 1.25x the step
+    packing = [gf.predicted_packing_seconds(k) for k in (1, 2, 4, 8)]
+    assert packing == sorted(packing) and packing[0] > gf.PACKING_STARTUP_SECONDS
     # a paused run is predicted from its checkpoint: the epochs left, the curve points left, compiled again
     rest = gf.predicted_seconds("content only", 2048, 1, compile=True, from_epoch=1640)
-    assert 16 * 16.5 / 1.3 * 408 / 2048 + 48 < rest < 110
+    whole = gf.predicted_seconds("content only", 2048, 1, compile=True)
+    fixed = gf.fixed_seconds("content only", compile=True)
+    assert rest - fixed == pytest.approx(
+        (whole - fixed - gf.SCORE_SECONDS["con2"]) * 408 / 2048 + gf.SCORE_SECONDS["con2"]
+    )
 
 
 @pytest.mark.slow
@@ -218,10 +230,12 @@ def test_gpu_call_script_prints_every_parts_prediction(shared_data, tmp_path):
     lines = [json.loads(line) for line in res.stdout.splitlines() if line.startswith("{")]
     assert "nvidia-smi:" in res.stdout and (out / "environment.txt").is_file()
     plan = next(x for x in lines if x["event"] == "plan")
-    assert plan["epochs"] == 2048 and plan["predicted_s_per_part"] == {"a": 553, "b": 199, "c": 1070, "d": 99}
-    assert plan["predicted_s"] == 1922  # the docstring's and benchmarks/README.md's numbers
     predictions = [x for x in lines if x["event"] == "prediction"]
-    assert [x["predicted_s"] for x in predictions] == [277, 277, 199, 312, 312, 224, 224, 18, 20, 25, 36]
+    assert plan["epochs"] == 2048 and sorted(plan["predicted_s_per_part"]) == ["a", "b", "c", "d"]
+    # the totals add up (each rounded once); the measured numbers themselves are benchmarks/README.md's
+    assert abs(plan["predicted_s"] - sum(plan["predicted_s_per_part"].values())) <= 4
+    assert abs(plan["predicted_s"] - sum(x["predicted_s"] for x in predictions)) <= len(predictions)
+    assert len(predictions) == 11 and all(x["predicted_s"] > 0 for x in predictions)
     assert [x["event"] for x in lines].index("plan") < [x["event"] for x in lines].index("skipped")
     assert len([x for x in lines if x["event"] == "skipped"]) == 11 and lines[-1]["event"] == "done"
     assert (out / "gpu_fidelity_all.jsonl").read_text().count("\n") == len(lines)
