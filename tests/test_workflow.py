@@ -426,23 +426,24 @@ def test_invalid_method_param_fails_before_training(tmp_path: Path) -> None:
     assert not (wd / "results").exists()  # no job ran, no config was written
 
 
-def test_killed_run_resumes_with_the_same_command(tmp_path: Path) -> None:
+def test_killed_run_resumes_with_the_same_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C right after the checkpoint of epoch 1 (a fault point, con2.faults: no race with the
+    clock) stops Snakemake and the trainer, leaving that checkpoint and no record; the same command
+    resumes from it."""
     wd = copy_workflow(tmp_path)
     cfg = yaml.safe_load((wd / TEST_CONFIG).read_text())
-    cfg["run"].update(epochs=40, width=8, image_size=28)  # ~0.5 s an epoch: time to interrupt
+    cfg["run"].update(epochs=3, width=8)
+    cfg.update(checkpoint_every=1, checkpoint_seconds=0)  # a checkpoint every epoch, however fast
     cfg["datasets"]["digits"]["normal_classes"] = ["0"]
     cfg["experiments"] = {"main": {"datasets": ["digits"], "methods": {"con2": ["invert"]}}}
     (wd / "resume.yaml").write_text(yaml.safe_dump(cfg))
     cmd = [*SNAKEMAKE, "--cores", "1", "runs", "--configfile", "resume.yaml"]
     run_dir = wd / "results/runs/digits/0/con2/invert/seed0"
-    proc = start(wd, cmd)
+    with monkeypatch.context() as m:  # the interrupted command's environment only (Snakemake passes it on)
+        m.setenv("CON2_FAULT", "after_checkpoint:epoch=1:signal=SIGINT")  # Ctrl-C to the process group
+        proc = start(wd, cmd)
     try:
-        deadline = time.time() + 240
-        while not (run_dir / "checkpoint.pt").exists():
-            assert proc.poll() is None and time.time() < deadline, "training never wrote a checkpoint"
-            time.sleep(0.1)
-        os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C: Snakemake and the trainer stop, the lock is released
-        assert proc.wait(timeout=120) != 0
+        assert proc.wait(timeout=600) != 0  # Snakemake and the trainer stop, the lock is released
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
@@ -451,8 +452,8 @@ def test_killed_run_resumes_with_the_same_command(tmp_path: Path) -> None:
     assert res.returncode == 0, res.stderr[-3000:]
     assert (run_dir / "record.json").exists()
     record = json.loads((run_dir / "record.json").read_text())
-    assert record["resumed_from_epoch"] > 0, "the restarted run started from epoch 0"
-    assert record["epochs"] == 40
+    assert record["resumed_from_epoch"] == 1, "the restarted run did not start from the checkpoint of epoch 1"
+    assert record["epochs"] == 3
 
 
 # ------------------------------------------------------------------------------------- data and aggregation
@@ -616,10 +617,12 @@ def test_offline_without_data_ends_with_the_skipped_data_summary(tmp_path: Path)
     assert "UNAVAILABLE with strict=true" in strict.stderr
 
 
-def test_sigkill_during_table_aggregation_then_the_same_command_completes(tiny: Path, tmp_path: Path) -> None:
+def test_sigkill_during_table_aggregation_then_the_same_command_completes(
+    tiny: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Issue 10's fault injection: Snakemake (and its job) killed with SIGKILL while the tables are
-    being built; the same command (after --unlock) finishes with outputs identical to an
-    uninterrupted run's."""
+    being built (a fault point in the table job, con2.faults: no race with the clock); the same
+    command (after --unlock) finishes with outputs identical to an uninterrupted run's."""
     wd = clone(tiny, tmp_path / "wd")
     outputs = sorted(
         p.relative_to(tiny)
@@ -629,17 +632,16 @@ def test_sigkill_during_table_aggregation_then_the_same_command_completes(tiny: 
     shutil.rmtree(wd / "results/tables")
     (wd / "results/evaluation/runs.csv").unlink()
     cmd = [*SNAKEMAKE, "--cores", "1", "all", "--configfile", TEST_CONFIG]
-    proc = start(wd, cmd)
+    with monkeypatch.context() as m:  # the killed command's environment only (Snakemake passes it on)
+        m.setenv("CON2_FAULT", "table_build:signal=SIGKILL")  # the first table job kills its process group
+        proc = start(wd, cmd)
     try:
-        deadline = time.time() + 300
-        while not any(n.startswith("results/tables/") for n in incomplete_outputs(wd)):
-            assert proc.poll() is None and time.time() < deadline, "no table job started"
-            time.sleep(0.02)
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=60)
+        proc.wait(timeout=600)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == -signal.SIGKILL, "Snakemake was not killed in a table job"
+    assert any(n.startswith("results/tables/") for n in incomplete_outputs(wd)), incomplete_outputs(wd)
     res = snakemake(wd, *cmd[3:])
     if res.returncode and "LockException" in res.stderr:
         assert snakemake(wd, "--unlock", "--configfile", TEST_CONFIG).returncode == 0
@@ -752,22 +754,24 @@ def test_a_second_invocation_never_changes_the_runs_of_the_first(tmp_path: Path)
     assert {json.loads((wd / p).read_text())["epochs"] for p in records(wd)} == {2}
 
 
-def test_sigint_during_the_tables_then_the_same_command_finishes(tiny: Path, tmp_path: Path) -> None:
+def test_sigint_during_the_tables_then_the_same_command_finishes(
+    tiny: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Issue 16, case 8: Ctrl-C while a table is half-written (its CSV on disk, its job not yet
-    finished) used to make the same command stop with IncompleteFilesException; the workflow
-    profile Snakemake loads by itself (profiles/default: rerun-incomplete) lets it finish, with the
-    tables of an uninterrupted run."""
+    finished; a fault point, con2.faults: no race with the clock) used to make the same command stop
+    with IncompleteFilesException; the workflow profile Snakemake loads by itself (profiles/default:
+    rerun-incomplete) lets it finish, with the tables of an uninterrupted run."""
     wd = clone(tiny, tmp_path / "wd")
     shutil.rmtree(wd / "results/tables")
     cmd = [*SNAKEMAKE, "--cores", "1", "all", "--configfile", TEST_CONFIG]
-    proc = start(wd, cmd)
+    with monkeypatch.context() as m:  # the interrupted command's environment only (Snakemake passes it on)
+        m.setenv("CON2_FAULT", "table_csv_written:signal=SIGINT")  # Ctrl-C with the first table's CSV written
+        proc = start(wd, cmd)
     try:
-        deadline = time.time() + 300
-        while not any(n.startswith("results/tables/") and (wd / n).is_file() for n in incomplete_outputs(wd)):
-            assert proc.poll() is None and time.time() < deadline, "no table job wrote a file"
-            time.sleep(0.005)
-        os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C
-        assert proc.wait(timeout=120) != 0
+        assert proc.wait(timeout=600) != 0
+        half = [n for n in incomplete_outputs(wd) if n.startswith("results/tables/")]
+        assert any(n.endswith(".csv") and (wd / n).is_file() for n in half), half  # the CSV on disk
+        assert any(n.endswith(".md") and not (wd / n).exists() for n in half), half  # the rest not yet
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)

@@ -22,6 +22,7 @@ from pathlib import Path
 import pandas as pd
 
 from con2.atomic import atomic_path
+from con2.faults import fault_point
 
 MISSING = "–"
 
@@ -210,6 +211,7 @@ class Table:
         writer leaves no partial file)."""
         with atomic_path(Path(csv)) as tmp:
             self.data.to_csv(tmp, index=False)
+        fault_point("table_csv_written", table=self.name)  # tests: a Ctrl-C with the table half-written
         texts = [(md, self.markdown()), (tex, self.latex())]
         texts += [(html_path, self.html())] if html_path is not None else []
         for path, text in texts:

@@ -35,6 +35,7 @@ from torch.profiler import record_function
 from tqdm.auto import tqdm
 
 from con2.errors import ConfigError, NonFiniteLossError
+from con2.faults import fault_point
 from con2.training.checkpoints import load_checkpoint, save_checkpoint
 
 
@@ -368,6 +369,7 @@ def fit(
                 },
                 checkpoint_path,
             )
+            fault_point("after_checkpoint", epoch=epoch)  # tests: a Ctrl-C or kill right here
 
     if settings.compile:
         compile_submodules(model)

@@ -14,6 +14,7 @@ from _log import logged  # noqa: E402
 
 
 def main() -> None:
+    from con2.faults import fault_point
     from con2.report.artefacts import FILE_INPUTS, TABLES, ReportInputs
     from con2.report.tables import build_table
 
@@ -21,6 +22,7 @@ def main() -> None:
     files = {name: str(getattr(snakemake.input, name)) for name in FILE_INPUTS if name in snakemake.input.keys()}
     dataset = str(getattr(snakemake.wildcards, "dataset", ""))
     table = build_table(artefact.name, ReportInputs.load(artefact, files, dict(snakemake.params.settings), dataset))
+    fault_point("table_build", table=artefact.name)  # tests: a kill with the job started, no output yet
     table.write(snakemake.output.csv, snakemake.output.md, snakemake.output.tex, snakemake.output.html)
     print(table.markdown())
 
