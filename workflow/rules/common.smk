@@ -95,10 +95,16 @@ SCOPED_TABLES = list(REPORT.get("scopes") or {})  # studies: built when named (o
 TABLE_FILES = [f for f in table_targets(REPORT) if Path(f).stem not in SCOPED_TABLES]
 STUDY_FILES = [f for f in table_targets(REPORT) if Path(f).stem in SCOPED_TABLES]
 FIGURE_FILES = figure_targets(REPORT)
-# the paper's tables are package data (con2.resources: wherever con2 is installed); relative to the
-# working directory, so a moved checkout does not change the input sets
-PAPER_NUMBERS = os.path.relpath(resource("paper_numbers.csv"))
-PAPER_HOURS = os.path.relpath(resource("paper_compute_hours.csv"))
+# the paper's tables are package data (con2.resources: wherever con2 is installed)
+def stable_path(path):
+    """``path`` relative to the working directory when inside it (a moved checkout keeps its input
+    sets), else absolute (a copy of the workflow elsewhere names the installed package the same way)."""
+    rel = os.path.relpath(path)
+    return rel if not rel.startswith("..") else os.path.abspath(path)
+
+
+PAPER_NUMBERS = stable_path(resource("paper_numbers.csv"))
+PAPER_HOURS = stable_path(resource("paper_compute_hours.csv"))
 RUNS_CSV = "results/evaluation/runs.csv"
 SCORE_RUNTIME_CSV = "results/score_runtime/score_runtime.csv"
 GPU_MEASURED = os.path.relpath(WORKFLOW_DIR / "benchmarks" / "measured")
