@@ -90,9 +90,10 @@ def check_dataset(dataset: str, size: int, data_dir: str | Path, download: bool)
 
 
 def checked_in(marker: Mapping[str, Any]) -> str | None:
-    """The ``data_dir`` a ``prepare_data`` marker was checked in (its ``check`` params, else the
-    folder it names), or None for a marker that names none."""
-    where = (marker.get("check") or {}).get("data_dir") or marker.get("data_dir")
+    """The ``data_dir`` a ``prepare_data`` marker was checked in, as the profile gave it (relative
+    to the working directory where it was: a copied or moved results folder with ``./data`` beside
+    it still names its own), else its ``check`` params' absolute one, else None."""
+    where = marker.get("data_dir") or (marker.get("check") or {}).get("data_dir")
     return str(where) if where else None
 
 

@@ -196,7 +196,7 @@ def data_check(wildcards):
         except (OSError, ValueError):
             found = {}
         if found.get("status") == "ok" and "check" in found:
-            if same_folder(checked_in(found), DATA_DIR) or not awaits_data(wildcards.dataset, wildcards.size):
+            if same_folder(checked_in(found), config["data_dir"]) or not awaits_data(wildcards.dataset, wildcards.size):
                 return found["check"]
     return {
         "data_dir": str(DATA_DIR),
