@@ -4,6 +4,10 @@
 * :func:`check_dataset`: find (or download) one dataset at one size through the data layer and
   describe the outcome: ``ok`` with its counts, or ``skipped`` with the reason and the one command
   that fixes it (what ``prepare_data`` writes to ``results/data/<dataset>/<size>px.json``);
+* :func:`checked_in`, :func:`same_folder`, :func:`awaits_training`: whether a marker found ``ok``
+  is checked again (``data_check`` in common.smk): only when the ``data_dir`` now differs from the
+  one it was checked in and a run of it would train (a finished grid's table rebuild reads records
+  only, so it re-checks nothing);
 * :func:`merge_status`: those files of a grid as one mapping (the ``data_status`` checkpoint);
 * :func:`summary_lines`: the block printed at the very end of a workflow run: every dataset
   skipped (or, with ``strict``, failed), every record the aggregation left out (corrupt, invalid,
@@ -83,6 +87,34 @@ def check_dataset(dataset: str, size: int, data_dir: str | Path, download: bool)
         "images_sha256": manifest.get("images_sha256"),
         "location": str((manifest.get("source") or {}).get("location", "")),
     }
+
+
+def checked_in(marker: Mapping[str, Any]) -> str | None:
+    """The ``data_dir`` a ``prepare_data`` marker was checked in, as the profile gave it (relative
+    to the working directory where it was: a copied or moved results folder with ``./data`` beside
+    it still names its own), else its ``check`` params' absolute one, else None."""
+    where = marker.get("data_dir") or (marker.get("check") or {}).get("data_dir")
+    return str(where) if where else None
+
+
+def same_folder(a: str | Path | None, b: str | Path) -> bool:
+    """Whether two ``data_dir`` values name one folder (``data`` and ``./data/``, a link and its
+    target; relative paths from the working directory, the workflow's)."""
+    return a is not None and os.path.realpath(os.path.expanduser(a)) == os.path.realpath(os.path.expanduser(b))
+
+
+def awaits_training(record: str | Path, config_file: str | Path) -> bool:
+    """Whether the workflow would train a run now: no record yet, or a config (the grid's, named by
+    its hash) that is absent (a changed setting: run_config writes it, then the run retrains) or
+    newer than the record. A run that reads its data; a finished one does not."""
+    try:
+        done = Path(record).stat().st_mtime
+    except OSError:
+        return True
+    try:
+        return Path(config_file).stat().st_mtime > done
+    except OSError:
+        return True
 
 
 def merge_status(markers: Iterable[str | Path]) -> dict[str, dict[str, Any]]:
@@ -177,7 +209,8 @@ def summary_lines(
     lines = ["", rule]
     if skipped:
         lines.append(
-            f"con2 workflow: {len(skipped)} dataset(s) SKIPPED: their runs were not trained and are not in the tables."
+            f"con2 workflow: {len(skipped)} dataset(s) SKIPPED: their runs without a record were not trained "
+            "(none failed); their records already on disk stay in the tables."
         )
     if failed:
         lines.append(f"con2 workflow: {len(failed)} dataset(s) UNAVAILABLE with strict=true: the run failed.")

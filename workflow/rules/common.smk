@@ -19,7 +19,7 @@ from con2.grid import experiments as E
 from con2.config import RUNTIME_KEYS
 from con2.report.artefacts import FIGURES, MISSING_FILE, TABLES, figure_targets, table_targets
 from con2.grid.console import hashed, install_short_reasons
-from con2.grid.status import unknown_class
+from con2.grid.status import awaits_training, checked_in, same_folder, unknown_class
 
 WORKFLOW_DIR = Path(workflow.basedir)
 DATA_DIR = Path(os.path.abspath(os.path.expanduser(config["data_dir"])))  # normalised once: how messages name it
@@ -179,10 +179,22 @@ def dataset_on_disk(dataset, size):
     return True
 
 
+def awaits_data(dataset, size):
+    """True if a run of the grid on this dataset at this size would train now (no record yet, or a
+    changed config): a run that reads the data, not only its record."""
+    return any(
+        awaits_training(r.record, r.config_file) for r in RUNS if r.dataset == dataset and r.data_size == int(size)
+    )
+
+
 def data_check(wildcards):
     """prepare_data's params: what its outcome depends on. A dataset found ready keeps the value it
-    was checked with (never re-checked, so never a rerun); a skipped one is checked again when
-    data_dir, download or strict change or when its files appear on disk (`con2 data get`)."""
+    was checked with (no re-check, so no rerun) while data_dir names the folder it was checked in,
+    or while no run of it would train (a table rebuild of a finished grid reads records only); with
+    another data_dir and runs left to train it is checked again there, so data missing there skip
+    the dataset (its unfinished runs are not scheduled; its records stay in the tables) instead of
+    failing its training jobs. A skipped one is checked again when data_dir, download or strict
+    change or when its files appear on disk (`con2 data get`)."""
     marker = Path(P.data_marker(wildcards.dataset, wildcards.size))
     if marker.is_file():
         try:
@@ -190,7 +202,8 @@ def data_check(wildcards):
         except (OSError, ValueError):
             found = {}
         if found.get("status") == "ok" and "check" in found:
-            return found["check"]
+            if same_folder(checked_in(found), config["data_dir"]) or not awaits_data(wildcards.dataset, wildcards.size):
+                return found["check"]
     return {
         "data_dir": str(DATA_DIR),
         "download": bool(config.get("download", True)),
