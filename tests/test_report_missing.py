@@ -142,3 +142,18 @@ def test_an_empty_learning_curve_says_the_data_were_missing(tmp_path: Path) -> N
     png, pdf = tmp_path / "c.png", tmp_path / "c.pdf"
     learning_curve_figure(skipped, png, pdf)
     assert png.stat().st_size > 1000 and pdf.stat().st_size > 1000
+
+
+def test_a_dataset_with_runs_whose_data_are_missing_now_says_so_in_table_1(
+    runs: pd.DataFrame, paper: pd.DataFrame, config: dict
+) -> None:
+    """Issue 27, point 10: a table rebuilt under another data_dir keeps a dataset's finished runs and
+    says in one line that its data are missing now and its runs without a record were not trained."""
+    stale = {"breastmnist/28": {**SKIPPED, "dataset": "breastmnist"}}
+    notes = table1_medical(inputs_of(runs, paper, config, status=stale)).notes
+    line = next(n for n in notes if n.startswith("BreastMNIST: skipped now"))
+    assert "results/tables/missing.md" in line and "runs without a record were not trained" in line
+    assert not any(
+        n.startswith("BreastMNIST: skipped now")
+        for n in table1_medical(inputs_of(runs, paper, config, status=STATUS)).notes
+    )

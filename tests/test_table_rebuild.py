@@ -85,14 +85,9 @@ def test_a_table_rebuilt_without_the_grids_data_dir_trains_nothing_and_keeps_the
     assert "add `--config data_dir=DIR`" in one.stderr
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="con2/report (not this change): Table 1 notes a skipped dataset only when it has no run at all "
-    "(select.absent_notes); a dataset with records kept and runs left untrained gets no note",
-)
 def test_the_rebuilt_table_names_the_skipped_dataset_and_its_fix(rebuilt: dict) -> None:
     notes = [ln for ln in rebuilt["table"].splitlines() if ln.startswith("- BreastMNIST")]
-    assert any("skipped" in ln and "con2 data get breastmnist" in ln for ln in notes), rebuilt["table"]
+    assert any("skipped now" in ln and "results/tables/missing.md" in ln for ln in notes), rebuilt["table"]
 
 
 def test_the_grids_data_dir_again_checks_the_data_again_and_trains_what_is_left(rebuilt: dict) -> None:

@@ -129,6 +129,19 @@ def skipped_note(dataset: str) -> str:
     return f"{dataset_label(dataset)}: skipped, its data are missing (how to get them: {MISSING_FILE})."
 
 
+def stale_data_notes(present: list[str], status: Mapping[str, Mapping[str, Any]] | None) -> list[str]:
+    """One line per dataset of a table that has runs but whose data the status says are missing now
+    (a rebuild under another ``data_dir``): the numbers are the records already on disk; runs without
+    a record were not trained, and the fix is in the ``missing`` table."""
+    skipped = skipped_data(status)
+    return [
+        f"{dataset_label(d)}: skipped now, its data are missing (how to get them: {MISSING_FILE}); the numbers are "
+        "its runs already on disk, runs without a record were not trained."
+        for d in present
+        if d in skipped
+    ]
+
+
 def missing_weights_notes(config: Mapping[str, Any], runs: pd.DataFrame, datasets: list[str] | None) -> list[str]:
     """One short line per (method, variant) of the profile's experiments on ``datasets`` (``None``: all)
     that has no runs there because the pretrained weights its method needs are missing

@@ -30,6 +30,7 @@ from con2.report.select import (
     missing_weights_notes,
     ordered_datasets,
     report_block,
+    stale_data_notes,
     subject_and_names,
     with_best_rows,
 )
@@ -167,6 +168,7 @@ def method_table(
                 f"per_class_{d} (where that table exists), not across these rows."
             )
     notes += absent_notes([d for d in cols if d not in set(ours["dataset"])], config, status)
+    notes += stale_data_notes([d for d in cols if d in set(ours["dataset"])], status)
     notes += missing_weights_notes(config, runs, cols)
     notes += external_code_notes(m for m in psel["method"] if m not in used_paper)
     notes += disagreement_notes(paper, psel[psel["dataset"].isin([dmap.get(d, d) for d in cols])])
