@@ -53,3 +53,16 @@ def shared_data() -> Path:
             "(or set CON2_SHARED_DATA to the folder holding medmnist/breastmnist.npz)"
         )
     return SHARED_DATA
+
+
+@pytest.fixture(scope="session")
+def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The workflow's tiny profile run end to end once per session (every table and figure from real,
+    tiny runs); tests that change things copy its directory (tests/workflow_helpers.py, ``clone``)."""
+    from workflow_helpers import TEST_CONFIG, copy_workflow, snakemake
+
+    wd = copy_workflow(tmp_path_factory.mktemp("tiny"))
+    res = snakemake(wd, "--cores", "2", "--configfile", TEST_CONFIG)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-5000:]
+    (wd / "console.txt").write_text(res.stdout + res.stderr)
+    return wd

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from test_workflow import TEST_CONFIG, copy_workflow, snakemake
+from workflow_helpers import TEST_CONFIG, copy_workflow, snakemake
 
 ROOT = Path(__file__).resolve().parents[1]
 

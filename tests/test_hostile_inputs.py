@@ -365,13 +365,13 @@ def test_a_symlink_loop_under_the_runs_finds_each_record_once(tmp_path: Path) ->
 
 # ------------------------------------------------------------------------------------------ the workflow
 def workflow_copy(dest: Path) -> Path:
-    from test_workflow import copy_workflow
+    from workflow_helpers import copy_workflow
 
     return copy_workflow(dest)
 
 
 def snakemake(cwd: Path, *args: str, timeout: int = 600) -> subprocess.CompletedProcess:
-    from test_workflow import snakemake as run
+    from workflow_helpers import snakemake as run
 
     return run(cwd, *args, timeout=timeout)
 

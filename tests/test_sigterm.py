@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from test_workflow import SNAKEMAKE, TEST_CONFIG, copy_workflow, snakemake, workflow_env
+from workflow_helpers import SNAKEMAKE, TEST_CONFIG, copy_workflow, snakemake, workflow_env
 
 from con2.grid.console import hashed, short_reason, short_summary
 from con2.run.signals import descendants

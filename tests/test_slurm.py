@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from test_workflow import ROOT, SNAKEMAKE, TEST_CONFIG, copy_workflow, snakemake, workflow_env
+from workflow_helpers import ROOT, SNAKEMAKE, TEST_CONFIG, copy_workflow, snakemake, workflow_env
 
 pytestmark = pytest.mark.slow
 

@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 
 import pytest
-from test_workflow import copy_workflow, finished, job_stats, runs_csv_records, small_profile, snakemake
+from workflow_helpers import copy_workflow, finished, job_stats, runs_csv_records, small_profile, snakemake
 
 pytestmark = pytest.mark.slow
 
