@@ -10,16 +10,21 @@ from __future__ import annotations
 
 import html as html_lib
 import json
+import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
-
-from tests.test_workflow import SNAKEMAKE, TEST_CONFIG, copy_workflow, snakemake
+from test_workflow import copy_workflow, snakemake
 
 pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[1]
+SNAKEMAKE = [sys.executable, "-m", "snakemake"]
+TEST_CONFIG = "workflow/config/test.yaml"
 
 if shutil.which("snakemake") is None and subprocess.run([*SNAKEMAKE, "--version"], capture_output=True).returncode:
     pytest.skip("snakemake is not installed (pip install -e '.[workflow]')", allow_module_level=True)
@@ -73,7 +78,8 @@ def test_the_report_opens_on_the_verdict_table1_and_the_key_figures(built: Path)
     assert "<tr>" + "".join(f"<th>{html_lib.escape(c, quote=False)}</th>" for c in cells) + "</tr>" in desc
     for note in (line for line in md if line.startswith("- ")):  # its notes: budget, seeds, ...
         assert md_text(note[2:]) in text, note
-    assert 'id="reproduction"' not in desc  # the verdict only, not the 138-row comparison
+    assert 'id="reproduction"' not in desc  # the verdict only, not the 138-row comparison: a click away
+    assert "javascript:app.showResultInfo('results/tables/reproduction.html')" in desc
     # the key figures: the per-class and learning-curve PNGs, inline (the report stays self-contained)
     figures = re.findall(r'aria-label="([^"]+)"[^>]*background-image: url\(\'data:image/png,', desc)
     assert figures == ["per_class_digits.png", "learning_curve_digits.png"]
@@ -102,3 +108,59 @@ def test_a_report_of_other_targets_says_where_the_verdict_comes_from(built: Path
     assert "Natural images" not in text and "<table" not in desc.split("About this report")[0]
     assert 'class="con2-figure"' not in desc and "javascript:app.showCategory('Figures')" in desc
     assert "image_size" in text and not DICT_REPR.search(text)
+
+
+# One CON2 run on digits, class 0; records outside the grid (the external one below) shown too.
+ONE_RUN = """\
+device: cpu
+threads: 1
+download: false
+seeds: [0]
+eval_batch_size: 512
+run: {image_size: 16, width: 8, epochs: 1, batch_size: 64, tta: 2, csi_views: 2}
+datasets:
+  digits: {normal_classes: ["0"]}
+experiments:
+  main: {datasets: [digits], methods: {con2: [default]}}
+report: {subject: con2, medical: [], natural: [digits], per_class: [], pca: [], curves: [], contexts: [invert],
+         include_outside_grid: true}
+score_runtime: {dim: 16, views: 2, batch_size: 32, n_train: [1, 10], n_batches: [1], batches_n_train: 100, repeats: 1}
+"""
+HOSTILE = "</script><script>alert(1)</script> <img src=x onerror=alert(2)> `x <javascript:alert(1)>`_"
+
+
+def labelled_report(wd: Path, label: str) -> str:
+    """The landing text of the one-run profile's report after an external record labelled ``label``."""
+    scores = wd / "ext.csv"
+    scores.write_text("label,nnd\n" + "".join(f"{i % 2},{(i * 7) % 10 / 10}\n" for i in range(20)))
+    cmd = [sys.executable, "-m", "con2.run.external", "--scores", str(scores), "--dataset", "digits"]
+    cmd += ["--normal-class", "0", "--method", "ext", "--seed", "0", "--n-train", "10", "--label", label]
+    cmd += ["--run-dir", "results/runs/digits/0/ext/default/seed0"]
+    res = subprocess.run(cmd, cwd=wd, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert res.returncode == 0, res.stderr
+    res = snakemake(wd, "all", "--cores", "2", "--configfile", "one.yaml")
+    assert res.returncode == 0, res.stderr[-3000:]
+    res = snakemake(wd, "--report", "report.html", "--configfile", "one.yaml")
+    assert res.returncode == 0, res.stderr[-3000:]
+    return landing(wd / "report.html")
+
+
+def elements(fragment: str) -> dict[str, int]:
+    """The script, link, image and frame elements an HTML fragment opens, and its javascript: URLs."""
+    counts = {tag: len(re.findall(rf"<{tag}\b", fragment, re.I)) for tag in ("script", "a", "img", "iframe")}
+    counts["javascript: in a tag"] = len(re.findall(r"<[^<>]*javascript:", fragment, re.I))
+    return counts
+
+
+def test_a_hostile_label_on_the_landing_is_text(tmp_path: Path) -> None:
+    """A record's label reaches the landing's Table 1 escaped: no element or link more than a plain one."""
+    wd = copy_workflow(tmp_path / "wd")
+    (wd / "one.yaml").write_text(ONE_RUN)
+    res = snakemake(wd, "all", "--cores", "2", "--configfile", "one.yaml")
+    assert res.returncode == 0, res.stderr[-3000:]
+    plain = labelled_report(wd, "Plain label")
+    assert "Plain label" in text_of(plain)
+    hostile = labelled_report(wd, HOSTILE)
+    assert elements(hostile) == elements(plain)
+    assert "&lt;img src=x onerror=alert(2)&gt;" in hostile and "&lt;/script&gt;" in hostile
+    assert "</script>" not in hostile and "<img" not in hostile
