@@ -423,7 +423,9 @@ datasets:
   digits: {normal_classes: ["0"]}
 experiments:
   main: {datasets: [digits], methods: {con2: [default]}}
-report: {subject: con2, medical: [], natural: [digits], per_class: [], pca: [], curves: [], contexts: [invert]}
+report:
+  {subject: con2, medical: [], natural: [digits], per_class: [], pca: [], curves: [], contexts: [invert],
+   include_outside_grid: true}  # the external record below is no run of this grid
 score_runtime: {dim: 16, views: 2, batch_size: 32, n_train: [1, 10], n_batches: [1], batches_n_train: 100, repeats: 1}
 """
 

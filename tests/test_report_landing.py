@@ -3,7 +3,7 @@
 (``var workflow_desc = "...";``) that the report's script puts on its first view.
 
 The tiny profile (workflow/config/test.yaml: digits only, so Table 1 is the natural-image summary)
-runs once for the module, in a temporary copy of the workflow, as in tests/test_workflow.py.
+runs once for the module, in a temporary copy of the workflow, as in tests/test_workflow_outputs.py.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_workflow import copy_workflow, snakemake
+from workflow_helpers import copy_workflow, snakemake
 
 pytestmark = pytest.mark.slow
 
