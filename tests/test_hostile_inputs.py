@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+from workflow_helpers import ONE_RUN_PROFILE
 
 import con2.grid.experiments as E
 import con2.paths as P
@@ -412,24 +413,6 @@ def test_workflow_cases_stop_before_any_job_with_one_error(tmp_path: Path) -> No
     assert not (wd / "results").exists()
 
 
-ONE_RUN = """\
-device: cpu
-threads: 1
-download: false
-seeds: [0]
-eval_batch_size: 512
-run: {image_size: 16, width: 8, epochs: 1, batch_size: 64, tta: 2, csi_views: 2}
-datasets:
-  digits: {normal_classes: ["0"]}
-experiments:
-  main: {datasets: [digits], methods: {con2: [default]}}
-report:
-  {subject: con2, medical: [], natural: [digits], per_class: [], pca: [], curves: [], contexts: [invert],
-   include_outside_grid: true}  # the external record below is no run of this grid
-score_runtime: {dim: 16, views: 2, batch_size: 32, n_train: [1, 10], n_batches: [1], batches_n_train: 100, repeats: 1}
-"""
-
-
 def external_record(wd: Path, method: str, label: str) -> None:
     """A record of method ``method`` labelled ``label``, as ``python -m con2.run.external`` writes it."""
     scores = wd / f"{method}.csv"
@@ -468,7 +451,7 @@ def test_the_report_and_markdown_tables_hold_no_tag_or_link_a_hostile_label_brin
     has no script element or link more than with a plain label, the embedded table pages escape
     it, the .md table holds no raw tag; the same strings in the profile stop it before any job."""
     wd = workflow_copy(tmp_path / "wd")
-    (wd / "one.yaml").write_text(ONE_RUN)
+    (wd / "one.yaml").write_text(ONE_RUN_PROFILE)
     res = snakemake(wd, "all", "--cores", "2", "--configfile", "one.yaml")
     assert res.returncode == 0, res.stderr[-3000:]
     external_record(wd, "ext", "Plain label")
@@ -489,7 +472,7 @@ def test_the_report_and_markdown_tables_hold_no_tag_or_link_a_hostile_label_brin
     assert "&lt;img src=x onerror=alert(2)>" in md and "&lt;/script>" in md
     assert not re.search(r"<[A-Za-z/]", md), md
     for key, value in HOSTILE.items():  # the same strings in the profile: refused before any job
-        cfg = yaml.safe_load(ONE_RUN)
+        cfg = yaml.safe_load(ONE_RUN_PROFILE)
         cfg["run"]["encoder"] = value
         (wd / f"{key}.yaml").write_text(yaml.safe_dump(cfg))
         res = snakemake(wd, "--report", f"{key}.html", "--configfile", f"{key}.yaml")

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from workflow_helpers import copy_workflow, snakemake
+from workflow_helpers import ONE_RUN_PROFILE, copy_workflow, snakemake
 
 pytestmark = pytest.mark.slow
 
@@ -110,22 +110,6 @@ def test_a_report_of_other_targets_says_where_the_verdict_comes_from(built: Path
     assert "image_size" in text and not DICT_REPR.search(text)
 
 
-# One CON2 run on digits, class 0; records outside the grid (the external one below) shown too.
-ONE_RUN = """\
-device: cpu
-threads: 1
-download: false
-seeds: [0]
-eval_batch_size: 512
-run: {image_size: 16, width: 8, epochs: 1, batch_size: 64, tta: 2, csi_views: 2}
-datasets:
-  digits: {normal_classes: ["0"]}
-experiments:
-  main: {datasets: [digits], methods: {con2: [default]}}
-report: {subject: con2, medical: [], natural: [digits], per_class: [], pca: [], curves: [], contexts: [invert],
-         include_outside_grid: true}
-score_runtime: {dim: 16, views: 2, batch_size: 32, n_train: [1, 10], n_batches: [1], batches_n_train: 100, repeats: 1}
-"""
 HOSTILE = "</script><script>alert(1)</script> <img src=x onerror=alert(2)> `x <javascript:alert(1)>`_"
 
 
@@ -155,7 +139,7 @@ def elements(fragment: str) -> dict[str, int]:
 def test_a_hostile_label_on_the_landing_is_text(tmp_path: Path) -> None:
     """A record's label reaches the landing's Table 1 escaped: no element or link more than a plain one."""
     wd = copy_workflow(tmp_path / "wd")
-    (wd / "one.yaml").write_text(ONE_RUN)
+    (wd / "one.yaml").write_text(ONE_RUN_PROFILE)
     res = snakemake(wd, "all", "--cores", "2", "--configfile", "one.yaml")
     assert res.returncode == 0, res.stderr[-3000:]
     plain = labelled_report(wd, "Plain label")

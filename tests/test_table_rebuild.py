@@ -16,7 +16,15 @@ import re
 from pathlib import Path
 
 import pytest
-from workflow_helpers import copy_workflow, finished, job_stats, runs_csv_records, small_profile, snakemake
+from workflow_helpers import (
+    copy_workflow,
+    fake_breastmnist,
+    finished,
+    job_stats,
+    runs_csv_records,
+    small_profile,
+    snakemake,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -35,16 +43,10 @@ def same(a: str | Path, b: str | Path) -> bool:
 def rebuilt(tmp_path_factory: pytest.TempPathFactory) -> dict:
     """An interrupted grid (data in a folder of their own), then the one-table command without
     data_dir: the work folder, the grid's data folder, that command's result and its table."""
-    from data_fixtures import write_medmnist_npz
-
     root = tmp_path_factory.mktemp("rebuild")
     wd = copy_workflow(root / "wd")
     data = root / "data"
-    write_medmnist_npz(
-        data / "medmnist" / "breastmnist.npz", {"train": [30, 70], "val": [2, 2], "test": [20, 25]}
-    )  # 70 normals >= batch 64
-    datasets = {"digits": {"normal_classes": ["0"]}, "breastmnist": {"run": {"image_size": 28}}}
-    main = {"datasets": ["digits", "breastmnist"], "methods": {"con2": ["invert"]}}
+    datasets, main = fake_breastmnist(data)
     more = {"datasets": ["breastmnist"], "seeds": [1], "methods": {"con2": ["invert"]}}
     prof = small_profile(wd, datasets, {"main": main, "more": more})
 

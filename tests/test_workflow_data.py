@@ -18,6 +18,7 @@ import pytest
 from workflow_helpers import (
     SNAKEMAKE,
     copy_workflow,
+    fake_breastmnist,
     finished,
     job_stats,
     records,
@@ -35,15 +36,9 @@ if shutil.which("snakemake") is None and subprocess.run([*SNAKEMAKE, "--version"
 def test_no_record_ever_leaves_the_tables_and_a_grid_change_trains_at_once(tmp_path: Path) -> None:
     """Issue 9, cases 1 and 2: the README's one-table command without the data_dir override, and
     data that the profile cannot see, never drop a finished run; one call after a change trains."""
-    from data_fixtures import write_medmnist_npz
-
     wd = copy_workflow(tmp_path / "wd")
     data = tmp_path / "data"
-    write_medmnist_npz(
-        data / "medmnist" / "breastmnist.npz", {"train": [30, 70], "val": [2, 2], "test": [20, 25]}
-    )  # 70 normals >= batch 64
-    datasets = {"digits": {"normal_classes": ["0"]}, "breastmnist": {"run": {"image_size": 28}}}
-    main = {"datasets": ["digits", "breastmnist"], "methods": {"con2": ["invert"]}}
+    datasets, main = fake_breastmnist(data)
     prof = small_profile(wd, datasets, {"main": main})
     full = snakemake(wd, "--cores", "2", "all", "--configfile", prof, "--config", f"data_dir={data}")
     assert full.returncode == 0, full.stderr[-3000:]

@@ -231,3 +231,33 @@ def readme_block(after: str, lang: str) -> str:
 
 
 # ------------------------------------------------------------------------------------- issue 27
+
+
+# One CON2 run on digits, class 0, as a workflow profile; records outside its grid (an external run a
+# test adds) are shown too: the hostile-label and report-landing tests build their reports from it.
+ONE_RUN_PROFILE = """\
+device: cpu
+threads: 1
+download: false
+seeds: [0]
+eval_batch_size: 512
+run: {image_size: 16, width: 8, epochs: 1, batch_size: 64, tta: 2, csi_views: 2}
+datasets:
+  digits: {normal_classes: ["0"]}
+experiments:
+  main: {datasets: [digits], methods: {con2: [default]}}
+report:
+  {subject: con2, medical: [], natural: [digits], per_class: [], pca: [], curves: [], contexts: [invert],
+   include_outside_grid: true}  # the external record below is no run of this grid
+score_runtime: {dim: 16, views: 2, batch_size: 32, n_train: [1, 10], n_batches: [1], batches_n_train: 100, repeats: 1}
+"""
+
+
+def fake_breastmnist(data: Path) -> tuple[dict, dict]:
+    """A small BreastMNIST-shaped npz under ``data`` (70 normal training images >= batch 64) and the
+    ``(datasets, main experiment)`` of a profile of digits class 0 and that BreastMNIST, CON2 invert."""
+    from data_fixtures import write_medmnist_npz
+
+    write_medmnist_npz(data / "medmnist" / "breastmnist.npz", {"train": [30, 70], "val": [2, 2], "test": [20, 25]})
+    datasets = {"digits": {"normal_classes": ["0"]}, "breastmnist": {"run": {"image_size": 28}}}
+    return datasets, {"datasets": ["digits", "breastmnist"], "methods": {"con2": ["invert"]}}
