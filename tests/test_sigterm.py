@@ -31,10 +31,14 @@ GRACEFUL = "Will exit after finishing currently running jobs"
 RUNS = ("0", "1")
 
 
+EPOCHS = 100
+
+
 def profile(wd: Path) -> str:
-    """The tiny profile, two runs of ~30 s each (time to interrupt both), a checkpoint every epoch."""
+    """The tiny profile, two runs of ~25 s each (~0.2 s an epoch here: time to interrupt both even
+    when Snakemake starts the second a few seconds after the first), a checkpoint every epoch."""
     cfg = yaml.safe_load((wd / TEST_CONFIG).read_text())
-    cfg["run"].update(epochs=30, width=8, image_size=28)
+    cfg["run"].update(epochs=EPOCHS, width=8, image_size=28)
     cfg["checkpoint_seconds"] = 0  # a runtime key: never in the config hash
     cfg["datasets"]["digits"]["normal_classes"] = list(RUNS)
     cfg["experiments"] = {"main": {"datasets": ["digits"], "methods": {"con2": ["invert"]}}}
@@ -42,15 +46,18 @@ def profile(wd: Path) -> str:
     return "sigterm.yaml"
 
 
+def below(pid: int) -> dict[int, str]:
+    """{pid: command line} of every process below ``pid``; `ps -ww`: never cut to a terminal's
+    width (a long venv path pushes "con2 train" past column 80)."""
+    mine = set(descendants(pid))
+    ps = subprocess.run(["ps", "-ww", "-A", "-o", "pid=", "-o", "args="], capture_output=True, text=True).stdout
+    found = {int(p): args for p, _, args in (line.strip().partition(" ") for line in ps.splitlines())}
+    return {p: args for p, args in found.items() if p in mine}
+
+
 def trainers(pid: int) -> list[int]:
-    """The `con2 train` processes below ``pid``."""
-    below = set(descendants(pid))
-    ps = subprocess.run(["ps", "-A", "-o", "pid=", "-o", "args="], capture_output=True, text=True).stdout
-    return [
-        int(p)
-        for p, _, args in (line.strip().partition(" ") for line in ps.splitlines())
-        if int(p) in below and "con2 train" in args
-    ]
+    """The `con2 train` processes below ``pid`` (the job shells' children, not the shells)."""
+    return [p for p, args in below(pid).items() if re.search(r"(^|[/ ])con2 train ", args) and "-c " not in args]
 
 
 def alive(pid: int) -> bool:
@@ -72,12 +79,15 @@ def test_sigterm_stops_the_training_jobs_and_the_same_command_resumes(tmp_path: 
             cmd, cwd=wd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True, env=workflow_env(wd)
         )
     try:
-        deadline = time.time() + 300  # waits for a state (both runs checkpointed), not for a time
-        while not all((d / "checkpoint.pt").exists() for d in run_dirs):
-            assert proc.poll() is None and time.time() < deadline, console.read_text()[-3000:]
+        deadline = time.time() + 300  # waits for a state (both runs training, both checkpointed), not a time
+        while True:
+            running = trainers(proc.pid)
+            if len(running) == 2 and all((d / "checkpoint.pt").exists() for d in run_dirs):
+                break
+            finished = [d for d in run_dirs if (d / "record.json").exists()]
+            assert not finished, f"a run finished before both were training: raise EPOCHS ({below(proc.pid)})"
+            assert proc.poll() is None and time.time() < deadline, (below(proc.pid), console.read_text()[-3000:])
             time.sleep(0.2)
-        running = trainers(proc.pid)
-        assert len(running) == 2, running
         os.kill(proc.pid, signal.SIGTERM)  # Snakemake's pid only, as `timeout` or a cluster sends it
         assert proc.wait(timeout=120) != 0
         deadline = time.time() + 30  # orphans are reaped by init: give it a moment
@@ -98,7 +108,7 @@ def test_sigterm_stops_the_training_jobs_and_the_same_command_resumes(tmp_path: 
     assert res.returncode == 0, res.stderr[-3000:]
     for d in run_dirs:
         record = json.loads((d / "record.json").read_text())
-        assert record["resumed_from_epoch"] > 0 and record["epochs"] == 30, record
+        assert record["resumed_from_epoch"] > 0 and record["epochs"] == EPOCHS, record
 
     # a changed run setting, every table and figure to build: each job's reason in one short line
     dry = snakemake(wd, "-n", "all", "--configfile", "sigterm.yaml", "--config", "run={epochs: 31}")
