@@ -84,6 +84,7 @@ rule runs:
     localrule: True
     input:
         all_grid_records,
+        all_checked_records,
         status_input,
     message:
         "every run of the grid"
@@ -103,6 +104,8 @@ for _rule_file in OWN_RULE_FILES:
     include: _rule_file
 
 
+# The grid's ETA: after each finished training job, one line under Snakemake's "N of M steps" (how it
+# is estimated: con2/grid/eta.py).
 # SIGTERM (`timeout`, a cluster's time limit, `kill PID`) stops the running jobs, each `con2 train`
 # leaving its checkpoint, and then Snakemake, as Ctrl-C does; Snakemake's own handler would wait for
 # them to finish, hours for a training run (con2/run/signals.py says why and how). Installed here: after
@@ -111,6 +114,11 @@ onstart:
     from con2.run.signals import terminate_jobs_on_sigterm
 
     terminate_jobs_on_sigterm()
+    # the whole grid's ETA under Snakemake's progress, and once before the first job
+    _progress = install_grid_progress(snakemake_logger, grid_eta_line)
+    _progress.last = grid_eta_line()
+    if _progress.last:
+        snakemake_logger.info(_progress.last)
 
 
 # The last lines of every run: datasets skipped (why, and the command that fixes it) and records

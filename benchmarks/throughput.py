@@ -38,6 +38,7 @@ from con2.data import load_one_class
 from con2.maths.augment import contexts_for
 from con2.maths.losses import alpha_schedule, batch_labels, content_loss, context_loss
 from con2.methods import build_method
+from con2.run.provenance import cpu_model
 from con2.training.engine import (
     TrainSettings,
     autocast_enabled,
@@ -64,9 +65,11 @@ PEAK_BF16_TFLOPS: tuple[tuple[str, float], ...] = (
 
 
 def peak_tflops(device: torch.device) -> tuple[str, float | None]:
-    """``(device name, dense bf16 peak or None)``; the CPU's peak is not tabulated."""
+    """``(device name, dense bf16 peak or None)``; a CPU is named by its model (``AMD EPYC``, as
+    records name it: the workflow's ETA finds its row in ``con2/resources/throughput.csv`` by it),
+    its peak is not tabulated."""
     if device.type != "cuda":
-        return "cpu", None
+        return cpu_model(), None
     name = torch.cuda.get_device_name(device)
     return name, next((peak for key, peak in PEAK_BF16_TFLOPS if key in name), None)
 
@@ -239,7 +242,10 @@ def measure(
     ours_ips = statistics.median(rates["ours"])
     plain_ips = statistics.median(rates["plain"]) if rates["plain"] else None
     tflops = flops * ours_ips / cfg.batch_size / 1e12 if flops else None
+    if device.type != "cuda":  # the CPU row's details, what its speed depends on (no comma: a CSV cell)
+        name += f" ({torch.get_num_threads()} thread(s); {'bf16 autocast' if ours.autocast else 'fp32'})"
     return {
+        "check": "throughput",  # as gpu_check.py's lines: con2.grid.plan.rates_from_jsonl reads both
         "device": name,
         "threads": torch.get_num_threads(),
         "dataset": cfg.dataset,

@@ -146,7 +146,11 @@ def test_every_paper_dataset_has_a_training_set_size() -> None:
 @pytest.mark.parametrize(
     "args, message",
     [
-        (["--device", "a100"], "no throughput measured on a device matching 'a100'; measured: NVIDIA H200"),
+        (
+            ["--device", "a100"],
+            "no throughput measured on a device matching 'a100'; measured: AMD EPYC (1 thread(s); bf16 autocast), "
+            "NVIDIA H200",
+        ),
         (["--configfile", "no/such.yaml"], "cannot read --configfile no/such.yaml: No such file or directory"),
     ],
 )

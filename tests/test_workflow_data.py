@@ -140,6 +140,8 @@ def test_offline_without_data_ends_with_the_skipped_data_summary(tmp_path: Path)
     # a data_dir with `..` in it (issue 19: paths were printed as /x/wd/../data/...)
     res = snakemake(wd, "--cores", "2", "all", "--configfile", prof, "--config", "data_dir=../wd/../data")
     assert res.returncode == 0, res.stderr[-3000:]
+    totals = set(re.findall(r"^\d+ of (\d+) steps", res.stderr, re.M))
+    assert len(totals) == 1, totals  # the step total of the first line: skipped data add no step and drop none
     tail = [ln for ln in res.stderr.splitlines() if ln.strip()][-10:]
     text = "\n".join(tail)
     assert tail[-1].startswith("-----") and "2 dataset(s) SKIPPED" in text, text

@@ -75,9 +75,12 @@ def test_default_profile_checks_every_dataset_and_restricts_datasets(tmp_path: P
     res = snakemake(wd, "-n", "--config", "data_dir=no_such_dir")
     assert res.returncode == 0, res.stderr[-3000:]
     stats = job_stats(res.stdout + res.stderr)
-    # what is on disk, downloadable or skipped is known once prepare_data ran (a checkpoint), not at parse time;
-    # breastmnist at 28 and 64 px (the native-resolution study's file), pneumoniamnist and digits
-    assert stats["prepare_data"] == 4 and stats["data_status"] == 1 and stats["train"] == 0
+    # every dataset is checked: breastmnist at 28 and 64 px (the native-resolution study's file),
+    # pneumoniamnist and digits; the runs of data on disk at the start (the embedded digits) are
+    # scheduled at once, the others (nothing under no_such_dir) once the check (a checkpoint) has run
+    assert stats["prepare_data"] == 4 and stats["data_status"] == 1
+    trained = re.findall(r"^Job \d+: train (\w+)/", res.stdout + res.stderr, re.M)
+    assert stats["train"] == len(trained) > 0 and set(trained) == {"digits"}, trained
     assert "checkpoint jobs" in res.stdout + res.stderr
     only = snakemake(wd, "-n", "--config", "data_dir=no_such_dir", "only_datasets=digits")
     assert only.returncode == 0 and job_stats(only.stdout + only.stderr)["prepare_data"] == 1

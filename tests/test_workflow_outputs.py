@@ -104,6 +104,26 @@ def test_console_has_one_line_per_finished_run_and_logs_one_per_epoch(tiny_run: 
     assert len(started) == 7 and log_file in started, console[-3000:]
 
 
+def test_progress_knows_its_step_total_from_the_start_and_gives_the_grids_eta(tiny_run: Path) -> None:
+    """The data on disk are scheduled before the data check, so Snakemake's "N of M steps" keeps one
+    M from its first line; the grid's ETA line comes first, then after each finished training job."""
+    console = (tiny_run / "console.txt").read_text()
+    totals = {int(m) for m in re.findall(r"^\d+ of (\d+) steps \(\d+%\) done$", console, re.M)}
+    assert len(totals) == 1, sorted(totals)
+    grid = re.findall(r"^con2 grid: (\d+) of (\d+) training runs done(.*)$", console, re.M)
+    n = len(records(tiny_run))
+    # before any run: this CPU's measured throughput where it was measured, else a promise
+    assert grid[0][:2] == ("0", str(n)) and ("at least" in grid[0][2] or "once a training run" in grid[0][2]), grid
+    assert console.index("con2 grid: 0 of") < console.index(" steps (")
+    assert grid[-1] == (str(n), str(n), ""), grid
+    paced = [g for g in grid if "from the pace of the" in g[2]]
+    assert paced and all(
+        re.fullmatch(r"; about \d+ (s|min) left \(2 at a time; from the pace of the \d+ finished runs?\)", g[2])
+        for g in paced
+    ), paced
+    assert [int(g[0]) for g in grid] == sorted(int(g[0]) for g in grid)  # done only grows
+
+
 def test_deleting_one_table_rebuilds_only_that_table(tiny_run: Path, tmp_path: Path) -> None:
     wd = clone(tiny_run, tmp_path / "wd")
     before = records(wd)

@@ -15,6 +15,10 @@ counts the rest, and a dry run's closing "Reasons:" summary (every rule per reas
 and figure; also its "Rules with provenance triggered jobs") names the first few rules of each
 reason. It touches only the ``reason`` field of job-info records (Snakemake's logger-plugin
 interface) and these summaries' text, never which jobs run.
+
+:class:`GridProgress`, installed by the Snakefile's ``onstart``, follows each of Snakemake's
+"N of M steps (x%) done" records with the grid's ETA line (:mod:`con2.grid.eta`) when a training
+run has finished since the last one it printed.
 """
 
 from __future__ import annotations
@@ -22,8 +26,17 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
+from collections.abc import Callable
 
-__all__ = ["HashedDict", "HashedList", "ShortReasons", "hashed", "install_short_reasons"]
+__all__ = [
+    "GridProgress",
+    "HashedDict",
+    "HashedList",
+    "ShortReasons",
+    "hashed",
+    "install_grid_progress",
+    "install_short_reasons",
+]
 
 REASON_FILES = 3  # files of one reason part shown; the others are counted
 REASON_PART_CHARS = 300  # a part without a file list (a param's repr) is cut here
@@ -117,3 +130,35 @@ def install_short_reasons(logger: logging.Logger) -> None:
     """Add :class:`ShortReasons` to Snakemake's logger once (a Snakefile may be read more than once)."""
     if not any(isinstance(f, ShortReasons) for f in logger.filters):
         logger.addFilter(ShortReasons())
+
+
+class GridProgress(logging.Filter):
+    """After each progress record (Snakemake's ``event`` "progress"), logs ``line()`` on the same
+    logger when it differs from the last line logged (a step that finished no training run adds
+    nothing). ``line`` returns ``None`` for nothing to say; an error in it is never Snakemake's."""
+
+    def __init__(self, logger: logging.Logger, line: Callable[[], str | None]) -> None:
+        super().__init__()
+        self.logger, self.line = logger, line
+        self.last: str | None = None
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        event = getattr(record, "event", None)
+        if event is not None and str(getattr(event, "value", event)).lower() == "progress":
+            try:
+                text = self.line()
+            except Exception as exc:  # an ETA must never stop a workflow
+                text = f"con2 grid: no ETA ({type(exc).__name__}: {exc})"
+            if text and text != self.last:
+                self.last = text
+                self.logger.info(text)
+        return True
+
+
+def install_grid_progress(logger: logging.Logger, line: Callable[[], str | None]) -> GridProgress:
+    """Add a :class:`GridProgress` printing ``line()`` to ``logger`` (replacing an earlier one)."""
+    for f in [f for f in logger.filters if isinstance(f, GridProgress)]:
+        logger.removeFilter(f)
+    progress = GridProgress(logger, line)
+    logger.addFilter(progress)
+    return progress

@@ -474,7 +474,7 @@ def plan_lines(
     costs = cost_runs(runs, n_train, rate_of, paper_hours_per_run(paper, runs, config))
     name = rates[0].device
     lines = [f"{len(costs):,} training runs on one {name} (throughput: {throughput.name}; compile={rates[0].compile})"]
-    lines += format_plan(per_experiment(costs), name.split()[-1])
+    lines += format_plan(per_experiment(costs), name.split(" (")[0].split()[-1])
     lines.append("")
     lines.append("views/s per (image size, width, batch):")
     for s in settings:

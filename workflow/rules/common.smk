@@ -3,9 +3,12 @@
 # (Functions only: Snakemake's linter wants functions and rules in separate files.)
 
 import atexit
+import functools
 import glob
 import json
 import os
+import shutil
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -18,7 +21,7 @@ from con2.resources import resource
 from con2.grid import experiments as E
 from con2.config import RUNTIME_KEYS
 from con2.report.artefacts import FIGURES, MISSING_FILE, TABLES, figure_targets, table_targets
-from con2.grid.console import hashed, install_short_reasons
+from con2.grid.console import hashed, install_grid_progress, install_short_reasons
 from con2.grid.status import awaits_training, checked_in, same_folder, unknown_class
 
 WORKFLOW_DIR = Path(workflow.basedir)
@@ -217,13 +220,52 @@ def data_status():
     return json.loads(Path(checkpoints.data_status.get().output[0]).read_text())
 
 
-def available_runs():
-    """The runs whose data are ready: every run with strict=true (a missing dataset fails in
-    prepare_data), else the runs of datasets that prepare_data did not skip."""
+_ON_DISK = {}  # (dataset, size) -> on disk when the workflow started
+_READY = {}  # run key -> scheduled before the data check (`ready`)
+
+
+def on_disk_at_start(dataset, size):
+    """True if the dataset's files were under data_dir when the workflow started (asked once)."""
+    key = (dataset, int(size))
+    if key not in _ON_DISK:
+        _ON_DISK[key] = dataset_on_disk(dataset, size)
+    return _ON_DISK[key]
+
+
+def ready(run):
+    """True for a run scheduled before the data check: its dataset's files are on disk when the
+    workflow starts, and it trains or its data marker is there. (A finished run whose marker is
+    gone waits for the check: a marker that a job writes anew makes every run reading it "updated
+    by another job", `ancient` or not, and the run would retrain.)"""
+    if run.key not in _READY:  # decided once, at the start: a marker or record written later changes nothing
+        _READY[run.key] = on_disk_at_start(run.dataset, run.data_size) and (
+            os.path.exists(P.data_marker(run.dataset, run.data_size)) or awaits_training(run.record, run.config_file)
+        )
+    return _READY[run.key]
+
+
+def ready_runs():
+    """The runs scheduled before the data check: every run with strict=true, else the `ready` ones.
+    Snakemake knows their jobs from its first line, so its step total ("N of M steps") stays put
+    through the data check; a dataset that is fetched (or skipped) joins after the check
+    (`checked_runs`). One found on disk whose check then fails (a damaged copy) fails its training
+    jobs with the check's error instead of being skipped."""
     if STRICT:
         return RUNS
+    return [r for r in RUNS if ready(r)]
+
+
+def checked_runs():
+    """The other runs whose data prepare_data found ready (or downloaded): known after the data check."""
+    if STRICT:
+        return []
     status = data_status()
-    return [r for r in RUNS if (status.get(f"{r.dataset}/{r.data_size}") or {}).get("status") == "ok"]
+    return [r for r in RUNS if not ready(r) and (status.get(f"{r.dataset}/{r.data_size}") or {}).get("status") == "ok"]
+
+
+def available_runs():
+    """The runs whose data are ready: `ready_runs` and `checked_runs` (after the data check)."""
+    return ready_runs() + checked_runs()
 
 
 def status_input(wildcards):
@@ -238,15 +280,25 @@ def scoped_only(run):
     return bool(run.experiments) and set(run.experiments) <= scoped
 
 
-def grid_records(wildcards):
+def grid_records(wildcards, runs=ready_runs):
     """Records the main aggregation trains (or keeps up to date): every run whose data are
-    available, but those only a scoped table needs (they train when that table is the target)."""
-    return [r.record for r in available_runs() if not scoped_only(r)]
+    available, but those only a scoped table needs (they train when that table is the target).
+    Two inputs: the `ready_runs` (known from the start) and the `checked_runs` (after the data
+    check): an input function that waits for a checkpoint holds back only its own files."""
+    return [r.record for r in runs() if not scoped_only(r)]
 
 
-def all_grid_records(wildcards):
-    """Records of every run of the grid whose data are available (rule `runs`)."""
-    return [r.record for r in available_runs()]
+def checked_grid_records(wildcards):
+    return grid_records(wildcards, checked_runs)
+
+
+def all_grid_records(wildcards, runs=ready_runs):
+    """Records of every run of the grid whose data are available (rule `runs`; two inputs as in `grid_records`)."""
+    return [r.record for r in runs()]
+
+
+def all_checked_records(wildcards):
+    return all_grid_records(wildcards, checked_runs)
 
 
 def records_outside(wildcards):
@@ -263,18 +315,22 @@ def scope_experiments(scope):
     return set((REPORT.get("scopes") or {})[scope])
 
 
-def scope_records(wildcards):
+def scope_records(wildcards, runs=ready_runs):
     """Records a scoped table needs: the available runs of its experiments (naming the table as the
-    target trains only these)."""
+    target trains only these; two inputs as in `grid_records`)."""
     exps = scope_experiments(wildcards.scope)
-    return [r.record for r in available_runs() if exps & set(r.experiments)]
+    return [r.record for r in runs() if exps & set(r.experiments)]
+
+
+def scope_checked_records(wildcards):
+    return scope_records(wildcards, checked_runs)
 
 
 def scope_outside(wildcards):
     """Records on disk of the scope's runs that the grid does not rebuild now (their data are
     unavailable): kept, as in `records_outside`."""
     exps = scope_experiments(wildcards.scope)
-    tracked = set(scope_records(wildcards))
+    tracked = {*scope_records(wildcards), *scope_checked_records(wildcards)}
     keys = {r.record for r in RUNS if exps & set(r.experiments)}
     return hashed([f"{p}@{os.stat(p).st_mtime_ns}" for p in RECORDS_ON_DISK if p in keys and p not in tracked], "outside")
 
@@ -362,6 +418,69 @@ def caption(name):
     """The report caption of an artefact (a generic one where no file exists)."""
     path = WORKFLOW_DIR / "workflow" / "report" / f"{name}.rst"
     return str(path if path.is_file() else WORKFLOW_DIR / "workflow" / "report" / "artefact.rst")
+
+
+# ------------------------------------------------------------------------------------------ progress
+# After each finished training job, one line with the whole grid's ETA (con2/grid/eta.py says how it
+# is estimated), printed under Snakemake's "N of M steps" by a filter on its logger (the Snakefile's
+# onstart installs it).
+_PLANNED = {}  # run key -> PlannedRun (weighed once)
+_WALL = {}  # run key -> wall seconds of a record written since the workflow started (None: not in it)
+
+
+@functools.cache
+def device_name():
+    """This device's name as the throughput table names devices: the GPU's (nvidia-smi) when the
+    profile trains on CUDA, else the CPU's model; None if it cannot be told."""
+    device = str(config.get("device", "auto"))
+    if device.startswith("cuda") or (device == "auto" and shutil.which("nvidia-smi")):
+        try:
+            out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True, text=True, timeout=10)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        names = out.stdout.strip().splitlines()
+        return names[0].strip() if names else None
+    from con2.run.provenance import cpu_model  # lazy: read once, when the workflow runs
+
+    return cpu_model()
+
+
+def training_slots():
+    """Training jobs at a time: --cores / threads per job here, --jobs on a cluster."""
+    if workflow.local_exec:
+        return max(1, int(workflow.cores) // max(1, int(config.get("threads", 1))))
+    return max(1, int(workflow.nodes))
+
+
+def planned_training():
+    """The grid's runs this invocation trains: those whose record a job of the DAG writes, now or
+    earlier in this invocation (Snakemake drops finished jobs when it updates the DAG after the
+    data check)."""
+    outputs = {str(f) for job in workflow.dag.needrun_jobs(exclude_finished=False) for f in job.output}
+    return [r for r in RUNS if r.record in outputs or r.key in _PLANNED]
+
+
+def grid_eta_line():
+    """The grid's progress line (con2.grid.eta): runs done, the ETA and what it rests on."""
+    from con2.grid.eta import eta_line, grid_eta, weigh_runs
+
+    runs = planned_training()
+    if not runs:
+        return None
+    new = [r for r in runs if r.key not in _PLANNED]
+    if new:
+        _PLANNED.update(weigh_runs(new, DATA_DIR if DATA_DIR.is_dir() else None, device_name()))
+    for r in runs:
+        if r.key in _WALL:
+            continue
+        try:
+            if os.stat(r.record).st_mtime < STARTED:
+                continue
+            _WALL[r.key] = (json.loads(Path(r.record).read_text()).get("timing") or {}).get("wall_seconds")
+        except (OSError, ValueError, AttributeError):
+            continue
+    slots = training_slots()
+    return eta_line(grid_eta([_PLANNED[r.key] for r in runs], _WALL, slots), slots)
 
 
 # ------------------------------------------------------------------------------------------ the end

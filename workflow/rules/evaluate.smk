@@ -12,6 +12,7 @@ rule evaluate:
     localrule: True
     input:
         records=grid_records,
+        checked=checked_grid_records,
         status=status_input,
     output:
         runs=RUNS_CSV,
@@ -40,6 +41,7 @@ rule evaluate_scope:
     localrule: True
     input:
         records=scope_records,
+        checked=scope_checked_records,
         status=status_input,
     output:
         runs="results/evaluation/scopes/{scope}.csv",

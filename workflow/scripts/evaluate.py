@@ -28,7 +28,8 @@ def main() -> None:
     from con2.report.collect import collect_valid_runs, summarize
 
     grid = dict(snakemake.params.grid)  # run key -> config hash (None: a method that keeps none)
-    records = [str(p) for p in snakemake.input.records] + [p.rsplit("@", 1)[0] for p in snakemake.params.outside]
+    records = [str(p) for p in (*snakemake.input.records, *snakemake.input.checked)]  # before and after the data check
+    records += [p.rsplit("@", 1)[0] for p in snakemake.params.outside]
     records += list(snakemake.params.get("not_runs", []))  # record.json files in folders that are no run key
     bench = {r: f"{BENCH_ROOT}/{key}.tsv" for r in records if (key := record_key(r))}
     runs, skipped = collect_valid_runs(records, bench, runs_root=RUNS_ROOT)

@@ -1,0 +1,158 @@
+"""The whole grid's ETA in the workflow's progress (issue 27, point 3).
+
+Snakemake prints "N of M steps (x%) done" and each `con2 train` job its own ETA; neither says when
+the grid will be done. Each training run gets a weight, its planned training views (`con2 plan`'s
+arithmetic: images per run x encoder passes per image), and the seconds left are
+
+    sum over the runs not yet finished of weight x seconds per weight unit / parallel job slots
+
+where seconds per weight unit is measured on the runs finished so far (their records'
+``timing.wall_seconds``: training, scoring, the learning curve), per method where that method has
+finished runs (a CSI view and a CON2 view do not cost the same once scoring is counted), else over
+all finished runs. Before any run has finished, each run's planned seconds stand in: its views at
+this device's measured throughput (``con2/resources/throughput.csv``, as `con2 plan` reads it;
+training steps alone, so an underestimate), where this device was measured; elsewhere the line
+says an ETA follows the first finished run. A method whose views per image are unknown (a
+baseline with its own rule) weighs its training images until one of its runs has finished. The
+arithmetic is pure; the workflow (``workflow/rules/common.smk``) gathers the runs and prints
+:func:`eta_line` after each finished training job.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from con2.grid.plan import (
+    SIZES_CSV,
+    THROUGHPUT_CSV,
+    Rate,
+    estimate_rate,
+    images_per_run,
+    read_rates,
+    read_sizes,
+    setting_of,
+    sized_runs,
+    train_sizes,
+    views_per_image,
+)
+
+__all__ = ["GridEta", "PlannedRun", "eta_line", "format_duration", "grid_eta", "planned_run", "weigh_runs"]
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    """One training run of the grid: its key, method, weight (planned training views) and planned
+    seconds at this device's measured throughput (``None``: not measured here)."""
+
+    key: str
+    method: str
+    weight: float
+    prior_seconds: float | None = None
+
+
+@dataclass(frozen=True)
+class GridEta:
+    """Where the grid stands: ``done`` of ``total`` runs, ``seconds_left`` (``None``: no basis yet)
+    and what the estimate rests on (``basis``: a few words, or "prior" before any run finished)."""
+
+    done: int
+    total: int
+    seconds_left: float | None
+    basis: str
+
+
+def planned_run(
+    key: str, method: str, config: Mapping[str, Any], n_train: int, views_per_s: float | None = None
+) -> PlannedRun:
+    """A run of the grid weighed by its planned training views (``config``: its resolved RunConfig
+    as a mapping, with ``epochs``, ``batch_size`` and ``params``; ``n_train``: its training images;
+    ``views_per_s``: this device's measured throughput at the run's setting, if any)."""
+    images = images_per_run(n_train, int(config["batch_size"]), int(config["epochs"]))
+    views = views_per_image(method, config.get("params") or {})
+    weight = float(max(1, images * (views or 1)))
+    prior = weight / views_per_s if views is not None and views_per_s else None
+    return PlannedRun(key, method, weight, prior)
+
+
+def measured_rates(device: str) -> list[Rate]:
+    """The throughput table's rows measured on ``device``: a row's name without its parenthesised
+    details ("AMD EPYC (2 cores ...)") inside ``device``'s name, or the other way round; none if
+    this device was never measured (then the ETA waits for the first finished run)."""
+    name = device.lower()
+    rows = [r for r in read_rates(THROUGHPUT_CSV) if (row := r.device.split(" (")[0].lower()) in name or name in row]
+    return [r for r in rows if not r.compile] or rows
+
+
+def weigh_runs(runs: Sequence[Any], data_dir: Path | None, device: str | None) -> dict[str, PlannedRun]:
+    """{run key: PlannedRun} of ``runs`` (:class:`con2.grid.experiments.Run`), sized as `con2 plan`
+    sizes them (split manifests under ``data_dir``, else the sizes table); a dataset of unknown size
+    weighs as the mean of the others. ``device``: the name this device's throughput was measured
+    under (a CPU's model name, a GPU's name), or ``None``."""
+    known, _ = sized_runs(runs, read_sizes(SIZES_CSV), data_dir)
+    n_train, _ = train_sizes(known, read_sizes(SIZES_CSV), data_dir) if known else ({}, {})
+    rates = measured_rates(device) if device else []
+    out: dict[str, PlannedRun] = {}
+    for run in known:
+        cfg = run.config
+        views_per_s = estimate_rate(rates, *setting_of(cfg)).views_per_s if rates else None
+        out[run.key] = planned_run(run.key, run.method, cfg, n_train[(run.dataset, run.normal_class)], views_per_s)
+    mean = sum(p.weight for p in out.values()) / len(out) if out else 1.0
+    for run in runs:
+        out.setdefault(run.key, PlannedRun(run.key, run.method, mean))
+    return out
+
+
+def grid_eta(planned: Sequence[PlannedRun], finished: Mapping[str, float | None], slots: int) -> GridEta:
+    """The ETA of ``planned`` with ``finished`` ({run key: wall seconds, or ``None`` for a record
+    without them}) done, ``slots`` jobs at a time (module docstring)."""
+    by_key = {p.key: p for p in planned}
+    measured = {k: float(v) for k, v in finished.items() if k in by_key and v is not None}
+    done = [by_key[k] for k in measured]
+    left = [p for p in planned if p.key not in finished]
+    n_done = len(planned) - len(left)
+
+    def rate(runs: Iterable[PlannedRun]) -> float | None:
+        runs = list(runs)
+        weight = sum(p.weight for p in runs)
+        return sum(measured[p.key] for p in runs) / weight if runs and weight > 0 else None
+
+    overall = rate(done)
+    per_method = {m: rate(p for p in done if p.method == m) for m in {p.method for p in done}}
+    if overall is None and any(p.prior_seconds is None for p in left):
+        return GridEta(n_done, len(planned), None if left else 0.0, "an ETA once a training run has finished")
+    seconds = 0.0
+    for p in left:
+        r = per_method.get(p.method) or overall
+        seconds += p.weight * r if r is not None else float(p.prior_seconds or 0.0)
+    # "prior": the training steps alone at this device's throughput (no scoring, no data preparation)
+    basis = "prior" if overall is None else f"the pace of the {len(done)} finished run{'s' if len(done) != 1 else ''}"
+    return GridEta(n_done, len(planned), seconds / max(1, slots), basis)
+
+
+def format_duration(seconds: float) -> str:
+    """``seconds`` as "45 s", "12 min", "3 h 05 min"."""
+    if seconds < 60:
+        return f"{max(0, round(seconds))} s"
+    minutes = round(seconds / 60)
+    if minutes < 60:
+        return f"{minutes} min"
+    return f"{minutes // 60} h {minutes % 60:02d} min"
+
+
+def eta_line(eta: GridEta, slots: int) -> str:
+    """One console line: "con2 grid: 12 of 42 training runs done; about 14 min left (2 at a time;
+    from the pace of the 12 finished runs)"."""
+    head = f"con2 grid: {eta.done} of {eta.total} training runs done"
+    if eta.done >= eta.total:
+        return head
+    if eta.seconds_left is None:
+        return f"{head}; {eta.basis}"
+    if eta.basis == "prior":  # before any run finished: the training steps at this device's measured throughput
+        return (
+            f"{head}; at least {format_duration(eta.seconds_left)} left ({slots} at a time: the training steps "
+            "alone at this device's measured throughput; the pace of the finished runs from the first one on)"
+        )
+    return f"{head}; about {format_duration(eta.seconds_left)} left ({slots} at a time; from {eta.basis})"
