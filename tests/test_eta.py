@@ -52,6 +52,15 @@ def test_the_eta_is_the_reference_per_method_then_overall_then_planned(finished:
     assert (eta.basis == "prior") == (not finished)
 
 
+def test_before_any_run_a_run_without_planned_seconds_adds_nothing_to_the_floor() -> None:
+    runs = [*grid(), PlannedRun("f", "own_rule_method", 500.0)]  # views per image unknown: no planned seconds
+    eta = grid_eta(runs, {}, 2)
+    assert eta.basis == "prior" and eta.seconds_left == pytest.approx((4 + 12 + 8 + 2 + 3) / 2)
+    # once a run of another method finished, it gets the overall pace like every other
+    eta = grid_eta(runs, {"a": 30.0}, 1)
+    assert eta.seconds_left == pytest.approx(reference_seconds(grid(), {"a": 30.0}, 1) + 500 * 0.3)
+
+
 def test_without_a_measured_device_the_eta_waits_for_the_first_run_and_ends_at_zero() -> None:
     unmeasured = [PlannedRun(p.key, p.method, p.weight) for p in grid()]
     eta = grid_eta(unmeasured, {}, 2)

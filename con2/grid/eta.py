@@ -11,10 +11,10 @@ where seconds per weight unit is measured on the runs finished so far (their rec
 finished runs (a CSI view and a CON2 view do not cost the same once scoring is counted), else over
 all finished runs. Before any run has finished, each run's planned seconds stand in: its views at
 this device's measured throughput (``con2/resources/throughput.csv``, as `con2 plan` reads it;
-training steps alone, so an underestimate), where this device was measured; elsewhere the line
-says an ETA follows the first finished run. A method whose views per image are unknown (a
-baseline with its own rule) weighs its training images until one of its runs has finished. The
-arithmetic is pure; the workflow (``workflow/rules/common.smk``) gathers the runs and prints
+training steps alone, and nothing for a run whose views per image are unknown: a floor), where this
+device was measured; elsewhere the line says an ETA follows the first finished run. A method whose
+views per image are unknown (a baseline with its own rule) weighs its training images until one of
+its runs has finished. The arithmetic is pure; the workflow (``workflow/rules/common.smk``) gathers the runs and prints
 :func:`eta_line` after each finished training job.
 """
 
@@ -121,8 +121,8 @@ def grid_eta(planned: Sequence[PlannedRun], finished: Mapping[str, float | None]
 
     overall = rate(done)
     per_method = {m: rate(p for p in done if p.method == m) for m in {p.method for p in done}}
-    if overall is None and any(p.prior_seconds is None for p in left):
-        return GridEta(n_done, len(planned), None if left else 0.0, "an ETA once a training run has finished")
+    if overall is None and left and all(p.prior_seconds is None for p in left):
+        return GridEta(n_done, len(planned), None, "an ETA once a training run has finished")
     seconds = 0.0
     for p in left:
         r = per_method.get(p.method) or overall
