@@ -124,6 +124,22 @@ def test_progress_knows_its_step_total_from_the_start_and_gives_the_grids_eta(ti
     assert [int(g[0]) for g in grid] == sorted(int(g[0]) for g in grid)  # done only grows
 
 
+def test_changed_settings_are_scheduled_at_once_after_another_profile(tiny_run: Path, tmp_path: Path) -> None:
+    """As the default profile after the test profile (the README's order): every run's setting
+    changes, and so do data_dir and download. A dry run lists every retraining at once (Snakemake
+    checks a job below a data check that must run only through that check, and the embedded digits'
+    check depends on neither setting, so it does not run again)."""
+    wd = clone(tiny_run, tmp_path / "wd")
+    cfg = yaml.safe_load((wd / TEST_CONFIG).read_text())
+    cfg["run"]["epochs"] = 2
+    cfg.update(data_dir="elsewhere", download=True)
+    (wd / "changed.yaml").write_text(yaml.safe_dump(cfg))
+    dry = snakemake(wd, "-n", "runs", "--configfile", "changed.yaml")
+    assert dry.returncode == 0, dry.stderr[-3000:]
+    stats = job_stats(dry.stdout + dry.stderr)
+    assert stats["train"] == len(records(tiny_run)) == 7 and "prepare_data" not in stats, stats
+
+
 def test_deleting_one_table_rebuilds_only_that_table(tiny_run: Path, tmp_path: Path) -> None:
     wd = clone(tiny_run, tmp_path / "wd")
     before = records(wd)

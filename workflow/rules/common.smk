@@ -182,6 +182,18 @@ def dataset_on_disk(dataset, size):
     return True
 
 
+def embedded_source(dataset, size):
+    """The fingerprint of a dataset kept without files (a description, not a path, as its location:
+    scikit-learn's digits), else None."""
+    from con2.data import DataError, find_source
+
+    try:
+        found = find_source(dataset, DATA_DIR, int(size))
+    except DataError:
+        return None
+    return None if isinstance(found.location, Path) else found.fingerprint
+
+
 def awaits_data(dataset, size):
     """True if a run of the grid on this dataset at this size would train now (no record yet, or a
     changed config): a run that reads the data, not only its record."""
@@ -197,7 +209,15 @@ def data_check(wildcards):
     another data_dir and runs left to train it is checked again there, so data missing there skip
     the dataset (its unfinished runs are not scheduled; its records stay in the tables) instead of
     failing its training jobs. A skipped one is checked again when data_dir, download or strict
-    change or when its files appear on disk (`con2 data get`)."""
+    change or when its files appear on disk (`con2 data get`). A dataset without files (the
+    embedded digits) depends on none of these: its value is its source's fingerprint alone, so a
+    profile with another data_dir or download setting does not check it again. (A data check that
+    runs again would hide, until it has run, the runs of that dataset whose setting changed: in
+    Snakemake 9 the jobs below a job that must run are not checked on their own, and an `ancient`
+    input does not pass the rerun down.)"""
+    embedded = embedded_source(wildcards.dataset, wildcards.size)
+    if embedded:
+        return {"embedded": embedded}
     marker = Path(P.data_marker(wildcards.dataset, wildcards.size))
     if marker.is_file():
         try:
