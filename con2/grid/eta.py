@@ -91,8 +91,9 @@ def weigh_runs(runs: Sequence[Any], data_dir: Path | None, device: str | None) -
     sizes them (split manifests under ``data_dir``, else the sizes table); a dataset of unknown size
     weighs as the mean of the others. ``device``: the name this device's throughput was measured
     under (a CPU's model name, a GPU's name), or ``None``."""
-    known, _ = sized_runs(runs, read_sizes(SIZES_CSV), data_dir)
-    n_train, _ = train_sizes(known, read_sizes(SIZES_CSV), data_dir) if known else ({}, {})
+    table = read_sizes(SIZES_CSV)
+    known, _ = sized_runs(runs, table, data_dir)
+    n_train, _ = train_sizes(known, table, data_dir) if known else ({}, {})
     rates = measured_rates(device) if device else []
     out: dict[str, PlannedRun] = {}
     for run in known:

@@ -171,27 +171,26 @@ def train_resource(name, default):
 
 
 # ------------------------------------------------------------------------------------------ the data
-def dataset_on_disk(dataset, size):
-    """True if the dataset's files are under data_dir (no network; the data layer's own search)."""
+def found_on_disk(dataset, size):
+    """The data layer's Found for the dataset under data_dir (no network), or None."""
     from con2.data import DataError, find_source
 
     try:
-        find_source(dataset, DATA_DIR, int(size))
+        return find_source(dataset, DATA_DIR, int(size))
     except DataError:
-        return False
-    return True
+        return None
+
+
+def dataset_on_disk(dataset, size):
+    """True if the dataset's files are under data_dir (no network; the data layer's own search)."""
+    return found_on_disk(dataset, size) is not None
 
 
 def embedded_source(dataset, size):
     """The fingerprint of a dataset kept without files (a description, not a path, as its location:
     scikit-learn's digits), else None."""
-    from con2.data import DataError, find_source
-
-    try:
-        found = find_source(dataset, DATA_DIR, int(size))
-    except DataError:
-        return None
-    return None if isinstance(found.location, Path) else found.fingerprint
+    found = found_on_disk(dataset, size)
+    return None if found is None or isinstance(found.location, Path) else found.fingerprint
 
 
 def awaits_data(dataset, size):
