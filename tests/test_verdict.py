@@ -147,6 +147,7 @@ def test_an_empty_verdict_says_what_is_missing_and_the_command(runs, paper, whic
     assert not any(line.startswith("**Verdict** (the paper trained") for line in lead)
 
 
+@pytest.mark.filterwarnings("error::RuntimeWarning")  # issue 36 (11): numpy's "All-NaN axis encountered"
 def test_the_budget_names_methods_that_train_nothing_and_the_machine(runs) -> None:
     """Issue 27 (8): 'no training' instead of '? epochs at ? px, width ?', and the CPU model / GPU name."""
     from con2.report.methods import method_names
@@ -159,3 +160,5 @@ def test_the_budget_names_methods_that_train_nothing_and_the_machine(runs) -> No
     mixed = budget_of(pd.concat([base, pixel, zero_shot]), names).text()
     assert mixed.startswith("10 epochs at 28 px, ResNet18 width 16, 3 seeds; no training: ")
     assert mixed.endswith("; no training: pixel_nn, clip_ad, on AMD EPYC, NVIDIA H200")
+    one_seed = base[base["seed"] == base["seed"].min()]
+    assert budget_of(one_seed, names).text() == "10 epochs at 28 px, ResNet18 width 16, 1 seed, on AMD EPYC"

@@ -32,7 +32,14 @@ def _usual(values: Mapping[str, Any], unit: str, names: Mapping[str, str] | None
     counts = pd.Series(list(shown_values.values())).value_counts()
     usual = counts.index[0]
     others = [f"{(names or {}).get(k, k)} {_num(v)}" for k, v in shown_values.items() if v != usual]
+    unit = unit[:-1] if unit == "seeds" and usual == 1 else unit  # "1 seed", "3 seeds"
     return f"{_num(usual)} {unit}".strip() + (f" ({', '.join(others)})" if others else "")
+
+
+def _largest(values: Mapping[str, Any]) -> float:
+    """The largest known value (NaN where none is known: methods that train nothing have no epochs)."""
+    known = [float(v) for v in values.values() if pd.notna(v)]
+    return max(known) if known else float("nan")
 
 
 def _num(value: Any) -> str:
@@ -85,8 +92,8 @@ def budget_of(runs: pd.DataFrame, names: Methods) -> Budget:
         image_size=_usual(sizes, "px", {d: dataset_label(d) for d in sizes}),
         width=_usual(widths, "", labels),
         seeds=_usual(seeds, "seeds", labels),
-        max_epochs=float(np.nanmax(list(epochs.values()) or [np.nan])),
-        max_image_size=float(np.nanmax(list(sizes.values()) or [np.nan])),
+        max_epochs=_largest(epochs),
+        max_image_size=_largest(sizes),
         untrained=", ".join(untrained),  # method names (validated), not labels: a note is not escaped
         machines=", ".join(machines),
     )
