@@ -91,6 +91,9 @@ def verdict_lines(runs: pd.DataFrame, frame: pd.DataFrame, config: Mapping[str, 
             if r["within_paper_std"] is True or abs(float(r["diff"])) <= tolerance:
                 parts.append(f"{r['dataset']}: reproduces (within the paper's std).")
                 continue
+            if r.get("paper_inside") is True:  # a paper number without a std, or a wide one of ours
+                parts.append(f"{r['dataset']}: reproduces (the paper's number lies inside our 95% interval).")
+                continue
             if on_d:
                 label, best = max(on_d, key=lambda x: x[1])
                 gap = shown_diff(best, paper_mean)
@@ -106,7 +109,7 @@ def verdict_lines(runs: pd.DataFrame, frame: pd.DataFrame, config: Mapping[str, 
                 if budget.below_paper(int(rep["paper_epochs"]))
                 else "at the paper's budget"
             )
-            after = "every reading tried" if readings else "no reading tried yet"
-            parts.append(f"Unexplained after {after}: {', '.join(unexplained)}; {cause}.")
+            after = "after every reading tried" if readings else "(the fidelity study has not run this method)"
+            parts.append(f"Unexplained {after}: {', '.join(unexplained)}; {cause}.")
         lines.append(" ".join(parts))
     return [*lines, ""]
