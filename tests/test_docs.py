@@ -173,6 +173,26 @@ def source_tables(text: str) -> tuple[int, int]:
     return tables, len(rows)
 
 
+def cells(row: str) -> int:
+    """The cells of a table row as GitHub splits it: at every `|` not escaped as `\\|`."""
+    return len(re.split(r"(?<!\\)\|", row.strip().removeprefix("|").removesuffix("|")))
+
+
+def ragged_rows(text: str) -> list[str]:
+    """The table rows outside code blocks whose cells differ in number from their table's header
+    (a renderer drops the extra cells or pads the row, silently)."""
+    out = []
+    header = 0
+    for line in split_fences(text)[0].splitlines():
+        if not TABLE_LINE.match(line):
+            header = 0
+        elif not header:
+            header = cells(line)
+        elif not SEPARATOR.match(line) and cells(line) != header:
+            out.append(f"{cells(line)} cells where the header has {header}: {line[:80]!r}")
+    return out
+
+
 class RenderedPage(HTMLParser):
     """What the checks read from one HTML page: element ids, link targets, tables and their rows
     that hold any text, and the text of every paragraph."""
@@ -223,7 +243,7 @@ def table_problems(source: str, html: str) -> list[str]:
             f"{tables} table(s) with {rows} row(s) in the source, {page.tables} <table> with {page.rows} <tr> rendered"
         )
     problems += [f"a table fell apart into a paragraph: {p[:80]!r}" for p in page.paragraphs if p.startswith("|")]
-    return problems
+    return problems + ragged_rows(source)
 
 
 def render_like_github(text: str) -> str:
@@ -240,7 +260,8 @@ def page_html(site: Path, md: Path) -> Path:
 
 def test_the_table_check_sees_a_table_that_fell_apart() -> None:
     """The check itself: a blank line after the separator row leaves a header-only <table> and a
-    paragraph of `| ... |`, which it reports; the same table without it passes."""
+    paragraph of `| ... |`, which it reports; the same table without it passes; a row with a cell
+    too many (an unescaped `|`, which GitHub splits even in a code span) is reported too."""
     table = "| a | b |\n|---|---:|\n{gap}| 1 | 2 |\n| 3 | 4 |\n"
     text = "Intro.\n\n{table}\n```\n| in code | not a table |\n|---|---|\n```\n"
     good = text.format(table=table.format(gap=""))
@@ -251,6 +272,9 @@ def test_the_table_check_sees_a_table_that_fell_apart() -> None:
         "1 table(s) with 3 row(s) in the source, 1 <table> with 1 <tr> rendered",
         "a table fell apart into a paragraph: '| 1 | 2 |\\n| 3 | 4 |'",
     ]
+    ragged = good.replace("| 3 | 4 |", "| 3 | `a|b` |")
+    assert table_problems(ragged, render_like_github(ragged)) == ["3 cells where the header has 2: '| 3 | `a|b` |'"]
+    assert ragged_rows(ragged.replace("a|b", "a\\|b")) == []
 
 
 @pytest.mark.parametrize("md", DOC_PAGES, ids=lambda p: p.name)
