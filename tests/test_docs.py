@@ -82,15 +82,6 @@ def test_the_readme_is_short() -> None:
     assert len(lines) <= README_MAX_LINES, f"README.md has {len(lines)} lines; move detail into docs/"
 
 
-class _Ids(HTMLParser):
-    def __init__(self) -> None:
-        super().__init__()
-        self.ids: set[str] = set()
-
-    def handle_starttag(self, tag, attrs) -> None:
-        self.ids.update(v for k, v in attrs if k == "id" and v)
-
-
 def readme_doc_links() -> list[tuple[str, str]]:
     """(page under docs/, anchor or '') for every Markdown link of the README into docs/."""
     links = re.findall(r"\]\((docs/[^)\s]*)\)", README.read_text())
@@ -110,9 +101,8 @@ def test_every_readme_link_into_docs_resolves(site: Path) -> None:
         if anchor:
             page = Path(path).relative_to("docs").with_suffix("")
             html = site / ("index.html" if page.name == "index" else f"{page.as_posix()}/index.html")
-            ids = _Ids()
-            ids.feed(html.read_text())
-            assert anchor in ids.ids, f"README.md links to {path}#{anchor}: no such heading on that page"
+            ids = RenderedPage(html.read_text()).ids
+            assert anchor in ids, f"README.md links to {path}#{anchor}: no such heading on that page"
 
 
 def test_the_readme_keeps_what_a_newcomer_looks_for() -> None:
