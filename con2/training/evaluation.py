@@ -40,6 +40,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -363,6 +364,22 @@ def _accumulate(sums: dict[str, Tensor], col: str, value: Tensor) -> None:
     sums[col] = sums[col] + value if col in sums else value
 
 
+ScoringProgress = Callable[[int, int], None]
+"""Told ``(passes done, passes in all)`` as :func:`score_method` goes: one pass per fixed view, per CSI view
+and context, and the identity pass (each encodes the training and the test images)."""
+_PROGRESS: ContextVar[ScoringProgress | None] = ContextVar("scoring_progress", default=None)
+
+
+@contextmanager
+def scoring_progress(report: ScoringProgress | None) -> Iterator[None]:
+    """Within the block, every :func:`score_method` tells ``report`` how far it is (None: nobody)."""
+    token = _PROGRESS.set(report)
+    try:
+        yield
+    finally:
+        _PROGRESS.reset(token)
+
+
 @torch.no_grad()
 def score_method(method: Method, train: Tensor, test: Tensor, device: torch.device) -> MethodScores:
     """Score uint8 ``test [M, C, H, W]`` against the normal ``train [n, C, H, W]`` under every reading.
@@ -400,14 +417,25 @@ def score_method(method: Method, train: Tensor, test: Tensor, device: torch.devi
                     _accumulate(sums, spec.column(score, reading), s)
 
     plan = method.test_plan()
+    csi = [r for r in readings if r.views == "csi"]
+    report = _PROGRESS.get()
+    total = len(plan) + (len(method.test_contexts()) * cfg.csi_views if csi else 0) + 1
+    done = 0
+
+    def passed() -> None:
+        nonlocal done
+        done += 1
+        if report is not None:
+            report(done, total)
+
     sums: dict[str, Tensor] = {}
     for tv in plan:
         te, tr = run(test, tv.view, tv.pixels), run(train, tv.view, tv.pixels)
         tr_orig = run(train, tv.view, tv.original) if need_original and tv.context != 0 else tr
         add(sums, fixed, te, tr, tr_orig, tv.context)
+        passed()
     divisor = {spec.column(s, r): len(plan) for r in fixed for s in spec.scorers}
 
-    csi = [r for r in readings if r.views == "csi"]
     if csi:  # CSI's views: per-image random views, features averaged over them, per context
         contexts = method.test_contexts()
         height, width = train.shape[-2:]
@@ -424,6 +452,7 @@ def score_method(method: Method, train: Tensor, test: Tensor, device: torch.devi
                     acc = mean.setdefault(key, {})
                     for name, f in feats.items():
                         acc[name] = acc[name] + f if name in acc else f
+                passed()
             mean = {key: {k: f / len(views) for k, f in feats.items()} for key, feats in mean.items()}
             add(sums, csi, mean["te"], mean["tr"], mean.get("tr_orig", mean["tr"]), c)
         divisor.update({spec.column(s, r): len(contexts) for r in csi for s in spec.scorers})
@@ -434,6 +463,7 @@ def score_method(method: Method, train: Tensor, test: Tensor, device: torch.devi
         for split, imgs in (("train", train), ("test", test))
         for c, fn in enumerate(method.test_contexts())
     }
+    passed()
     scores: dict[str, np.ndarray] = {}
     for reading in readings:
         for score, scorer in spec.scorers.items():
