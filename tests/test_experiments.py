@@ -216,7 +216,7 @@ def test_the_workflow_parses_each_run_config_once(tmp_path: Path, monkeypatch: p
     grid = E.workflow_grid(cfg, normal_classes, own_rules, bool(cfg["strict"]), unknown_class, TABLES)
     hashes = [grid.hashes(), grid.hashes()]  # rules evaluate and evaluate_scope
     identities = Counter(tuple(str(getattr(r, k)) for k in P.IDENTITY_KEYS) for r in grid.runs)
-    assert len(grid.runs) == 1671 and not grid.missing_weights
+    assert len(grid.runs) == 1741 and not grid.missing_weights  # 1,671 trained + 70 floor runs (one per class)
     assert parses == identities, ([k for k, n in parses.items() if n > 1][:3], len(parses))
     assert loads == []
     assert hashes[0] == hashes[1] and len(set(hashes[0].values())) > 100

@@ -452,6 +452,8 @@ def check_report(config: Mapping[str, Any], tables: Collection[str] = ()) -> Non
 
     if rep.get("subject") is not None:
         known(rep["subject"], methods, "subject", "a method of the experiments")
+    for floor in rep.get("floors") or []:
+        known(floor, methods, "floors", "a method of the experiments")
     for key in ("medical", "natural", "per_class", "pca", "comparisons"):
         for dataset in rep.get(key) or []:
             known(dataset, datasets, key, "a key of `datasets`")

@@ -116,9 +116,12 @@ def _text(value: Any) -> str | None:
 class Methods:
     """Labels, paper rows, compute names and sort order of every method a report may show."""
 
-    def __init__(self, infos: Mapping[str, MethodInfo], subject: str | None = None) -> None:
+    def __init__(
+        self, infos: Mapping[str, MethodInfo], subject: str | None = None, floors: tuple[str, ...] = ()
+    ) -> None:
         self.infos = dict(infos)
         self.subject = subject
+        self.floors = tuple(floors)  # training-free methods every other must beat (report.floors)
 
     def info(self, method: str) -> MethodInfo:
         return self.infos.get(method) or MethodInfo(label=method)
@@ -161,8 +164,11 @@ class Methods:
         return (order.index(score), "") if score in order else (len(order), str(score))
 
     def pair_key(self, method: str, score: str) -> tuple[int, str, tuple[int, str]]:
-        """Sort key of (method, score): the subject first, then by method name; scores by :meth:`score_key`."""
-        return (0 if method == self.subject else 1, str(method), self.score_key(method, score))
+        """Sort key of (method, score): the floors first (``report.floors``, in their order), then the subject,
+        then by method name; scores by :meth:`score_key`."""
+        if method in self.floors:
+            return (0, f"{self.floors.index(method):04d}", self.score_key(method, score))
+        return (1 if method == self.subject else 2, str(method), self.score_key(method, score))
 
     def any_score_label(self, score: str) -> str:
         """A score's display name without a method (the first method that has a score of that name)."""
@@ -206,7 +212,7 @@ def method_names(config: Mapping[str, Any] | None = None, runs: pd.DataFrame | N
         pm, _, ps = str(theirs).partition("/")
         infos.setdefault(m, MethodInfo(label=m)).paper_rows[s] = (pm, ps)
     rep = (config or {}).get("report") or {}
-    return Methods(infos, _text(rep.get("subject")))
+    return Methods(infos, _text(rep.get("subject")), tuple(str(m) for m in rep.get("floors") or []))
 
 
 # ----------------------------------------------------------------------------- the subject

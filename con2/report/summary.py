@@ -17,6 +17,7 @@ from con2.report.artefacts import ReportInputs
 from con2.report.budget import budget_note
 from con2.report.comparisons import holding_marks, mark_note
 from con2.report.format import CELL_NOTE, Table, cell, shown_diff
+from con2.report.methods import Methods
 from con2.report.paper import disagreement_notes, external_code_notes, paper_value
 from con2.report.select import (
     absent_notes,
@@ -38,6 +39,35 @@ from con2.report.select import (
 
 def _paper_label(pm: str, ps: str) -> str:
     return f"{pm} ({ps})" if ps else pm
+
+
+EASY_WITHIN = 2.0  # a floor this close to 100 leaves no room to rank methods
+
+
+def floor_notes(level: pd.DataFrame, pairs: list[tuple[str, str]], names: Methods, cols: list[str]) -> list[str]:
+    """One line per dataset whose floor (``report.floors``, no training) is not beaten by any other method's
+    mean, or lies within :data:`EASY_WITHIN` points of 100 (the dataset cannot rank methods)."""
+    notes = []
+    for d in cols:
+        means = [(lookup_stat(level, dataset=d, method=m, score=s).mean, m, s) for m, s in pairs]
+        floor = [x for x in means if x[1] in names.floors and np.isfinite(x[0])]
+        others = [x for x in means if x[1] not in names.floors and np.isfinite(x[0])]
+        if not floor:
+            continue
+        top_floor = max(floor)
+        label = names.pair_label(top_floor[1], top_floor[2])
+        if top_floor[0] >= 100.0 - EASY_WITHIN:
+            notes.append(
+                f"{dataset_label(d)}: too easy to rank methods: the floor ({label}, no training) scores "
+                f"{top_floor[0]:.1f}, within {EASY_WITHIN:g} points of 100."
+            )
+        elif others and max(others)[0] <= top_floor[0]:
+            best = max(others)
+            notes.append(
+                f"{dataset_label(d)}: floor not beaten: the best other method, {names.pair_label(best[1], best[2])} "
+                f"{best[0]:.1f}, is not above the floor ({label}, no training) {top_floor[0]:.1f}."
+            )
+    return notes
 
 
 def method_table(
@@ -167,6 +197,7 @@ def method_table(
                 f"{dataset_label(d)}: the methods ran different normal classes ({spread}): compare them per class in "
                 f"per_class_{d} (where that table exists), not across these rows."
             )
+    notes += floor_notes(level, pairs, names, cols)
     notes += absent_notes([d for d in cols if d not in set(ours["dataset"])], config, status)
     notes += stale_data_notes([d for d in cols if d in set(ours["dataset"])], status)
     notes += missing_weights_notes(config, runs, cols)
