@@ -12,18 +12,20 @@
 # ASSUMED 1.0 until part (d) is measured; see benchmarks/gpu_predictions.py), detects the GPU and
 # takes its rates for the start decisions.
 #
-# The session: the machine's start takes ~2-4 of its 15 minutes; then this call (540 s). Part (a),
-# CON2 as printed and content only at 2048 epochs / 224 px, trains both AT ONCE as two processes on
-# the GPU when the packed pair is predicted to fit (H200: 499 s); where it does not (H100 at the
-# assumed rates: ~692 s), CON2 as printed runs alone first (~373 s), and content only starts only if
-# it fits, or, without FINISH_ONLY=1, to pause (its checkpoint dies with the machine unless a second
-# call resumes it). Then parts b, c, d in priority order, each run started only when its predicted
-# time fits what is left (or, for the first unfinished run without FINISH_ONLY, when it can make
-# progress and pause), paused at a checkpoint before the budget ends. If the session has time left
-# after this call (15 min less the start, 540 s and the transfers: often 2-4 minutes), a second call
-# on the same warm machine (it is released after 30 s idle) with BUDGET_S = what is left less 60 s
-# and FINISH_ONLY=1 reads finished runs back, resumes a paused one if it can finish, else starts only
-# what will finish (on an H200: SimCLR, 199 s, or what fits of part d).
+# The session: the machine's start takes ~2-4 of its 15 minutes; then this call (540 s), finish-only
+# by default (FINISH_ONLY=1: no run starts that would pause, since a paused run's checkpoint dies
+# with the machine). Part (a), CON2 as printed and content only at 2048 epochs / 224 px, trains both
+# AT ONCE as two processes on the GPU when the packed pair is predicted to fit (H200: 499 s, then
+# ~30 s left for part d's k = 1); where it does not (an H100 at the assumed rates: ~692 s), CON2 as
+# printed runs alone (~373 s), content only (~373 s) and parts b, c do not fit, and part d's packing
+# measurement (~116 s on an H100) does: it measures the packing factor, which, committed to
+# benchmarks/measured/, the next session's predictions use instead of the assumed 1.0. Parts b, c, d
+# run in priority order, each run started only when its predicted time fits what is left. If the
+# session has time left after this call (15 min less the start, 540 s and the transfers: often
+# 1-3 minutes), a second call on the same warm machine (released after 30 s idle) with BUDGET_S =
+# what is left less 60 s reads finished runs back and starts only what will finish. FINISH_ONLY=0
+# lets the first unfinished run start to pause (when it can make progress) for a later call on the
+# same machine to resume.
 # Inside the budget, an alarm 2 s before its end stops a run that outran the pause rule. A hard
 # `timeout` of BUDGET_S + 30 s (at least 120 s) stops the script in any case before the 600 s command limit (the
 # environment lines before it take at most 10 s; everything printed is already in $OUT and
@@ -34,8 +36,9 @@
 #   OUT          where the lines go (set by the device tool); default results/gpu_call
 #   BUDGET_S     seconds of work for this call (<= 540); give a later call what the session has left,
 #                less 60 s (the start and the transfers)
-#   FINISH_ONLY  1: start only runs predicted to finish in this call (the session's last call: a
-#                paused run's checkpoint does not outlive the machine)
+#   FINISH_ONLY  1 (default): start only runs predicted to finish in this call (the session's last
+#                call: a paused run's checkpoint does not outlive the machine); 0: the first unfinished
+#                run may start to pause, for a later call on the same machine to resume
 # Further arguments go to gpu_fidelity.py (e.g. --tiny --data-dir ../shared/data for a CPU rehearsal;
 # --gpu H100 to assume an H100's rates; --packing-factor F; --no-pack).
 set -u
@@ -43,7 +46,7 @@ cd "$(dirname "$0")/.."
 export PYTHONPATH=".${PYTHONPATH:+:$PYTHONPATH}"
 export OUT="${OUT:-results/gpu_call}"
 BUDGET_S="${BUDGET_S:-540}"
-FINISH_ONLY="${FINISH_ONLY:-0}"
+FINISH_ONLY="${FINISH_ONLY:-1}"
 PY="$(command -v python || command -v python3)"
 mkdir -p "$OUT"
 if ! [[ "$BUDGET_S" =~ ^[0-9]+$ ]] || [ "$BUDGET_S" -gt 540 ]; then

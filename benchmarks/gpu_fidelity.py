@@ -56,16 +56,16 @@ finished packing measurements are reused. Records of runs finished in this call 
 ``$OUT/records_<plan>/``: committed to ``benchmarks/measured/records_<plan>/`` they let a later
 session skip those runs (checkpoints, 142 MB each, do not leave the machine).
 
-One 15-minute device session on the default H100 (``gpu_call.sh``): the machine's start takes ~2-4
-minutes, then one 540 s call. On an H200 the packed pair of part (a) is predicted at 499 s (one
-after the other: 553 s) and runs in that call. On an H100 (rates ASSUMED from the H200's: 1.43x its
-GPU seconds) the pair is predicted at ~692 s at the assumed packing factor 1.0, so the call runs CON2
-as printed alone (~373 s) and, unless ``FINISH_ONLY=1``, starts content only to pause (its
-checkpoint lives only as long as the machine). A second call, if the session has time left, gets
-``BUDGET_S`` = what is left less ~60 s with ``FINISH_ONLY=1``: it starts only what finishes (on an
-H200, SimCLR's 199 s if that much is left; else what fits of (d)). When part (d) has measured the
-packing factor on a card and its lines are committed to ``benchmarks/measured/``, the predictions
-use the measured factor instead.
+One 15-minute device session on the default H100 (``gpu_call.sh``, finish-only by default): the
+machine's start takes ~2-4 minutes, then one 540 s call. On an H200 the packed pair of part (a) is
+predicted at 499 s (one after the other: 553 s) and runs in that call. On an H100 (rates ASSUMED from
+the H200's: 1.43x its GPU seconds) the pair is predicted at ~692 s at the assumed packing factor 1.0,
+so the call runs CON2 as printed alone (~373 s); content only (~373 s) and parts b and c do not fit
+what is left, part d's packing measurement (~116 s) does, and its lines, committed to
+``benchmarks/measured/``, replace the assumed factor in the next session's predictions. A second
+call, if the session has time left, gets ``BUDGET_S`` = what is left less ~60 s and starts only what
+finishes. Without ``--finish-only`` the first unfinished run may start to pause, for a later call on
+the same machine to resume.
 
     bash benchmarks/gpu_call.sh                                                 # the device call (see there)
     PYTHONPATH=. python benchmarks/gpu_fidelity.py --data-dir shared/data       # the same plan, directly
