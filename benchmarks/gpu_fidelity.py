@@ -315,6 +315,8 @@ def main() -> None:
     p.add_argument("--worker-seed", type=int, default=0, help=argparse.SUPPRESS)
     p.add_argument("--worker-predicted", type=float, default=0.0, help=argparse.SUPPRESS)
     args = p.parse_args()
+    if args.packing_factor is not None and args.packing_factor <= 0:
+        p.error(f"--packing-factor must be above 0 (got {args.packing_factor}): 1.0 is no gain from packing")
     budget = Budget(args.budget_s, T_START)
 
     import torch
@@ -383,8 +385,8 @@ def main() -> None:
         from_epoch[it] = checkpoint_epoch(rd) if (rd / CHECKPOINT).is_file() else 0
     todo = {it: from_epoch.get(it, 0) for it in items if it not in finished}
     for gpu in ("H100", "H200"):
-        factor, basis = measured_packing_factor(Path("benchmarks/measured"), gpu)
-        if args.packing_factor:
+        factor, basis = measured_packing_factor(Path(__file__).resolve().parent / "measured", gpu)
+        if args.packing_factor is not None:
             factor, basis = args.packing_factor, f"given: --packing-factor {args.packing_factor}"
         emit(gpu_prediction_line(call, items, gpu, todo, factor, basis))
         if gpu == kind:

@@ -225,8 +225,14 @@ def test_gpu_call_script_prints_every_parts_prediction(shared_data, tmp_path):
     out = tmp_path / "OUT"
     env = {**os.environ, "OUT": str(out), "BUDGET_S": "0"}
     script = ["bash", str(ROOT / "benchmarks" / "gpu_call.sh"), "--data-dir", str(shared_data)]
+    given = ["--packing-factor", "1.0"]  # the assumed factor, whatever part (d) has measured
     res = subprocess.run(
-        [*script, "--out", str(tmp_path / "gf")], capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path
+        [*script, "--out", str(tmp_path / "gf"), *given],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+        cwd=tmp_path,
     )
     assert res.returncode == 0, res.stderr[-3000:]
     lines = [json.loads(line) for line in res.stdout.splitlines() if line.startswith("{")]
@@ -243,6 +249,7 @@ def test_gpu_call_script_prints_every_parts_prediction(shared_data, tmp_path):
     assert [x["event"] for x in lines].index("gpu_prediction") < [x["event"] for x in lines].index("plan")
     assert kinds["H200"]["a_packed_s"] <= 540 < kinds["H200"]["a_one_after_another_s"]  # 499 against 553 s
     assert kinds["H100"]["a_packed_s"] > 540 and "assumed" in kinds["H100"]["rates"]  # ~692 s at factor 1.0
+    assert kinds["H100"]["packing_factor"] == kinds["H200"]["packing_factor"] == 1.0
     assert kinds["H200"]["a_starts"] == kinds["H100"]["a_starts"] == []  # BUDGET_S=0
     assert [x["event"] for x in lines].index("plan") < [x["event"] for x in lines].index("skipped")
     assert len([x for x in lines if x["event"] == "skipped"]) == 11 and lines[-1]["event"] == "done"
