@@ -443,7 +443,11 @@ def main() -> None:
             emit({"event": "start", "part": it.part, "setting": it.label, "predicted_s": round(predicted[it])})
             run_packing(it, args, budget, out / "packing", emit)
             continue
-        pair = [x for x in items if x.part == PACKED_PART and not x.k and x not in finished] if it.part == "a" else []
+        pair = (
+            [x for x in items if x.part == PACKED_PART and not x.k and x not in finished]
+            if it.part == PACKED_PART
+            else []
+        )
         if pack_now([cost[x] for x in pair], left, packing_factor, not args.no_pack):
             pair_s = packed_seconds([cost[x] for x in pair], packing_factor)
             emit(
