@@ -101,7 +101,7 @@ def test_gpu_fidelity_rehearsal_runs_its_plan_pauses_and_resumes(shared_data, tm
         )
         assert res.returncode == 0, res.stderr[-3000:]
         lines = [json.loads(line) for line in res.stdout.splitlines() if line.startswith("{")]
-        return [x for x in lines if x["event"] not in ("prediction", "plan")]  # the predictions: tested apart
+        return [x for x in lines if x["event"] not in ("gpu_prediction", "prediction", "plan")]  # tested apart
 
     first = call("--only", "as printed", "--pause-at", "1")
     assert [x["event"] for x in first] == ["environment", "start", "point", "paused", "done"]
@@ -116,9 +116,11 @@ def test_gpu_fidelity_rehearsal_runs_its_plan_pauses_and_resumes(shared_data, tm
     assert {"nnd", "nnd@encoder/original", "nnd@content/matched", "nnd@encoder/matched/csi"} <= set(run["auroc"])
     assert second[-1]["summary"] == {"as printed seed0": round(run["auroc"]["nnd"], 1)}
     written = [json.loads(line) for line in (out / "gpu_fidelity_length.jsonl").read_text().splitlines()]
-    assert [x for x in written if x["event"] not in ("prediction", "plan")] == first + second  # also in $OUT
+    assert [
+        x for x in written if x["event"] not in ("gpu_prediction", "prediction", "plan")
+    ] == first + second  # also in $OUT
 
-    gpu_fidelity = load_script("gpu_fidelity")
+    gpu_fidelity = load_script("gpu_runs")  # the plans' items
     assert gpu_fidelity.curve_epochs(2048) == [64, 128, 256, 512, 1024, 2048] and gpu_fidelity.curve_epochs(2) == [1, 2]
     nothing = call("--budget-s", "0")
     assert nothing[1]["event"] == "run" and nothing[1]["reused"]  # a finished run is read back, never retrained
@@ -135,7 +137,7 @@ def test_gpu_fidelity_rehearsal_runs_its_plan_pauses_and_resumes(shared_data, tm
 def test_gpu_fidelity_predicts_the_length_plan_from_the_measured_rate(monkeypatch):
     """The prediction's arithmetic on stand-in rates (the measured ones live in the script and
     benchmarks/README.md, where a new measurement changes them without touching a test)."""
-    gf = load_script("gpu_fidelity")
+    gf = load_script("gpu_predictions")
     monkeypatch.setattr(gf, "FIT_PER_128", {"con2": 10.0, "simclr": 5.0})
     monkeypatch.setattr(gf, "SCORE_SECONDS", {"con2": 2.0, "simclr": 1.0})
     for name, value in (("COMPILE_SPEEDUP", 2.0), ("COMPILE_SECONDS", 3.0), ("EVAL_COMPILE_SECONDS", 1.0)):
@@ -166,8 +168,8 @@ def simulate_run(gf, budget: float, start: float, epochs: int, epoch_s: float, s
 def test_gpu_fidelity_pause_rule_never_outruns_the_budget():
     """Whatever the epoch and scoring times, a run started under the start rule pauses (or ends) within
     the budget; it does not pause while the rest of the run fits."""
-    gf = load_script("gpu_fidelity")
-    curve = gf.curve_epochs(2048)
+    gf = load_script("gpu_predictions")
+    curve = load_script("gpu_runs").curve_epochs(2048)
     for epoch_s in (0.05, 0.13, 0.17, 1.0, 7.0):
         for score_s in (1.0, 3.5, 30.0):
             for left in (60.0, 130.0, 260.0, 540.0):
@@ -191,8 +193,8 @@ def test_gpu_fidelity_pause_rule_never_outruns_the_budget():
 
 
 def test_gpu_fidelity_all_plan_order_and_64px_prediction():
-    gf = load_script("gpu_fidelity")
-    items = gf.plan_items("all")
+    gf = load_script("gpu_predictions")
+    items = load_script("gpu_runs").plan_items("all")
     assert [it.part for it in items] == list("aabccccdddd")
     assert [it.label for it in items][:3] == ["as printed", "content only", "SimCLR + kNN"]
     assert all(it.curve for it in items[:3]) and not any(it.curve for it in items[3:7])
@@ -223,8 +225,14 @@ def test_gpu_call_script_prints_every_parts_prediction(shared_data, tmp_path):
     out = tmp_path / "OUT"
     env = {**os.environ, "OUT": str(out), "BUDGET_S": "0"}
     script = ["bash", str(ROOT / "benchmarks" / "gpu_call.sh"), "--data-dir", str(shared_data)]
+    given = ["--packing-factor", "1.0"]  # the assumed factor, whatever part (d) has measured
     res = subprocess.run(
-        [*script, "--out", str(tmp_path / "gf")], capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path
+        [*script, "--out", str(tmp_path / "gf"), *given],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+        cwd=tmp_path,
     )
     assert res.returncode == 0, res.stderr[-3000:]
     lines = [json.loads(line) for line in res.stdout.splitlines() if line.startswith("{")]
@@ -236,6 +244,13 @@ def test_gpu_call_script_prints_every_parts_prediction(shared_data, tmp_path):
     assert abs(plan["predicted_s"] - sum(plan["predicted_s_per_part"].values())) <= 4
     assert abs(plan["predicted_s"] - sum(x["predicted_s"] for x in predictions)) <= len(predictions)
     assert len(predictions) == 11 and all(x["predicted_s"] > 0 for x in predictions)
+    # before the plan: both kinds of GPU, part (a) packed against one after the other (issue 33, point 3)
+    kinds = {x["gpu"]: x for x in lines if x["event"] == "gpu_prediction"}
+    assert [x["event"] for x in lines].index("gpu_prediction") < [x["event"] for x in lines].index("plan")
+    assert kinds["H200"]["a_packed_s"] <= 540 < kinds["H200"]["a_one_after_another_s"]  # 499 against 553 s
+    assert kinds["H100"]["a_packed_s"] > 540 and "assumed" in kinds["H100"]["rates"]  # ~692 s at factor 1.0
+    assert kinds["H100"]["packing_factor"] == kinds["H200"]["packing_factor"] == 1.0
+    assert kinds["H200"]["a_starts"] == kinds["H100"]["a_starts"] == []  # BUDGET_S=0
     assert [x["event"] for x in lines].index("plan") < [x["event"] for x in lines].index("skipped")
     assert len([x for x in lines if x["event"] == "skipped"]) == 11 and lines[-1]["event"] == "done"
     assert (out / "gpu_fidelity_all.jsonl").read_text().count("\n") == len(lines)
@@ -254,17 +269,28 @@ def test_gpu_fidelity_all_plan_rehearsal_pauses_resumes_and_reuses(shared_data, 
     script = str(ROOT / "benchmarks" / "gpu_fidelity.py")
     base = [sys.executable, "-c", WITHOUT_KORNIA_JSONSCHEMA, script, "--data-dir", str(shared_data), "--tiny"]
     base += ["--out", str(tmp_path / "gf"), "--checkpoint-s", "0", "--packing-ks", "1"]
+    base += ["--no-pack"]  # part (a) one run after the other here; packed: tests/test_gpu_packing.py
 
     def call(*args):
         res = subprocess.run([*base, *args], capture_output=True, text=True, timeout=1800, env=env, cwd=ROOT)
         assert res.returncode == 0, res.stderr[-3000:]
         return [json.loads(line) for line in res.stdout.splitlines() if line.startswith("{")]
 
-    gf = load_script("gpu_fidelity")
+    gf = load_script("gpu_runs")
     names = [it.label for it in gf.plan_items("all", (1,))]
     first = call("--pause-at", "1")
     events = [x["event"] for x in first]
-    assert events == ["environment", *["prediction"] * 8, "plan", "start", "point", "paused", *["skipped"] * 7, "done"]
+    assert events == [
+        "environment",
+        *["gpu_prediction"] * 2,
+        *["prediction"] * 8,
+        "plan",
+        "start",
+        "point",
+        "paused",
+        *["skipped"] * 7,
+        "done",
+    ]
     assert [x["setting"] for x in first if x["event"] == "prediction"] == names  # predicted before anything runs
     assert [x["setting"] for x in first if x["event"] == "skipped"] == names[1:]
     assert all(x["predicted_s"] > 0 for x in first if x["event"] == "skipped")
@@ -313,7 +339,7 @@ def test_gpu_fidelity_all_plan_rehearsal_pauses_resumes_and_reuses(shared_data, 
 
 
 def test_gpu_fidelity_alarm_stops_a_busy_run_once():
-    gf = load_script("gpu_fidelity")
+    gf = load_script("gpu_runs")
     disarm = gf.arm_alarm(0.2)
     with pytest.raises(gf.OutOfTime):
         while True:  # a step that never returns to a checkpoint

@@ -1,0 +1,229 @@
+"""What ``gpu_fidelity.py`` predicts and how it budgets: the settings, their predicted seconds on an
+H200 and an H100, the packed pair of part (a), and the start and pause rules.
+
+Predictions, not results. The H200 rates are measured (``benchmarks/measured/h200_2026-11-26_*``):
+16.5 s of fit per 128 epochs of CON2 at 224 px without compile (10.9 s for SimCLR), +30% throughput
+with ``compile`` (3900 vs 3011 images/s, ``..._call1_gpu_check_compile.jsonl``), 18 s to compile the
+training graph (17.8 s measured), ~30 s to compile the scoring graphs (a guess from a CPU check),
+2.8 s per full scoring (1.8 s measured for the 40 fixed views, ~1 s more for CSI's; SimCLR 1.5 s),
+6 s of start-up. On one H200:
+
+    (a) CON2 as printed, 224 px: 16 x 16.5 / 1.3 = 203 s fit + 18 + 30 compile + 7 x 2.8 scorings + 6  = 277 s
+        content only: the same                                                                         = 277 s
+        both packed (two processes at once): 48 + 6 overlap, 2 x (203 + 19.6) GPU s / 1.0             = 499 s
+    (b) SimCLR + kNN, 224 px:    16 x 10.9 / 1.3 = 134 s fit + 48 + 7 x 1.5 + 6                        = 199 s
+    (c) CON2, 64 px (x2):        16 x 16.5 x 1.251 / 1.3 = 254 s fit + 48 + 1 x 2.8 x 1.251 + 6        = 312 s each
+        SimCLR, 64 px (x2):      16 x 10.9 x 1.251 / 1.3 = 168 s fit + 48 + 1 x 1.5 x 1.251 + 6        = 224 s each
+    (d) packing, k = 1, 2, 4, 8: 15 s start-up + k x (6144 images / 2979 images/s + 0.56 s scoring)
+                                 = 18 + 20 + 25 + 36                                                    =  99 s
+
+**No H100 has been measured** in this repository. Its rates are the H200's GPU seconds (fit and
+scoring) times ``GPU_SLOWDOWN["H100"]`` = 4.8 / 3.35 = 1.433, the ratio of the two cards' memory
+bandwidth (H200 4.8 TB/s HBM3e, H100 SXM 3.35 TB/s HBM3; both have the same 989 bf16 dense
+TFLOP/s). That is an assumption, and a conservative one: the 224 px step reaches 128 TFLOP/s, 13%
+of the peak, so it is bound by memory or by small kernels, not by compute; a step bound by memory
+alone would be 1.43x slower on the H100, one bound by kernel launches no slower. Start-up and
+compilation are CPU work, the same on both. An H100 PCIe (2.0 TB/s) would be slower still; any GPU
+that is neither is given the H100's rates.
+
+**The packed pair** (part (a): CON2 as printed and content only as two processes started together
+on one GPU, ``gpu_fidelity.py``'s default): their CPU work (start-up, compilation) overlaps, their
+GPU work (fit, scorings) is shared by time-slicing at an aggregate throughput of
+``PACKING_FACTOR`` times one run's, so the pair takes max(CPU s) + (GPU s of both) / factor. No
+packing factor has been measured (part (d), ``gpu_packing.py``, has not run on a GPU): the factor
+assumed is **1.0**, the conservative bound (two runs sharing the GPU train no faster in aggregate
+than one; the optimistic bound, 2.0, makes the pair as long as its longer run). When a part (d)
+measurement of k = 1 and 2 on the same kind of card is committed to ``benchmarks/measured/``, its
+aggregate images/s ratio replaces the assumption (:func:`measured_packing_factor`).
+
+    part (a) on one H200: packed 499 s (fits one 540 s call; one after another: 553 s, it does not)
+    part (a) on one H100: packed 6 + 48 + 2 x (291 + 28) = 692 s: does not fit 540 s; CON2 as printed
+                          alone 373 s fits, so a finish-only call runs it alone (content only: 373 s more)
+
+The 64 px step (c) is predicted from FLOPs: the encoder's forward and backward per view
+(``torch.utils.flop_counter`` on the CPU, ResNet18 width 64) is 10.645 GFLOP at 224 px with the
+standard stem and 13.316 GFLOP at 64 px with the CIFAR stem (3x3 stride 1, no max-pool: 64 x 64
+maps in the first stage against 56 x 56), 1.251x; both steps hold 256 views (N = 64), the encoder is
+~85% of a step, so the 64 px step is predicted at 1.251x the measured 224 px step, with the same +30%
+from compile (the 32 px step gained +15%: with that gain a 64 px CON2 run would take 287 s of fit).
+The 32 px count (3.329 GFLOP per view) matches the measured 32 px step (6832 GFLOP / 2048 views), so
+64 px = 4x 32 px exactly. The packing start-up (15 s for k processes importing torch and opening CUDA
+contexts) is a guess, and k runs are predicted no faster together than one alone (an upper bound).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+# (setting, overrides): one changed reading each, against the default (the printed objective with
+# the appendix's resize 256 / centre-crop 224).
+SETTINGS: dict[str, list[str]] = {
+    "as printed": [],
+    "content only": ["params.loss=content_only"],
+    "SimCLR + kNN": ["method=simclr"],
+    "alpha constant": ["params.alpha_schedule=constant"],
+    "context weight 0.1, alpha constant": ["params.context_weight=0.1", "params.alpha_schedule=constant"],
+    "tau context 1.0": ["params.context_temperature=1.0"],
+    "tau context 0.1": ["params.context_temperature=0.1"],
+    "context flip": ["params.contexts=[flip]"],
+    "no centre crop": ["center_crop=1.0"],
+    "content only, no centre crop": ["params.loss=content_only", "center_crop=1.0"],  # issue 8's 78.6 setting
+    # the native-resolution pair at 64 px (CIFAR stem): the official 64 px file against the 28 px file upsampled
+    "as printed, 64 px native": ["image_size=64", "data_size=64"],
+    "as printed, 64 px upsampled": ["image_size=64", "data_size=28"],
+    "SimCLR + kNN, 64 px native": ["method=simclr", "image_size=64", "data_size=64"],
+    "SimCLR + kNN, 64 px upsampled": ["method=simclr", "image_size=64", "data_size=28"],
+}
+
+# Measured on one H200 (benchmarks/README.md): fit seconds per 128 epochs at 224 px, N = 64, without compile.
+FIT_PER_128 = {"con2": 16.5, "simclr": 10.9}
+SCORE_SECONDS = {"con2": 2.8, "simclr": 1.5}  # one full scoring at 224 px (40 fixed views + CSI's 10 per context)
+COMPILE_SPEEDUP, COMPILE_SECONDS, EVAL_COMPILE_SECONDS, STARTUP_SECONDS = 1.3, 18.0, 30.0, 6.0
+# Encoder forward + backward per view, GFLOP (torch.utils.flop_counter on the CPU, ResNet18 width 64): the
+# standard stem at 224 px; the CIFAR stem (3x3 stride 1, no max-pool) up to 64 px, so 64 px costs 4x 32 px.
+# The 32 and 224 px values match the measured steps' counts (6832 GFLOP / 2048 views, 2726 / 256).
+GFLOP_PER_VIEW = {224: 10.645, 64: 13.316, 32: 3.329}
+# Packing (gpu_packing.py): each run 16 epochs = 96 steps of 64 images, not compiled; k runs predicted no
+# faster together than one alone (2979 images/s measured in fit), plus start-up (k processes importing torch,
+# CUDA contexts, data; a guess) and scoring with 8 test-time views per run.
+PACKING_IMAGES, FIT_IMAGES_PER_S, PACKING_STARTUP_SECONDS = 96 * 64, 768 * 64 / 16.5, 15.0
+PAUSE_SLACK_SECONDS = 2.0  # a checkpoint's write (0.3 s measured) and the pause's own lines
+RESERVE_SECONDS = 15.0  # what a partial start must leave besides its overheads (the budget check's margin)
+
+# GPU seconds (fit, scoring) relative to the H200's measured ones. The H100's is ASSUMED, not measured: the
+# memory bandwidth ratio, H200 4.8 TB/s / H100 SXM 3.35 TB/s (the same 989 bf16 dense TFLOP/s).
+GPU_SLOWDOWN = {"H200": 1.0, "H100": 4.8 / 3.35}
+RATES_BASIS = {
+    "H200": "measured on one H200 (benchmarks/measured/h200_2026-11-26_*)",
+    "H100": "assumed: the H200's GPU seconds x 4.8 / 3.35 (H200 / H100 SXM memory bandwidth, TB/s); not measured",
+}
+# Aggregate GPU throughput of two packed runs relative to one: ASSUMED 1.0 (no gain, the conservative bound)
+# until part (d) measures it (measured_packing_factor).
+PACKING_FACTOR = 1.0
+PACKING_BASIS = "assumed 1.0: two packed runs train no faster in aggregate than one (conservative; not measured)"
+
+
+@dataclass(frozen=True)
+class Cost:
+    """A run's predicted seconds: ``gpu`` (fit and scorings: shared when packed) and ``cpu`` (start-up and
+    compilation: overlapped when packed)."""
+
+    gpu: float
+    cpu: float
+
+    @property
+    def total(self) -> float:
+        return self.gpu + self.cpu
+
+
+def gpu_kind(device_name: str) -> str:
+    """The rates a device gets: ``H200`` for an H200 and for the CPU (a rehearsal prints the H200's
+    predictions), ``H100`` for an H100 and any other GPU (the slower of the two)."""
+    name = device_name.upper()
+    if "H200" in name or name == "CPU":
+        return "H200"
+    return "H100"
+
+
+def method_of(label: str) -> str:
+    return "simclr" if "method=simclr" in SETTINGS[label] else "con2"
+
+
+def size_of(label: str) -> int:
+    """The input size of a setting (224 px unless it sets ``image_size``)."""
+    sizes = [int(o.split("=")[1]) for o in SETTINGS[label] if o.startswith("image_size=")]
+    return sizes[-1] if sizes else 224
+
+
+def step_factor(label: str) -> float:
+    """A step's time relative to the measured 224 px step: the ratio of the encoder's FLOPs per view
+    (the same 256 views per step of N = 64; the encoder is ~85% of a step)."""
+    return GFLOP_PER_VIEW[size_of(label)] / GFLOP_PER_VIEW[224]
+
+
+def run_cost(label: str, epochs: int, n_points: int, compile: bool, from_epoch: int = 0, kind: str = "H200") -> Cost:
+    """A run's predicted seconds on one ``kind`` of GPU: ``epochs - from_epoch`` epochs of fit, ``n_points``
+    curve scorings and the final one (GPU, scaled by ``GPU_SLOWDOWN``); compilation and start-up (CPU)."""
+    method, factor, slow = method_of(label), step_factor(label), GPU_SLOWDOWN[kind]
+    fit = FIT_PER_128[method] * factor * (epochs - from_epoch) / 128 / (COMPILE_SPEEDUP if compile else 1.0)
+    compiling = COMPILE_SECONDS + EVAL_COMPILE_SECONDS if compile else 0.0
+    return Cost(slow * (fit + (n_points + 1) * SCORE_SECONDS[method] * factor), compiling + STARTUP_SECONDS)
+
+
+def predicted_seconds(
+    label: str, epochs: int, n_points: int, compile: bool, from_epoch: int = 0, kind: str = "H200"
+) -> float:
+    """A run's predicted wall time alone on one ``kind`` of GPU (:func:`run_cost`)."""
+    return run_cost(label, epochs, n_points, compile, from_epoch, kind).total
+
+
+def packed_seconds(costs: list[Cost], factor: float = PACKING_FACTOR) -> float:
+    """Runs started together on one GPU: their CPU work overlaps, their GPU work is shared at ``factor``
+    times one run's throughput (1.0: as long as one after another, less the overlapped CPU work)."""
+    return max(c.cpu for c in costs) + sum(c.gpu for c in costs) / factor
+
+
+def measured_packing_factor(folder: Path, kind: str) -> tuple[float, str]:
+    """The packing factor and its basis: aggregate images/s of k = 2 over k = 1 from a part (d) measurement
+    on this kind of card in ``folder``'s ``*.jsonl`` lines (the last file that has both), else the assumption."""
+    found: tuple[float, str] | None = None
+    for path in sorted(folder.glob("*.jsonl")):
+        rate: dict[int, float] = {}
+        for text in path.read_text(errors="replace").splitlines():
+            try:
+                line = json.loads(text)
+            except json.JSONDecodeError:
+                continue
+            device = str((line.get("environment") or {}).get("device", "")) if isinstance(line, dict) else ""
+            if line.get("event") == "packing" and line.get("aggregate_images_per_s") and kind in device.upper():
+                rate[int(line["k"])] = float(line["aggregate_images_per_s"])
+        if 1 in rate and 2 in rate:
+            found = (rate[2] / rate[1], f"measured: k = 2 / k = 1 aggregate images/s in {path.name}")
+    return found or (PACKING_FACTOR, PACKING_BASIS)
+
+
+def predicted_packing_seconds(k: int, kind: str = "H200") -> float:
+    """One packing measurement of ``k`` runs on one ``kind`` of GPU (see ``PACKING_IMAGES``)."""
+    gpu = k * (PACKING_IMAGES / FIT_IMAGES_PER_S + 0.2 * SCORE_SECONDS["con2"])
+    return PACKING_STARTUP_SECONDS + GPU_SLOWDOWN[kind] * gpu
+
+
+def fixed_seconds(label: str, compile: bool, kind: str = "H200") -> float:
+    """What a run spends whatever its length: start-up, compilation and one scoring."""
+    compiling = COMPILE_SECONDS + EVAL_COMPILE_SECONDS if compile else 0.0
+    return STARTUP_SECONDS + compiling + GPU_SLOWDOWN[kind] * SCORE_SECONDS[method_of(label)] * step_factor(label)
+
+
+def start_decision(predicted: float, left: float, fixed: float, checkpoint_s: float, partial_ok: bool) -> str:
+    """``start`` when the whole run is predicted to fit; ``partial`` when it does not but may start and pause
+    (it is the first unfinished run and the call leaves room for its fixed costs, two checkpoint intervals
+    and ``RESERVE_SECONDS`` of training); else ``skip``."""
+    if predicted <= left:
+        return "start"
+    if partial_ok and left >= fixed + 2 * checkpoint_s + RESERVE_SECONDS:
+        return "partial"
+    return "skip"
+
+
+def must_pause(
+    elapsed: float,
+    budget: float,
+    epoch: int,
+    epochs: int,
+    epoch_s: float,
+    score_s: float,
+    checkpoint_s: float,
+    curve: list[int],
+) -> bool:
+    """Whether to pause at the checkpoint just written after ``epoch``: the next checkpoint comes at the
+    latest ``checkpoint_s`` and one epoch later (with any curve scoring or the final scoring on the way),
+    so pause now if that could end after ``budget``. Never pauses after the last epoch."""
+    if epoch >= epochs:
+        return False
+    horizon = min(epochs, epoch + math.ceil(checkpoint_s / max(epoch_s, 1e-6)) + 2)
+    scorings = sum(epoch < e <= horizon for e in curve) + (horizon >= epochs)  # the final one, counted apart
+    reserve = (horizon - epoch) * epoch_s + scorings * score_s + PAUSE_SLACK_SECONDS
+    return elapsed + reserve > budget
