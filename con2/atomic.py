@@ -132,7 +132,8 @@ def open_regular(path: Path, mode: int = 0o644) -> int:
             raise NotARegularFile(path, "not a regular file") from None
         raise
     st = os.fstat(fd)
+    problem = "not a regular file" if not stat.S_ISREG(st.st_mode) else "hard-linked to another file"
     if not stat.S_ISREG(st.st_mode) or st.st_nlink > 1:  # writing it would write that other file
         os.close(fd)
-        raise NotARegularFile(path, "not a regular file" if not stat.S_ISREG(st.st_mode) else "hard-linked to another file")
+        raise NotARegularFile(path, problem)
     return fd

@@ -12,12 +12,14 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 from data_fixtures import isolated_env, make_br35h  # noqa: F401  (isolated_env: autouse fixture)
 from PIL import Image
 
+from con2.data import cache as cache_module
 from con2.data import load_one_class
 from con2.data.cache import cache_dir
 
@@ -28,7 +30,7 @@ MTIME_NS = 1_600_000_000_123_456_789
 def write_npz(path: Path, seed: int) -> dict[str, np.ndarray]:
     """An uncompressed MedMNIST npz (so two seeds give files of one size) with labels ``(N, 1)``."""
     rng = np.random.default_rng(seed)
-    arrays: dict[str, np.ndarray] = {}
+    arrays: dict[str, Any] = {}
     for split in ("train", "val", "test"):
         labels = np.concatenate([np.full(n, c, dtype=np.uint8) for c, n in enumerate(COUNTS[split])])
         arrays[f"{split}_images"] = rng.integers(0, 256, size=(len(labels), 28, 28), dtype=np.uint8)
@@ -108,6 +110,7 @@ def test_two_image_folders_of_equal_listing_sizes_and_mtimes_give_their_own_imag
             os.utime(p, ns=(MTIME_NS, MTIME_NS))
     a = load_one_class("br35h", a_dir, seed=0, size=8)
     b = load_one_class("br35h", b_dir, seed=0, size=8)
+    assert a.manifest is not None and b.manifest is not None
     assert a.manifest["train_ids"] == b.manifest["train_ids"]
     assert np.all(a.train == 40) and np.all(b.train == 200)
     assert a.manifest["split_sha256"] != b.manifest["split_sha256"]
@@ -137,3 +140,25 @@ def test_a_cache_lock_that_is_no_regular_file_is_refused_at_once(tmp_path: Path,
     assert str(lock) in lines[0] and "Fix: " in lines[0]
     assert target.read_text() == "precious\n"
     assert not (lock.parent / "images.npy").exists()
+
+
+def test_the_same_bytes_in_another_folder_reuse_the_cache_and_then_read_no_source_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The key is the content: a copy elsewhere reuses the prepared images (hashing its file once), and
+    the manifest then remembers that file, so the next load reads none of the source's bytes."""
+    write_npz(tmp_path / "a" / "breastmnist.npz", seed=1)
+    write_npz(tmp_path / "b" / "breastmnist.npz", seed=1)
+    first = load(tmp_path / "a")
+    images = cache_dir(tmp_path / "a", "breastmnist", 28) / "images.npy"
+    before = images.stat().st_ino, images.stat().st_mtime_ns
+    second = load(tmp_path / "b")
+    assert (images.stat().st_ino, images.stat().st_mtime_ns) == before  # not prepared again
+    assert second.manifest["source"]["location"] == str(tmp_path / "b" / "breastmnist.npz")
+    assert second.manifest["split_sha256"] == first.manifest["split_sha256"]
+
+    def no_read(path, algo="md5", chunk=0):
+        raise AssertionError(f"{path} was read")
+
+    monkeypatch.setattr(cache_module, "file_digest", no_read)
+    assert load(tmp_path / "b").manifest["split_sha256"] == first.manifest["split_sha256"]

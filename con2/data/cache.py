@@ -187,6 +187,15 @@ def known_hashes(manifest: dict[str, Any], location: Path | str) -> dict[str, An
     return files if isinstance(files, dict) else {}
 
 
+def relative_name(path: Path, root: Path) -> str:
+    """``path`` relative to ``root`` in POSIX form (a string prefix where it lies below ``root``: the
+    source listings' case, thousands of files per load)."""
+    text, prefix = str(path), str(root).rstrip(os.sep) + os.sep
+    if text.startswith(prefix):
+        return text[len(prefix) :].replace(os.sep, "/")
+    return Path(os.path.relpath(path, root)).as_posix()
+
+
 def source_key(found: Found, known: dict[str, Any] | None = None) -> SourceKey:
     """The content key of ``found`` (see :class:`SourceKey`): every file's bytes are hashed, except a
     file whose :func:`file_identity` equals the one ``known`` recorded with its hash (same path, size,
@@ -204,7 +213,7 @@ def source_key(found: Found, known: dict[str, Any] | None = None) -> SourceKey:
     memo: dict[str, list[int | str]] = {}
     rows = []
     for f in files:
-        rel = Path(os.path.relpath(f, root)).as_posix()
+        rel = relative_name(f, root)
         ident = file_identity(f)
         old = known.get(rel)
         sha = old[-1] if isinstance(old, list) and old[:-1] == ident and isinstance(old[-1], str) else None
@@ -216,6 +225,25 @@ def source_key(found: Found, known: dict[str, Any] | None = None) -> SourceKey:
         memo[rel] = [*ident, sha]
         rows.append(f"{rel}\t{ident[0]}\t{sha}")
     return SourceKey(text_digest("\n".join(rows)), memo)
+
+
+def remember_hashes(directory: Path, location: Path | str, key: SourceKey) -> bool:
+    """Record ``key``'s per-file hashes and ``location`` in the manifest of the cache it keys, so the next
+    load reads none of those files again (the same bytes found in another folder, or files whose ctime
+    changed, e.g. by ``chmod``). Call it holding the cache's lock. Returns whether it wrote.
+
+    A manifest of another source key (another process prepared other images meanwhile) is left alone.
+    """
+    manifest = read_manifest(directory)
+    source = manifest.get("source")
+    if not isinstance(source, dict) or source.get("fingerprint") != key.digest:
+        return False
+    if source.get("location") == str(location) and source.get("files") == key.files:
+        return False
+    manifest["source"] = {**source, "location": str(location), "files": key.files}
+    with atomic_path(directory / "manifest.json") as tmp:
+        tmp.write_text(json.dumps(manifest))
+    return True
 
 
 def load_prepared(directory: Path, fingerprint: str | None = None, verify: bool = False) -> Prepared | None:

@@ -18,7 +18,16 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from con2.atomic import PARTIAL, NotARegularFile, atomic_path, clean_partials, install, open_regular, partial_name, remove
+from con2.atomic import (
+    PARTIAL,
+    NotARegularFile,
+    atomic_path,
+    clean_partials,
+    install,
+    open_regular,
+    partial_name,
+    remove,
+)
 from con2.errors import DataError, write_failure
 
 __all__ = [

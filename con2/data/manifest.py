@@ -27,7 +27,7 @@ def pixels_digest(*arrays: np.ndarray) -> str:
     h = hashlib.sha256()
     for a in arrays:
         h.update(f"{a.dtype.str}{a.shape}".encode())
-        h.update(memoryview(np.ascontiguousarray(a)).cast("B"))
+        h.update(np.ascontiguousarray(a).data)
     return h.hexdigest()
 
 

@@ -19,6 +19,7 @@ samples need no files (the embedded digits) overrides it and keeps them in memor
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import os
 import sys
@@ -38,6 +39,7 @@ from con2.data.cache import (
     load_prepared,
     prepare,
     read_manifest,
+    remember_hashes,
     source_key,
 )
 from con2.data.fileops import PARTIAL, file_lock
@@ -205,6 +207,14 @@ class Source(ABC):
             raise DataError(f"{info.name}: {read_failure(exc)}") from exc
         prepared = load_prepared(directory, key.digest, verify=verify)
         if prepared is not None:
+            if known_hashes(prepared.manifest, found.location) != key.files:  # some files were read: note them
+                try:
+                    with file_lock(directory / ".lock"):
+                        remember_hashes(directory, found.location, key)
+                except OSError:
+                    pass  # a read-only cache still loads; its files are hashed again next time
+                source = {**prepared.manifest["source"], "location": str(found.location), "files": key.files}
+                prepared = dataclasses.replace(prepared, manifest={**prepared.manifest, "source": source})
             return prepared
         try:
             with file_lock(directory / ".lock"):
