@@ -2,7 +2,7 @@
 
 Layout: ``<cache_root>/<dataset>/<size>px/images.npy`` (uint8 ``[N, size, size, C]``, read with
 ``mmap_mode="r"``) and ``manifest.json`` (sample ids, source split and class of every row, the
-preprocessing recipe, the source's fingerprint and checksums, the sha256 of ``images.npy``).
+preprocessing recipe, the source's key, per-file hashes and checksums, the sha256 of ``images.npy``).
 Rows are ordered by (source split, class, source order), so the training images of one class
 and a whole test split are contiguous slices of the memmap: no copy at load time.
 
