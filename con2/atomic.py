@@ -12,8 +12,10 @@ Only the standard library is imported here, so the command line can use it at st
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
+import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -92,3 +94,46 @@ def clean_partials(folder: Path) -> None:
     """Remove leftovers of interrupted writes in ``folder`` (call it only while no one else writes there)."""
     for p in partials(folder):
         remove(p)
+
+
+class NotARegularFile(Exception):
+    """A file that con2 opens for itself (a lock) is a symbolic link, not a regular file, or a hard link.
+
+    Attributes:
+        path: the path opened.
+        problem: ``a symbolic link (to TARGET)``, ``not a regular file`` or ``hard-linked to another file``.
+        target: a link's target (``None`` for the others).
+    """
+
+    def __init__(self, path: Path, problem: str, target: str | None = None) -> None:
+        super().__init__(f"{path} is {problem}")
+        self.path, self.problem, self.target = path, problem, target
+
+
+def open_regular(path: Path, mode: int = 0o644) -> int:
+    """Open (creating) ``path`` read-write without following a symbolic link (``O_NOFOLLOW``) and without
+    waiting on a FIFO (``O_NONBLOCK``), then refuse what is not a regular file of one name (checked
+    on the open file, so no swap in between is missed). The caller owns the returned descriptor.
+
+    Raises:
+        NotARegularFile: a symbolic link, a FIFO, a device, a socket, a folder or a hard link;
+        OSError: any other failure to open it.
+    """
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, mode)
+    except OSError as exc:
+        if path.is_symlink():  # ELOOP (Linux), EMLINK (FreeBSD), EFTYPE (NetBSD)
+            try:
+                target = os.readlink(path)
+            except OSError:
+                target = "?"
+            raise NotARegularFile(path, f"a symbolic link (to {target})", target) from None
+        if exc.errno in (errno.EISDIR, errno.ENXIO):
+            raise NotARegularFile(path, "not a regular file") from None
+        raise
+    st = os.fstat(fd)
+    problem = "not a regular file" if not stat.S_ISREG(st.st_mode) else "hard-linked to another file"
+    if not stat.S_ISREG(st.st_mode) or st.st_nlink > 1:  # writing it would write that other file
+        os.close(fd)
+        raise NotARegularFile(path, problem)
+    return fd

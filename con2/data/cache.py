@@ -2,12 +2,19 @@
 
 Layout: ``<cache_root>/<dataset>/<size>px/images.npy`` (uint8 ``[N, size, size, C]``, read with
 ``mmap_mode="r"``) and ``manifest.json`` (sample ids, source split and class of every row, the
-preprocessing recipe, the source's fingerprint and checksums, the sha256 of ``images.npy``).
+preprocessing recipe, the source's key, per-file hashes and checksums, the sha256 of ``images.npy``).
 Rows are ordered by (source split, class, source order), so the training images of one class
 and a whole test split are contiguous slices of the memmap: no copy at load time.
 
-``manifest.json`` is written last, atomically; a cache without it, with another source
-fingerprint, or whose ``images.npy`` changed since (size, mtime, then sha256) is prepared again.
+``manifest.json`` is written last, atomically; a cache without it, with another source key, or
+whose ``images.npy`` changed since (size, mtime, then sha256) is prepared again.
+
+The source key (:func:`source_key`) is a sha256 over the source files' relative paths, sizes and
+the sha256 of their bytes: two files of one name, size and mtime but other bytes give other keys,
+so one ``data_dir`` never trains on another's images. The manifest keeps each file's sha256 with its
+identity (size, mtime, ctime, device, inode) only to skip hashing it again: a file of another
+folder, or one rewritten since (which changes its ctime, even when its mtime is set back), is read
+again.
 The cache root is ``$CON2_CACHE_DIR`` if set, else the user's cache,
 ``$XDG_CACHE_HOME/con2/prepared`` (``~/.cache/con2/prepared``): never the data folder, which may
 be shared, read-only or precious (a ``<data_dir>/prepared`` of an older version is left alone and
@@ -30,7 +37,7 @@ from PIL import Image
 from tqdm import tqdm
 
 from con2.data.base import DataError
-from con2.data.fileops import atomic_path, clean_partials, file_digest
+from con2.data.fileops import atomic_path, clean_partials, file_digest, text_digest
 from con2.data.images import preprocess
 
 FORMAT_VERSION = 1
@@ -44,8 +51,8 @@ class SourceTable:
     Attributes:
         dataset: registered name.
         location: the file or folder that was found.
-        fingerprint: cheap identity of the source files (names, sizes, mtimes); a change
-            invalidates the cache.
+        fingerprint: cheap identity of the listing (names, sizes, mtimes); never the cache's key
+            (see :func:`source_key`).
         classes: class names; ``labels`` index into it.
         ids: ``[N]`` unique sample ids (relative paths, or ``split/index`` for arrays).
         splits: ``[N]`` source split (``train``/``val``/``test``/``all``).
@@ -54,6 +61,8 @@ class SourceTable:
         recipe: preprocessing recipe (see :mod:`con2.data.images`).
         channels: 1 or 3.
         checksums: checksums of source files, recorded in the manifest.
+        files: the files whose bytes are the samples (their content is the cache's key); empty:
+            see :func:`source_files`.
     """
 
     dataset: str
@@ -67,6 +76,7 @@ class SourceTable:
     recipe: str
     channels: int
     checksums: dict[str, str] = field(default_factory=dict)
+    files: tuple[Path, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -76,16 +86,34 @@ class Found:
     Attributes:
         location: the file or folder found (a description, e.g. ``scikit-learn``, for a source
             without files).
-        fingerprint: cheap identity (see :class:`SourceTable`).
+        fingerprint: cheap identity (see :class:`SourceTable`); the whole identity of a source
+            without files.
         data_dir: the data folder it was found in (for messages).
         listing: the samples, where finding them already listed them (folder trees); else
             :meth:`con2.data.source.Source.table` reads them.
+        files: the files whose bytes are the samples (empty: see :func:`source_files`).
     """
 
     location: Path | str
     fingerprint: str
     data_dir: Path
     listing: SourceTable | None = None
+    files: tuple[Path, ...] = ()
+
+
+@dataclass(frozen=True)
+class SourceKey:
+    """The content identity of a source: the cache's key.
+
+    Attributes:
+        digest: sha256 over the files' relative paths, sizes and sha256 of bytes (of the fingerprint
+            alone for a source without files).
+        files: ``{relative path: [size, mtime_ns, ctime_ns, device, inode, sha256]}``, kept in the
+            manifest so that an unchanged file is not read again (see :func:`source_key`).
+    """
+
+    digest: str
+    files: dict[str, list[int | str]]
 
 
 @dataclass(frozen=True)
@@ -120,12 +148,110 @@ def cache_dir(data_dir: Path, dataset: str, size: int) -> Path:
     return cache_root(data_dir) / dataset / f"{size}px"
 
 
+def source_files(found: Found) -> tuple[Path, ...]:
+    """The files whose content keys the cache: ``found.files``, else the file found, else every file
+    under the folder found (a source registered from outside that does not list them); none for a
+    source without files (a description as its location)."""
+    if found.files:
+        return found.files
+    location = found.location
+    if isinstance(location, Path) and location.is_file():
+        return (location,)
+    if isinstance(location, Path) and location.is_dir():
+        return tuple(sorted(p for p in location.rglob("*") if p.is_file()))
+    return ()
+
+
+def file_identity(path: Path) -> list[int]:
+    """``[size, mtime_ns, ctime_ns, device, inode]`` of ``path``: equal only for the same file, unchanged
+    (a write, or setting its mtime back, changes its ctime; a copy is another inode)."""
+    st = os.stat(path)
+    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_dev, st.st_ino]
+
+
+def read_manifest(directory: Path) -> dict[str, Any]:
+    """The cache's ``manifest.json`` as a dict (empty if absent or unreadable)."""
+    try:
+        manifest = json.loads((directory / "manifest.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    return manifest if isinstance(manifest, dict) else {}
+
+
+def known_hashes(manifest: dict[str, Any], location: Path | str) -> dict[str, Any]:
+    """The per-file hashes a manifest recorded for the source at ``location`` (none for another location)."""
+    source = manifest.get("source")
+    if not isinstance(source, dict) or source.get("location") != str(location):
+        return {}
+    files = source.get("files")
+    return files if isinstance(files, dict) else {}
+
+
+def relative_name(path: Path, root: Path) -> str:
+    """``path`` relative to ``root`` in POSIX form (a string prefix where it lies below ``root``: the
+    source listings' case, thousands of files per load)."""
+    text, prefix = str(path), str(root).rstrip(os.sep) + os.sep
+    if text.startswith(prefix):
+        return text[len(prefix) :].replace(os.sep, "/")
+    return Path(os.path.relpath(path, root)).as_posix()
+
+
+def source_key(found: Found, known: dict[str, Any] | None = None) -> SourceKey:
+    """The content key of ``found`` (see :class:`SourceKey`): every file's bytes are hashed, except a
+    file whose :func:`file_identity` equals the one ``known`` recorded with its hash (same path, size,
+    mtime, ctime, device and inode: the same unchanged file).
+
+    Raises:
+        OSError: a file cannot be read.
+    """
+    files = source_files(found)
+    if not files:
+        return SourceKey(text_digest(f"fingerprint\t{found.fingerprint}"), {})
+    location = Path(found.location)
+    root = location if location.is_dir() else location.parent
+    known = known or {}
+    memo: dict[str, list[int | str]] = {}
+    rows = []
+    for f in files:
+        rel = relative_name(f, root)
+        ident = file_identity(f)
+        old = known.get(rel)
+        sha = old[-1] if isinstance(old, list) and old[:-1] == ident and isinstance(old[-1], str) else None
+        if sha is None:
+            sha = file_digest(f, "sha256")
+            if file_identity(f) != ident:  # written while it was read: these bytes name no state of it
+                sha = file_digest(f, "sha256")
+                ident = file_identity(f)
+        memo[rel] = [*ident, sha]
+        rows.append(f"{rel}\t{ident[0]}\t{sha}")
+    return SourceKey(text_digest("\n".join(rows)), memo)
+
+
+def remember_hashes(directory: Path, location: Path | str, key: SourceKey) -> bool:
+    """Record ``key``'s per-file hashes and ``location`` in the manifest of the cache it keys, so the next
+    load reads none of those files again (the same bytes found in another folder, or files whose ctime
+    changed, e.g. by ``chmod``). Call it holding the cache's lock. Returns whether it wrote.
+
+    A manifest of another source key (another process prepared other images meanwhile) is left alone.
+    """
+    manifest = read_manifest(directory)
+    source = manifest.get("source")
+    if not isinstance(source, dict) or source.get("fingerprint") != key.digest:
+        return False
+    if source.get("location") == str(location) and source.get("files") == key.files:
+        return False
+    manifest["source"] = {**source, "location": str(location), "files": key.files}
+    with atomic_path(directory / "manifest.json") as tmp:
+        tmp.write_text(json.dumps(manifest))
+    return True
+
+
 def load_prepared(directory: Path, fingerprint: str | None = None, verify: bool = False) -> Prepared | None:
-    """Open a cache; ``None`` if it is absent, stale (other fingerprint) or damaged.
+    """Open a cache; ``None`` if it is absent, stale (another source key) or damaged.
 
     Args:
         directory: the cache folder.
-        fingerprint: expected source fingerprint; ``None`` accepts any.
+        fingerprint: expected source key (:attr:`SourceKey.digest`); ``None`` accepts any.
         verify: always recompute the sha256 of ``images.npy`` (otherwise only when its size or
             mtime differ from the manifest's).
     """
@@ -173,8 +299,13 @@ def row_order(splits: Sequence[str], labels: Sequence[int]) -> np.ndarray:
     return np.array([k[2] for k in sorted(keys)], dtype=np.int64)
 
 
-def prepare(table: SourceTable, size: int, directory: Path, progress: bool = True) -> Prepared:
+def prepare(
+    table: SourceTable, size: int, directory: Path, progress: bool = True, key: SourceKey | None = None
+) -> Prepared:
     """Preprocess every sample of ``table`` into ``directory`` (atomically) and return the cache.
+
+    ``key``: the source's content key, recorded in the manifest (``None``: computed here from the
+    table's files).
 
     Raises:
         DataError: a sample cannot be decoded (names the file) or the folder cannot be written.
@@ -183,6 +314,8 @@ def prepare(table: SourceTable, size: int, directory: Path, progress: bool = Tru
         raise DataError(f"{table.dataset}: no images found in {table.location}")
     if len(set(table.ids)) != len(table.ids):
         raise DataError(f"{table.dataset}: duplicate sample ids in {table.location}")
+    if key is None:
+        key = source_key(Found(table.location, table.fingerprint, table.location, files=table.files))
     directory.mkdir(parents=True, exist_ok=True)
     clean_partials(directory)
     order = row_order(table.splits, table.labels)
@@ -215,7 +348,13 @@ def prepare(table: SourceTable, size: int, directory: Path, progress: bool = Tru
         "channels": table.channels,
         "shape": list(shape),
         "classes": list(table.classes),
-        "source": {"location": str(table.location), "fingerprint": table.fingerprint, "checksums": table.checksums},
+        "source": {
+            "location": str(table.location),
+            "fingerprint": key.digest,
+            "listing": table.fingerprint,
+            "checksums": table.checksums,
+            "files": key.files,
+        },
         "images_file": "images.npy",
         "images_sha256": sha,
         "images_bytes": st.st_size,

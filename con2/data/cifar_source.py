@@ -257,10 +257,16 @@ def locate(name: str, data_dir: Path) -> Path:
     raise DatasetMissing(f"{name}: {spec.folder}/ not found (looked in {looked}). {fix}")
 
 
-def fingerprint(name: str, folder: Path, data_dir: Path) -> str:
-    """Names, sizes and mtimes of the pickles (cheap: they are read only by :func:`table`)."""
+def pickle_files(name: str, folder: Path) -> tuple[Path, ...]:
+    """The pickles of CIFAR ``name`` in ``folder``: their bytes are the samples."""
     spec = SPECS[name]
-    files = [folder / f for f in (*spec.train_files, *spec.test_files, spec.meta_file)]
+    return tuple(folder / f for f in (*spec.train_files, *spec.test_files, spec.meta_file))
+
+
+def fingerprint(name: str, folder: Path, data_dir: Path) -> str:
+    """Names, sizes and mtimes of the pickles (cheap: they are read only by :func:`table`): the listing's
+    identity, never the cache's key (see :func:`con2.data.cache.source_key`)."""
+    files = pickle_files(name, folder)
     missing = [f for f in files if not f.is_file()]
     if missing:
         raise DataError(f"{name}: {missing[0]} is missing. {get_fix(name, data_dir)}")
@@ -333,7 +339,7 @@ class CifarSource(Source):
 
     def find(self, info: DatasetInfo, data_dir: Path, size: int) -> Found:
         folder = locate(info.name, data_dir)
-        return Found(folder, fingerprint(info.name, folder, data_dir), data_dir)
+        return Found(folder, fingerprint(info.name, folder, data_dir), data_dir, files=pickle_files(info.name, folder))
 
     def table(self, info: DatasetInfo, found: Found, size: int) -> SourceTable:
         return table(info.name, Path(found.location), found.fingerprint, size, found.data_dir)

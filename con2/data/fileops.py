@@ -9,6 +9,8 @@ Temporary names contain ``.partial-``.
 from __future__ import annotations
 
 import hashlib
+import os
+import shlex
 import tarfile
 import zipfile
 from collections.abc import Callable, Iterator
@@ -16,7 +18,16 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from con2.atomic import PARTIAL, atomic_path, clean_partials, install, partial_name, remove
+from con2.atomic import (
+    PARTIAL,
+    NotARegularFile,
+    atomic_path,
+    clean_partials,
+    install,
+    open_regular,
+    partial_name,
+    remove,
+)
 from con2.errors import DataError, write_failure
 
 __all__ = [
@@ -36,19 +47,34 @@ __all__ = [
 @contextmanager
 def file_lock(path: Path) -> Iterator[None]:
     """Hold an exclusive advisory lock on ``path`` (POSIX ``flock``; a no-op where unavailable),
-    so parallel jobs (Snakemake) do not prepare the same cache at the same time."""
+    so parallel jobs (Snakemake) do not prepare the same cache at the same time.
+
+    Raises:
+        DataError: ``path`` is a symbolic link, a FIFO, a device, a folder or a hard link (opened
+            without following or waiting, see :func:`con2.atomic.open_regular`; never written).
+    """
     try:
         import fcntl  # lazy: fcntl is POSIX-only (Windows has no flock): imported where a lock is taken
     except ImportError:  # pragma: no cover - Windows
         yield
         return
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
+    try:
+        fd = open_regular(path)
+    except NotARegularFile as exc:
+        raise DataError(
+            f"the cache's lock {path} is {exc.problem}; con2 locks a regular file of its own there and neither "
+            f"follows nor waits on anything else. Fix: remove it (`rm -r {shlex.quote(str(path))}`; a link's "
+            f"target is untouched) and rerun"
+        ) from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
         try:
             yield
         finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
 
 
 def file_digest(path: Path, algo: str = "md5", chunk: int = 1 << 20) -> str:

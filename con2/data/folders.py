@@ -47,7 +47,8 @@ def require_dirs(dataset: str, root: Path, relative: Sequence[str], fix: str) ->
 
 
 def fingerprint(root: Path, files: Sequence[Path]) -> str:
-    """sha256 of the relative paths, sizes and mtimes of ``files`` (cheap: no file is read)."""
+    """sha256 of the relative paths, sizes and mtimes of ``files`` (cheap: no file is read): the listing's
+    identity, never the cache's key (the files' content is: :func:`con2.data.cache.source_key`)."""
     rows = []
     for f in files:
         st = f.stat()
@@ -101,4 +102,5 @@ def folder_table(
         read=lambda i: open_image(files[i]),
         recipe=recipe,
         channels=channels,
+        files=tuple(files),
     )

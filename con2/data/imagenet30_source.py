@@ -98,7 +98,7 @@ class ManualFolders(Source):
     def find(self, info: DatasetInfo, data_dir: Path, size: int) -> Found:
         """Locate (extracting local tars) and list ImageNet30 (no image is read)."""
         t = folder_table(info.name, locate(data_dir), LAYOUT, info.classes, info.recipe, info.channels, recursive=True)
-        return Found(t.location, t.fingerprint, data_dir, listing=t)
+        return Found(t.location, t.fingerprint, data_dir, listing=t, files=t.files)
 
     def table(self, info: DatasetInfo, found: Found, size: int) -> SourceTable:
         assert found.listing is not None  # find lists the folders

@@ -273,6 +273,7 @@ def dogs_cats_table(name: str, location: Path, recipe: str, channels: int) -> So
         files = sorted(p for p in location.iterdir() if DOGS_CATS_RE.match(p.name))
         names = [p.name for p in files]
         fp = fingerprint(location, files)
+        sources = tuple(files)
 
         def read(i: int):
             return open_image(files[i])
@@ -280,6 +281,7 @@ def dogs_cats_table(name: str, location: Path, recipe: str, channels: int) -> So
         names = sorted(_check_dogs_cats_zip(name, location, ""))
         st = location.stat()
         fp = text_digest(f"{location.name}\t{st.st_size}\t{st.st_mtime_ns}")
+        sources = (location,)
         handle: dict[str, zipfile.ZipFile] = {}
 
         def read(i: int):
@@ -296,7 +298,7 @@ def dogs_cats_table(name: str, location: Path, recipe: str, channels: int) -> So
         ids.append(n.split("/")[-1])
         splits.append("train" if int(m.group(2)) < DOGS_CATS_TRAIN_MAX else "test")
         labels.append(0 if m.group(1) == "cat" else 1)
-    return SourceTable(name, location, fp, ("cat", "dog"), ids, splits, labels, read, recipe, channels)
+    return SourceTable(name, location, fp, ("cat", "dog"), ids, splits, labels, read, recipe, channels, files=sources)
 
 
 # --------------------------------------------------------------------------- download
@@ -411,7 +413,7 @@ class KaggleSource(Source):
             t = dogs_cats_table(info.name, root, info.recipe, info.channels)
         else:
             t = folder_table(info.name, root, spec.layout, info.classes, info.recipe, info.channels)
-        return Found(t.location, t.fingerprint, data_dir, listing=t)
+        return Found(t.location, t.fingerprint, data_dir, listing=t, files=t.files)
 
     def table(self, info: DatasetInfo, found: Found, size: int) -> SourceTable:
         assert found.listing is not None  # find lists the folders

@@ -2,12 +2,15 @@
 
 A split manifest lists the sample ids of the training and test sets (in the order of the returned
 arrays), the test labels, the seed and the size, plus the sha256 of the prepared array they were
-cut from and a sha256 of the manifest itself (``split_sha256``), which a run record can store to
-prove two runs saw the same data.
+cut from, the sha256 of the training and test images themselves (``pixels_sha256``, see
+:func:`pixels_digest`) and a sha256 over the ids, labels and those images (``split_sha256``), which a
+run record stores to prove two runs saw the same images: equal for the same images wherever their
+files lie, different for other images under the same ids.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -16,6 +19,16 @@ from typing import Any
 import numpy as np
 
 from con2.data.fileops import atomic_path, text_digest
+
+
+def pixels_digest(*arrays: np.ndarray) -> str:
+    """sha256 over the dtype, shape and bytes of each array in turn: the images a run loads (a read of
+    each page, which training reads anyway; no copy of a contiguous memmap slice)."""
+    h = hashlib.sha256()
+    for a in arrays:
+        h.update(f"{a.dtype.str}{a.shape}".encode())
+        h.update(np.ascontiguousarray(a).data)
+    return h.hexdigest()
 
 
 def split_manifest(
@@ -29,8 +42,10 @@ def split_manifest(
     test_labels: np.ndarray,
     images_sha256: str | None,
     source: dict[str, Any] | None = None,
+    pixels_sha256: str | None = None,
 ) -> dict[str, Any]:
-    """Build the manifest dict of one split (see the module docstring)."""
+    """Build the manifest dict of one split (see the module docstring); ``pixels_sha256``:
+    :func:`pixels_digest` of the training and test images, part of ``split_sha256``."""
     body = {
         "dataset": dataset,
         "normal_class": normal_class,
@@ -44,9 +59,11 @@ def split_manifest(
         "test_ids": [str(i) for i in test_ids],
         "test_labels": [int(x) for x in test_labels],
         "images_sha256": images_sha256,
-        "source": source or {},
+        "source": {k: v for k, v in (source or {}).items() if k != "files"},  # not the per-file hashes
+        "pixels_sha256": pixels_sha256,
     }
-    canonical = {k: body[k] for k in ("dataset", "normal_class", "size", "train_ids", "test_ids", "test_labels")}
+    keys = ("dataset", "normal_class", "size", "train_ids", "test_ids", "test_labels", "pixels_sha256")
+    canonical = {k: body[k] for k in keys}
     body["split_sha256"] = text_digest(json.dumps(canonical, sort_keys=True))
     return body
 

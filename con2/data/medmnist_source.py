@@ -314,10 +314,10 @@ class MedMNISTSource(Source):
     kind = "medmnist"
 
     def find(self, info: DatasetInfo, data_dir: Path, size: int) -> Found:
-        """Locate the npz (cheap: the file is read only by :meth:`table`)."""
+        """Locate the npz (cheap: the file is read only by :meth:`table`; its bytes key the cache)."""
         path = find_npz(info.name, size, data_dir)
         st = path.stat()
-        return Found(path, f"{path.name}:{st.st_size}:{st.st_mtime_ns}", data_dir)
+        return Found(path, f"{path.name}:{st.st_size}:{st.st_mtime_ns}", data_dir, files=(path,))
 
     def table(self, info: DatasetInfo, found: Found, size: int) -> SourceTable:
         return npz_table(Path(found.location), info.name, size, info.classes, found.fingerprint)

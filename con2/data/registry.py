@@ -26,7 +26,7 @@ import numpy as np
 from con2.data import cifar_source, digits_source, imagenet30_source, kaggle_source, medmnist_source
 from con2.data.base import DataError, DatasetMissing, OneClassData
 from con2.data.cache import Found, Prepared, cache_root, take
-from con2.data.manifest import manifest_filename, split_manifest, write_manifest
+from con2.data.manifest import manifest_filename, pixels_digest, split_manifest, write_manifest
 from con2.data.source import DatasetInfo, Source, resolve_data_dir
 from con2.data.splits import one_class_split
 from con2.errors import read_failure
@@ -400,6 +400,7 @@ def load_one_class(
             f"or choose another normal class (--set normal_class=..., one of: {', '.join(info.normals)})"
         )
     check_both_classes(info, normal_name, test_labels, source.get("location", "the data"))
+    train, test = take(images, train_idx), take(images, test_idx)
     manifest = split_manifest(
         info.name,
         normal_name,
@@ -411,6 +412,7 @@ def load_one_class(
         test_labels,
         sha,
         source,
+        pixels_digest(train, test),
     )
     if directory is not None:
         try:
@@ -420,8 +422,8 @@ def load_one_class(
     return OneClassData(
         name=info.name,
         normal_class=normal_name,
-        train=take(images, train_idx),
-        test=take(images, test_idx),
+        train=train,
+        test=test,
         test_labels=test_labels,
         manifest=manifest,
     )

@@ -5,8 +5,9 @@ the CIFAR pickles, ImageNet30's manual folders, scikit-learn's embedded digits),
 ``kind`` in :mod:`con2.data.registry`; a :class:`DatasetInfo` names the kind its files come in.
 Every source answers the same four questions with the same signatures:
 
-* :meth:`Source.find`: where the dataset is under ``data_dir`` (no network; cheap: a fingerprint
-  of names, sizes and mtimes, no image read), or :class:`~con2.errors.DatasetMissing`;
+* :meth:`Source.find`: where the dataset is under ``data_dir`` (no network; cheap: a listing of
+  names, sizes and mtimes, and the files whose bytes are the samples; no image read), or
+  :class:`~con2.errors.DatasetMissing`;
 * :meth:`Source.table`: the samples found, one row each, and how to read them;
 * :meth:`Source.download`: put the dataset under ``data_dir`` (the network is touched only here);
 * :meth:`Source.how_to_get`: the command or manual steps that get it.
@@ -18,6 +19,7 @@ samples need no files (the embedded digits) overrides it and keeps them in memor
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import os
 import sys
@@ -27,7 +29,19 @@ from pathlib import Path
 from typing import ClassVar
 
 from con2.data import default_data_dir
-from con2.data.cache import Found, Prepared, SourceTable, cache_dir, images_disagree, load_prepared, prepare
+from con2.data.cache import (
+    Found,
+    Prepared,
+    SourceTable,
+    cache_dir,
+    images_disagree,
+    known_hashes,
+    load_prepared,
+    prepare,
+    read_manifest,
+    remember_hashes,
+    source_key,
+)
 from con2.data.fileops import PARTIAL, file_lock
 from con2.errors import NO_SPACE, DataError, DatasetMissing, read_failure, write_failure
 
@@ -187,13 +201,25 @@ class Source(ABC):
                 raise
             raise DataError(f"{info.name}: {read_failure(exc)}") from exc
         directory = cache_dir(d, info.name, size)
-        prepared = load_prepared(directory, found.fingerprint, verify=verify)
+        try:  # the cache's key: the source's content (hashes of unchanged files come from the manifest)
+            key = source_key(found, known_hashes(read_manifest(directory), found.location))
+        except OSError as exc:
+            raise DataError(f"{info.name}: {read_failure(exc)}") from exc
+        prepared = load_prepared(directory, key.digest, verify=verify)
         if prepared is not None:
+            if known_hashes(prepared.manifest, found.location) != key.files:  # some files were read: note them
+                try:
+                    with file_lock(directory / ".lock"):
+                        remember_hashes(directory, found.location, key)
+                except OSError:
+                    pass  # a read-only cache still loads; its files are hashed again next time
+                source = {**prepared.manifest["source"], "location": str(found.location), "files": key.files}
+                prepared = dataclasses.replace(prepared, manifest={**prepared.manifest, "source": source})
             return prepared
         try:
             with file_lock(directory / ".lock"):
                 # another job may have finished it (verified again: an edit that kept size and mtime passes otherwise)
-                prepared = load_prepared(directory, found.fingerprint, verify=verify)
+                prepared = load_prepared(directory, key.digest, verify=verify)
                 if prepared is None:
                     if verify and images_disagree(directory):
                         print(
@@ -201,7 +227,7 @@ class Source(ABC):
                             f"manifest (edited or damaged since it was prepared); preparing it again from the source",
                             flush=True,
                         )
-                    prepared = prepare(self.table(info, found, size), size, directory, progress=show)
+                    prepared = prepare(self.table(info, found, size), size, directory, progress=show, key=key)
         except OSError as exc:
             if not _is_write(exc, directory):  # reading the source, not writing the cache
                 raise DataError(f"{info.name}: {read_failure(exc)}") from exc

@@ -8,18 +8,17 @@ lock file that is a link, or not a regular file, is refused, never followed.
 from __future__ import annotations
 
 import datetime as _dt
-import errno
 import fcntl
 import json
 import os
 import socket
-import stat
 import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from con2.atomic import NotARegularFile, open_regular
 from con2.errors import RunDirError
 
 
@@ -52,27 +51,20 @@ def link_refusal(path: Path) -> RunDirError:
 
 
 def _open_lock(path: Path) -> int:
-    """Open the lock file for writing without following a link (``O_NOFOLLOW``): a ``.lock`` that is a
-    symbolic link, a hard link to another file or not a regular file is refused, and never written.
+    """Open the lock file for writing without following a link (:func:`con2.atomic.open_regular`): a
+    ``.lock`` that is a symbolic link, a hard link to another file or not a regular file is refused,
+    and never written.
 
     Raises:
         RunDirError: ``path`` is a link or not a regular file (the message names the fix).
     """
 
     try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
-    except OSError as exc:
-        if path.is_symlink():  # ELOOP (Linux), EMLINK (FreeBSD), EFTYPE (NetBSD)
+        return open_regular(path)
+    except NotARegularFile as exc:
+        if exc.target is not None:
             raise link_refusal(path) from None
-        if exc.errno in (errno.EISDIR, errno.ENXIO):
-            raise _not_a_lock(path, "not a regular file") from None
-        raise
-    st = os.fstat(fd)
-    problem = "not a regular file" if not stat.S_ISREG(st.st_mode) else "hard-linked to another file"
-    if not stat.S_ISREG(st.st_mode) or st.st_nlink > 1:  # writing it would write that other file
-        os.close(fd)
-        raise _not_a_lock(path, problem)
-    return fd
+        raise _not_a_lock(path, exc.problem) from None
 
 
 def _not_a_lock(path: Path, problem: str) -> RunDirError:
