@@ -63,12 +63,13 @@ class TrainSettings:
 
 @dataclass
 class TrainResult:
-    """What the loop measured."""
+    """What the loop measured: the times and rate of the whole run, every session of a resumed one
+    included (as far as its checkpoints kept them: ``sessions``)."""
 
     epochs: int
     steps: int
     fit_seconds: float
-    images_per_second: float
+    images_per_second: float  # every image trained on over fit_seconds
     resumed_from_epoch: int
     last_terms: dict[str, float] = field(default_factory=dict)
     precision: str = "float32"  # "bfloat16-autocast" where autocast ran (CUDA; CPUs with native bf16)
