@@ -25,7 +25,7 @@ from con2.errors import ConfigError
 from con2.methods import contexts as C
 from con2.methods.registry import build_method
 from con2.run.runner import CHECKPOINT, SCORES, run
-from con2.training.checkpoints import load_checkpoint
+from con2.training.checkpoints import load_checkpoint, save_checkpoint
 
 BEST = {**TINY, "params": {"contexts": ["best"]}}
 
@@ -172,3 +172,24 @@ def test_con2_best_on_constant_images_is_a_config_error_naming_the_fix() -> None
     method = build_method(make_config(BEST))
     with pytest.raises(ConfigError, match=r"no basis to choose a context.*Fix: set the context"):
         method.prepare(torch.full((12, 1, 16, 16), 77, dtype=torch.uint8))
+
+
+def test_a_checkpoint_of_an_older_con2_is_scored_after_choosing_again_with_a_note(
+    trained, data_would_choose_another, tmp_path, capsys
+) -> None:
+    """A checkpoint written before con2 kept the choice: the only basis left is the data, and the note says so."""
+    rd, record = trained
+    old = tmp_path / "old"
+    old.mkdir()
+    (old / "config.yaml").write_bytes((rd / "config.yaml").read_bytes())
+    state = load_checkpoint(rd / CHECKPOINT)
+    del state["context_choice"]
+    save_checkpoint(state, old / CHECKPOINT)
+    again = run(make_config(BEST), old, train=False)
+    assert data_would_choose_another == [other_choice(record)["context"]]
+    assert again["metrics"]["chosen_context"] == data_would_choose_another[0]
+    note = [line for line in capsys.readouterr().out.splitlines() if line.startswith("note: ")]
+    assert note == [
+        f"note: checkpoint {old / CHECKPOINT} predates con2 keeping context_choice; decided again from this run's "
+        f"training images (context_choice: {data_would_choose_another[0]})"
+    ]

@@ -20,6 +20,7 @@ from con2.faults import ENV
 from con2.run.records import read_record, validate_record
 from con2.run.runner import CHECKPOINT, RECORD, run
 from con2.training.checkpoints import load_checkpoint
+from con2.training.engine import SpentTime
 
 CURVE = {**TINY, "epochs": 2, "score_at": [1]}  # a learning curve, so curve_seconds is timed too
 
@@ -76,3 +77,17 @@ def test_records_without_the_new_timing_fields_still_read(uninterrupted: dict) -
     bad = {**uninterrupted, "timing": {**uninterrupted["timing"], "sessions": 0}}
     with pytest.raises(ValueError, match="timing.sessions"):
         validate_record(bad)
+
+
+@pytest.mark.parametrize(
+    "kept",
+    [None, {}, {"fit_seconds": "x", "curve_seconds": 0, "images": 1, "sessions": 1}, {"fit_seconds": -1.0}],
+    ids=["older-checkpoint", "empty", "not-a-number", "negative"],
+)
+def test_a_checkpoint_without_usable_time_counts_from_the_resume(kept: object) -> None:
+    """What an older con2 (or a damaged entry) kept counts as nothing: the record then says ``resumed`` with
+    ``sessions`` 1, so a reader sees that the sessions before the resume are missing."""
+    spent = SpentTime.from_state(kept)
+    assert spent == SpentTime() and spent.plus(2.0, 0.5, 64) == SpentTime(2.0, 0.5, 64, 1)
+    good = {"fit_seconds": 1.5, "curve_seconds": 0.25, "images": 96, "sessions": 1}
+    assert SpentTime.from_state(good).plus(2.0, 0.5, 64) == SpentTime(3.5, 0.75, 160, 2)
