@@ -44,6 +44,9 @@ class Method(nn.Module):
     score_names: ClassVar[tuple[str, ...]] = ()
     description: ClassVar[str] = ""
 
+    #: checkpoint keys of what :meth:`prepare` decides (:meth:`fixed_state`); () = it decides nothing
+    fixed_keys: tuple[str, ...] = ()
+
     def __init__(self, cfg: MethodSettings | RunConfig, params: Any) -> None:
         super().__init__()
         self.cfg = cfg if isinstance(cfg, MethodSettings) else MethodSettings.from_config(cfg)
@@ -70,6 +73,15 @@ class Method(nn.Module):
     def prepare(self, train: Tensor) -> None:
         """Called once with the whole normal training set (uint8 ``[n, C, H, W]``, CPU) before
         training starts or resumes; e.g. PANDA's centre of the pretrained features. Default: nothing."""
+
+    def fixed_state(self) -> dict[str, str]:
+        """What :meth:`prepare` decided that every checkpoint must keep (JSON texts under :attr:`fixed_keys`;
+        e.g. the context CON2 (Best) chose), so a resume or a re-scoring never decides again. Default: none."""
+        return {}
+
+    def restore_fixed_state(self, state: Mapping[str, Any]) -> None:
+        """Take what a checkpoint ``state`` kept under :attr:`fixed_keys`, before :meth:`prepare` (which then
+        decides nothing again). A key the checkpoint lacks (an older con2 wrote it) is left to :meth:`prepare`."""
 
     def training_loss(self, images: Tensor, progress: float) -> dict[str, Tensor]:
         """uint8 ``[N, C, H, W]`` on the device -> ``{"loss": scalar, ...terms}``."""

@@ -29,7 +29,9 @@ of the identity-view test representations labelled by context.
 
 from __future__ import annotations
 
+import json
 import math
+from collections.abc import Mapping
 from typing import Any
 
 import torch
@@ -42,10 +44,12 @@ from con2.maths.metrics import context_silhouette
 from con2.maths.scores import fit_gaussian, lh_scores, nnd_scores
 from con2.methods.base import Method
 from con2.methods.con2_spec import BEST, FEATURES, SPEC, Con2Params
-from con2.methods.contexts import choose_context, uint8_to_unit
+from con2.methods.contexts import NoBasisToChoose, choose_context, uint8_to_unit
 from con2.methods.spec import MethodSettings
 from con2.training.evaluation import REFERENCES, ContextFn, Reading, Scorer, ScoringSpec, quantize
 from con2.training.models import encoder_dim, projection_head
+
+CHOICE_KEY = "context_choice"  # the checkpoint entry of CON2 (Best)'s choice (JSON)
 
 
 def _unresolved_best(x: Tensor) -> Tensor:
@@ -76,6 +80,7 @@ class Con2(Method):
         self.context_choice: dict[str, object] | None = None
         self.context_names = names
         if names == [BEST]:  # CON2 (Best): the context is chosen from the normal training images in prepare()
+            self.fixed_keys = (CHOICE_KEY,)  # and kept by every checkpoint
             self.contexts: list[ContextFn] = [lambda x: x, _unresolved_best]
         else:
             self.contexts = contexts_for(names)  # unknown context names fail here, naming the choices
@@ -86,7 +91,9 @@ class Con2(Method):
     def prepare(self, train: Tensor) -> None:
         """``contexts: [best]``: choose the context by its assumptions on the normal training images
         (:func:`con2.methods.contexts.choose_context`, seeded with ``params.best_seed``; never the test
-        split, so no anomaly), before training starts or resumes: the same images, the same choice."""
+        split, so no anomaly), once, before training starts. A resume or a re-scoring takes the choice its
+        checkpoint kept (:meth:`restore_fixed_state`) and chooses nothing: other data (another
+        ``data_dir``) never switch the context of trained weights."""
         if self.context_names != [BEST] and self.context_choice is None:
             return
 
@@ -95,6 +102,11 @@ class Con2(Method):
                 self.context_choice = choose_context(
                     uint8_to_unit(train, self.params.best_seed), seed=self.params.best_seed
                 )
+            except NoBasisToChoose as exc:
+                raise ConfigError(
+                    f"params.contexts: [best] on {len(train)} training images: {exc}. Fix: set the context "
+                    "explicitly (contexts: [invert], [flip] or [equalize])"
+                ) from None
             except ValueError as exc:
                 raise ConfigError(
                     f"params.contexts: [best] cannot choose a context from {len(train)} training images ({exc}); "
@@ -103,6 +115,26 @@ class Con2(Method):
         chosen = str(self.context_choice["context"])
         self.context_names = [chosen]
         self.contexts = contexts_for([chosen])
+
+    def fixed_state(self) -> dict[str, str]:
+        """``{"context_choice": JSON}`` once CON2 (Best) has chosen (:meth:`prepare`); else nothing."""
+        return {CHOICE_KEY: json.dumps(self.context_choice)} if self.context_choice is not None else {}
+
+    def restore_fixed_state(self, state: Mapping[str, Any]) -> None:
+        """Take the choice a checkpoint kept (``context_choice``); a checkpoint without it leaves the choice
+        to :meth:`prepare`. A kept choice that is not a known context raises ``ConfigError`` naming it."""
+        text = state.get(CHOICE_KEY) if CHOICE_KEY in self.fixed_keys else None
+        if not isinstance(text, str):
+            return
+        try:
+            choice = json.loads(text)
+            contexts_for([str(choice["context"])])
+        except (ValueError, KeyError, TypeError, ConfigError) as exc:
+            raise ConfigError(
+                f"the checkpoint's {CHOICE_KEY} is damaged ({exc}); Fix: restore the checkpoint from a backup, "
+                "or retrain the run (con2 train --force)"
+            ) from None
+        self.context_choice = choice
 
     def score(self, train: Tensor, test: Tensor, device: torch.device):
         out = super().score(train, test, device)

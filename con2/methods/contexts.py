@@ -14,9 +14,12 @@ CON2 trains (ResNet18, CIFAR stem at small sizes) at its random initialisation, 
   features of x from features of t_C(x); folds keep each pair together, so a context equal to the
   identity scores exactly 50 and a perfectly separable one 100.
 * :func:`alignment`: the Spearman correlation between the pairwise Euclidean distances of the
-  features of x and those of t_C(x) (1: the same ordering of every pair).
+  features of x and those of t_C(x) (1: the same ordering of every pair); undefined (NaN) where
+  either set of distances is constant (e.g. constant images: every pair equally far apart).
 * :func:`choose_context`: the rule (:data:`DISTINCT_MIN`): the most aligned context among those
-  whose distinctiveness reaches the threshold; if none does, the most distinctive one.
+  whose distinctiveness reaches the threshold; if none does, the most distinctive one. Where a
+  measure is undefined the data give no basis to choose (:class:`NoBasisToChoose`), rather than a
+  choice by list order.
 
 Why random encoder features rather than pixels: on pixels, invert (x -> 1 - x) and flip (a
 permutation of pixels) preserve every Euclidean distance, so pixel alignment is 1 for both by
@@ -35,12 +38,14 @@ Example:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
 import torch
 
+from con2.config import MAX_SEED
 from con2.maths.augment import BASE_CONTEXTS, context_fn, normalize
 from con2.training.models import build_encoder
 
@@ -55,6 +60,22 @@ FEATURE_WIDTH = 16  # ResNet18 stage widths (16, 32, 64, 128): 128-d features pe
 FEATURE_SIZE = 24  # every image is resized to this side before the encoders (one cost per dataset)
 
 ArrayFn = Callable[[np.ndarray], np.ndarray]
+
+
+class NoBasisToChoose(ValueError):
+    """A measure the rule of CON2 (Best) compares is undefined on these images: no context is chosen."""
+
+    def __init__(self, message: str, measures: Sequence[dict[str, float | str]] = ()) -> None:
+        super().__init__(message)
+        self.measures = list(measures)
+
+
+def check_seed(seed: int) -> int:
+    """``seed`` if it is a NumPy seed (0..:data:`con2.config.MAX_SEED`; NumPy refuses a negative one), else
+    ``ValueError``."""
+    if not 0 <= seed <= MAX_SEED:
+        raise ValueError(f"seed {seed} is outside 0..{MAX_SEED}")
+    return seed
 
 
 @dataclass(frozen=True)
@@ -166,14 +187,15 @@ def pairwise_distances(f: np.ndarray) -> np.ndarray:
 
 
 def alignment(f: np.ndarray, fc: np.ndarray) -> float:
-    """Spearman correlation of the pairwise distances of ``f`` (x) and ``fc`` (t_C(x)), ``[n, d]`` each."""
+    """Spearman correlation of the pairwise distances of ``f`` (x) and ``fc`` (t_C(x)), ``[n, d]`` each;
+    NaN (undefined) where either set of distances is constant (e.g. constant images)."""
     from scipy.stats import spearmanr  # lazy: scipy only when the assumptions are measured
 
     if fc.shape != f.shape:
         raise ValueError(f"features of x {f.shape} and of t_C(x) {fc.shape} differ in shape")
     d, dc = pairwise_distances(f), pairwise_distances(fc)
     if np.ptp(d) == 0 or np.ptp(dc) == 0:
-        return 0.0
+        return math.nan
     return float(spearmanr(d, dc).statistic)
 
 
@@ -210,11 +232,29 @@ def measure_contexts(
         torch.set_num_threads(threads)
 
 
+def undefined_measures(measures: Sequence[dict[str, float | str]]) -> list[str]:
+    """``"context measure"`` of every undefined (NaN) distinctiveness or alignment in ``measures``."""
+    keys = ("distinctiveness", "alignment")
+    return [f"{m['context']} {k}" for m in measures for k in keys if math.isnan(float(m[k]))]
+
+
 def choose(measures: Sequence[dict[str, float | str]], threshold: float = DISTINCT_MIN) -> str:
     """The rule of CON2 (Best): the most aligned context among those with distinctiveness >=
-    ``threshold``; if none reaches it, the most distinctive one. Ties: the earlier in ``measures``."""
+    ``threshold``; if none reaches it, the most distinctive one. Ties: the earlier in ``measures``.
+
+    Raises:
+        NoBasisToChoose: a measure is undefined (NaN: e.g. the alignment of constant images), so
+            any choice would be by list order.
+    """
     if not measures:
         raise ValueError("no context to choose from")
+    undefined = undefined_measures(measures)
+    if undefined:
+        raise NoBasisToChoose(
+            f"the data give no basis to choose a context: undefined {', '.join(undefined)} "
+            "(every pair of images is equally far apart, e.g. constant images)",
+            measures,
+        )
     eligible = [m for m in measures if float(m["distinctiveness"]) >= threshold]
     if eligible:
         return str(max(eligible, key=lambda m: float(m["alignment"]))["context"])
@@ -225,8 +265,12 @@ def choose_context(
     x: np.ndarray, contexts: Sequence[str] = tuple(BASE_CONTEXTS), seed: int = 0, threshold: float = DISTINCT_MIN
 ) -> dict[str, object]:
     """The choice of CON2 (Best) on normal training images ``x [n, c, h, w]`` in [0, 1]:
-    ``{"context": name, "rule": text, "threshold": t, "seed": s, "measures": [...]}``."""
-    measures = measure_contexts(x, contexts, seed)
+    ``{"context": name, "rule": text, "threshold": t, "seed": s, "measures": [...]}``.
+
+    Raises:
+        ValueError: a seed outside 0..:data:`con2.config.MAX_SEED`, or images that are not
+            ``[n >= 4, c, h, w]`` in [0, 1]; :class:`NoBasisToChoose` where a measure is undefined (:func:`choose`)."""
+    measures = measure_contexts(x, contexts, check_seed(seed))
     return {
         "context": choose(measures, threshold),
         "rule": RULE,
@@ -250,5 +294,5 @@ def uint8_to_unit(images: np.ndarray | torch.Tensor, seed: int | None = None) ->
     numbers, without a float copy of a large training set)."""
     a = images.numpy() if isinstance(images, torch.Tensor) else np.asarray(images)
     if seed is not None:
-        a = a[subsample(len(a), MAX_IMAGES, seed)]
+        a = a[subsample(len(a), MAX_IMAGES, check_seed(seed))]
     return a.astype(np.float32) / 255.0

@@ -127,19 +127,48 @@ def check_scoring_work(cfg: RunConfig, n_views: int, n_train: int, n_test: int) 
     return batches, blocks
 
 
-def _load_trained(method: Method, checkpoint: Path, device: torch.device, config: Path, cfg: RunConfig) -> None:
-    """Load a trained model's weights for re-scoring; a checkpoint trained with another configuration than
-    ``cfg`` (:func:`con2.training.checkpoints.check_trained_config`) or that does not fit the configured model (another
-    width, encoder or method) stops with one line naming both files.
+def _read_trained(checkpoint: Path, device: torch.device) -> dict[str, Any]:
+    """The checkpoint a re-scoring loads (read once, before anything is written).
 
     Raises:
-        RunDirError: a corrupt checkpoint; ConfigError: another configuration, or weights that do not fit ``method``.
+        FileNotFoundError: no checkpoint; RunDirError: a corrupt one (the message names the fix).
     """
+    if not checkpoint.is_file():
+        raise FileNotFoundError(f"no checkpoint at {checkpoint}; run `con2 train` for that run directory first")
     fix = (
         f"retrain that run (`con2 train --run-dir {checkpoint.parent} --force` with its configuration), or restore "
         f"{checkpoint.name} from a backup"
     )
-    state = load_checkpoint(checkpoint, device, fix=fix)
+    return load_checkpoint(checkpoint, device, fix=fix)
+
+
+def prepare_method(method: Method, train_images: torch.Tensor, state: dict[str, Any] | None, checkpoint: Path) -> None:
+    """:meth:`Method.prepare` after restoring what the checkpoint ``state`` (of a resume or a re-scoring; None for a
+    new run) kept of the method's decisions (:meth:`Method.restore_fixed_state`: CON2 (Best)'s context), so
+    those are made once, before training, and never again on other data. A checkpoint of an older con2 that
+    kept none of them: decided again, with a note naming what."""
+    if state is not None:
+        method.restore_fixed_state(state)
+    method.prepare(train_images)
+    lacking = [key for key in method.fixed_keys if state is not None and key not in state]
+    if lacking:
+        fixed = method.fixed_state()
+        decided = "; ".join(f"{key}: {json.loads(fixed[key]).get('context', fixed[key])}" for key in lacking)
+        print(
+            f"note: checkpoint {checkpoint} predates con2 keeping {', '.join(lacking)}; decided again from this "
+            f"run's training images ({decided})",
+            flush=True,
+        )
+
+
+def _load_trained(method: Method, state: dict[str, Any], checkpoint: Path, config: Path, cfg: RunConfig) -> None:
+    """Load a trained model's weights (the checkpoint ``state`` read from ``checkpoint``) for re-scoring; a
+    checkpoint trained with another configuration than ``cfg`` (:func:`con2.training.checkpoints.check_trained_config`)
+    or that does not fit the configured model (another width, encoder or method) stops with one line naming both files.
+
+    Raises:
+        ConfigError: another configuration, or weights that do not fit ``method``.
+    """
     try:
         method.load_state_dict(state["model"])
     except (RuntimeError, KeyError, TypeError) as exc:
@@ -197,7 +226,13 @@ def execute(
         )
 
     train_images, test_images = to_tensor(data.train), to_tensor(data.test)
-    method.prepare(train_images)
+    source = rd.checkpoint if train or weights is None else Path(weights)
+    state = None  # the checkpoint a resume continues or a re-scoring loads: it fixes what prepare decided
+    if not train:
+        state = _read_trained(source, device)
+    elif method.fixed_keys and source.is_file():
+        state = load_checkpoint(source, "cpu")
+    prepare_method(method, train_images, state, source)
     curve = None
     if train:
         rd.write_config(cfg)
@@ -207,8 +242,9 @@ def execute(
             curve = LearningCurve(
                 cfg, method, train_images, test_images, data.test_labels, device, rd, final, rd.checkpoint.is_file()
             )
-        result = fit(method, train_images, settings, device, rd.checkpoint, on_epoch_end, curve)
+        result = fit(method, train_images, settings, device, rd.checkpoint, on_epoch_end, curve, method.fixed_state())
         fit_seconds, ips, curve_seconds = result.fit_seconds, result.images_per_second, result.hook_seconds
+        sessions: dict[str, Any] = {"resumed": result.resumed_from_epoch > 0, "sessions": result.sessions}
         training = {
             "epochs": result.epochs,
             "steps": result.steps,
@@ -216,12 +252,10 @@ def execute(
             "precision": result.precision,
         }
     else:
-        source = Path(weights) if weights is not None else rd.checkpoint
-        if not source.is_file():
-            raise FileNotFoundError(f"no checkpoint at {source}; run `con2 train` for that run directory first")
+        assert state is not None  # read above, before prepare
         method.to(device)
-        _load_trained(method, source, device, source.parent / CONFIG, cfg)
-        fit_seconds, ips, curve_seconds = 0.0, None, 0.0
+        _load_trained(method, state, source, source.parent / CONFIG, cfg)
+        fit_seconds, ips, curve_seconds, sessions = 0.0, None, 0.0, {}
         training = {"epochs": 0, "steps": 0, "resumed_from_epoch": None}
 
     t_score = time.perf_counter()
@@ -256,6 +290,7 @@ def execute(
             "wall_seconds": time.perf_counter() - t_wall,
             "images_per_second": ips,
             **({"curve_seconds": curve_seconds} if curve is not None else {}),
+            **sessions,
         },
         extras=out.extras,
         scoring=out.scoring or None,

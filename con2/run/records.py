@@ -86,6 +86,12 @@ RECORD_SCHEMA: dict[str, Any] = {
                 "score_seconds": _number,
                 "wall_seconds": _number,
                 "images_per_second": _nullable_number,
+                "curve_seconds": _number,  # the learning curve's scoring (config score_at), not in fit_seconds
+                # since issue 32: whether training resumed from a checkpoint, and how many training sessions
+                # fit_seconds, curve_seconds and images_per_second add up (resumed with 1: an older checkpoint
+                # kept no time, so the sessions before the resume are missing); absent in older records
+                "resumed": {"type": "boolean"},
+                "sessions": {"type": "integer", "minimum": 1},
             },
         },
         "peak_memory_mb": _nullable_number,
@@ -214,6 +220,16 @@ def read_record(path: str | Path) -> dict[str, Any]:
     return record
 
 
+INTEGER_TIMING = ("sessions",)  # timing entries kept as integers (the rest are seconds or rates: floats)
+
+
+def timing_value(key: str, value: float | bool | None) -> float | bool | int | None:
+    """A record's ``timing`` entry: None and booleans as they are, :data:`INTEGER_TIMING` as integers, else a float."""
+    if value is None or isinstance(value, bool):
+        return value
+    return int(value) if key in INTEGER_TIMING else float(value)
+
+
 def build_record(
     *,
     dataset: str,
@@ -229,7 +245,7 @@ def build_record(
     split_seed: int | None = None,
     split_sha256: str | None = None,
     batch_size: int | None = None,
-    timing: Mapping[str, float | None] | None = None,
+    timing: Mapping[str, float | bool | None] | None = None,
     extras: Mapping[str, Any] | None = None,
     scoring: Mapping[str, Any] | None = None,
     method_card: Mapping[str, Any] | None = None,
@@ -249,7 +265,7 @@ def build_record(
             mean the same train and test ids).
         batch_size: the effective batch size (images per optimiser step), if the run trained.
         timing: ``fit_seconds``, ``score_seconds``, ``wall_seconds`` (missing ones are 0),
-            ``images_per_second``.
+            ``images_per_second``, ``curve_seconds``; ``resumed`` (bool) and ``sessions`` (int) as given.
         extras: further metrics (e.g. ``silhouette``), stored beside ``auroc``.
         scoring: per score, which reading is its headline (JSON-serialisable; method-defined).
         method_card: the method spec's card of this run (labels, paper rows, tags).
@@ -287,7 +303,7 @@ def build_record(
             "auroc_ci": auroc_intervals(labels, scores),  # 95% DeLong interval per column (con2.maths.stats)
             **(extras or {}),
         },
-        "timing": {k: (None if v is None else float(v)) for k, v in times.items()},
+        "timing": {k: timing_value(k, v) for k, v in times.items()},
         "peak_memory_mb": peak_memory_mb,
         "n_train": int(n_train),
         "n_test": int(len(labels)),

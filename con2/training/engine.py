@@ -22,7 +22,7 @@ import math
 import random
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -63,16 +63,59 @@ class TrainSettings:
 
 @dataclass
 class TrainResult:
-    """What the loop measured."""
+    """What the loop measured: the times and rate of the whole run, every session of a resumed one
+    included (as far as its checkpoints kept them: ``sessions``)."""
 
     epochs: int
     steps: int
     fit_seconds: float
-    images_per_second: float
+    images_per_second: float  # every image trained on over fit_seconds
     resumed_from_epoch: int
     last_terms: dict[str, float] = field(default_factory=dict)
     precision: str = "float32"  # "bfloat16-autocast" where autocast ran (CUDA; CPUs with native bf16)
     hook_seconds: float = 0.0  # time spent in on_epoch_trained (not in fit_seconds)
+    sessions: int = 1  # the training sessions (this one and those before a resume) whose time the seconds add up
+
+
+@dataclass(frozen=True)
+class SpentTime:
+    """What training has cost so far, over every session of a run: kept in each checkpoint (``timing``) so a
+    resumed run reports the whole run's time, not only the last session's."""
+
+    fit_seconds: float = 0.0  # training steps and checkpoints (not the on_epoch_trained hook)
+    curve_seconds: float = 0.0  # the on_epoch_trained hook (a learning curve's scoring)
+    images: int = 0  # images trained on
+    sessions: int = 0  # sessions whose time is counted
+
+    def as_state(self) -> dict[str, float | int]:
+        """The checkpoint's ``timing`` entry (plain numbers: ``weights_only`` loading reads them)."""
+        return {
+            "fit_seconds": self.fit_seconds,
+            "curve_seconds": self.curve_seconds,
+            "images": self.images,
+            "sessions": self.sessions,
+        }
+
+    @classmethod
+    def from_state(cls, state: object) -> SpentTime:
+        """The ``timing`` entry of a checkpoint; none (a checkpoint of an older con2) or a damaged one: nothing
+        counted (then only the sessions from here on are timed, and the record says how many)."""
+        if not isinstance(state, dict):
+            return cls()
+        try:
+            spent = cls(
+                float(state["fit_seconds"]), float(state["curve_seconds"]), int(state["images"]), int(state["sessions"])
+            )
+        except (KeyError, TypeError, ValueError):
+            return cls()
+        values = (spent.fit_seconds, spent.curve_seconds, spent.images, spent.sessions)
+        return spent if all(math.isfinite(v) and v >= 0 for v in values) else cls()
+
+    def plus(self, fit_seconds: float, curve_seconds: float, images: int) -> SpentTime:
+        """This time and one more session's."""
+        return SpentTime(
+            self.fit_seconds + fit_seconds, self.curve_seconds + curve_seconds, self.images + images, self.sessions + 1
+        )
 
 
 def select_device(name: str = "auto") -> torch.device:
@@ -315,6 +358,7 @@ def fit(
     checkpoint_path: Path | None = None,
     on_epoch_end: Callable[[int], None] | None = None,
     on_epoch_trained: Callable[[int], None] | None = None,
+    fixed: Mapping[str, str] | None = None,
 ) -> TrainResult:
     """Train ``model`` on uint8 images ``[N, C, H, W]`` (CPU tensor) and return timings.
 
@@ -324,6 +368,10 @@ def fit(
     ``on_epoch_trained(e)`` runs before that epoch's checkpoint (so a checkpoint never gets ahead of
     it: e.g. a learning curve's scoring), ``on_epoch_end(e)`` after it. The loop knows nothing of
     what they do; they must leave the weights and the training mode as they found them.
+
+    ``fixed``: entries every checkpoint keeps as they are (what the method decided before training:
+    :meth:`con2.methods.base.Method.fixed_state`). Each checkpoint also keeps the time spent so far
+    (:class:`SpentTime`), so the result of a resumed run counts every session's seconds and images.
     """
     if images.dtype != torch.uint8 or images.ndim != 4:
         raise ValueError(f"expected uint8 images [N, C, H, W], got {images.dtype} {tuple(images.shape)}")
@@ -336,7 +384,7 @@ def fit(
     resident = images.to(device)  # the whole uint8 training set, moved once
     optimizer, scheduler = make_optimizer(model, settings, device, total_steps)
 
-    start_epoch, step = 0, 0
+    start_epoch, step, before = 0, 0, SpentTime()
     if checkpoint_path is not None and checkpoint_path.is_file():
         state = load_checkpoint(checkpoint_path, device)
         if state.get("fingerprint") != settings.fingerprint:
@@ -348,6 +396,7 @@ def fit(
         optimizer.load_state_dict(state["optimizer"])
         scheduler.load_state_dict(state["scheduler"])
         start_epoch, step = state["epoch"], state["step"]
+        before = SpentTime.from_state(state.get("timing"))
         if settings.progress or start_epoch:
             print(f"resuming from {checkpoint_path} at epoch {start_epoch} (step {step})", flush=True)
 
@@ -366,10 +415,16 @@ def fit(
                     "scheduler": scheduler.state_dict(),
                     "fingerprint": settings.fingerprint,
                     **({"config": settings.config} if settings.config else {}),
+                    **dict(fixed or {}),
+                    "timing": spent().as_state(),
                 },
                 checkpoint_path,
             )
             fault_point("after_checkpoint", epoch=epoch)  # tests: a Ctrl-C or kill right here
+
+    def spent() -> SpentTime:
+        """The time of the sessions before this one plus this one's so far."""
+        return before.plus(time.perf_counter() - t0 - hook_seconds, hook_seconds, trained_images)
 
     if settings.compile:
         compile_submodules(model)
@@ -439,16 +494,17 @@ def fit(
             checkpoint(done)
         if on_epoch_end is not None:
             on_epoch_end(done)
-    seconds = time.perf_counter() - t0 - hook_seconds
+    total = spent()
     return TrainResult(
         epochs=epochs,
         steps=step,
-        fit_seconds=seconds,
-        images_per_second=trained_images / seconds if seconds > 0 else float("nan"),
+        fit_seconds=total.fit_seconds,
+        images_per_second=total.images / total.fit_seconds if total.fit_seconds > 0 else float("nan"),
         resumed_from_epoch=start_epoch,
         last_terms=terms,
         precision="bfloat16-autocast" if autocast else "float32",
-        hook_seconds=hook_seconds,
+        hook_seconds=total.curve_seconds,
+        sessions=total.sessions,
     )
 
 
