@@ -43,3 +43,18 @@ def test_no_report_outside_the_block(tiny) -> None:
         pass
     m.score(images(6, 0), images(5, 1), CPU)
     assert seen == []
+
+
+def test_the_console_line_comes_at_most_every_interval_and_never_for_the_last_pass(capsys) -> None:
+    from con2.run.execute import scoring_printer
+
+    every = scoring_printer(every_s=0.0)
+    for done in range(1, 5):
+        every(done, 4)
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split(", about")[0] for line in lines] == [f"scoring: {i} of 4 passes" for i in (1, 2, 3)]
+    assert all(line.endswith(" min left") for line in lines)
+    quiet = scoring_printer(every_s=3600.0)  # a scoring done within the interval says nothing
+    for done in range(1, 5):
+        quiet(done, 4)
+    assert capsys.readouterr().out == ""

@@ -32,6 +32,7 @@ from con2.run.rundir import CHECKPOINT, CONFIG, FEATURES, RECORD, SCORES, RunDir
 from con2.training.checkpoints import check_trained_config, copy_checkpoint, load_checkpoint
 from con2.training.curve import LearningCurve
 from con2.training.engine import TrainSettings, fit, planned_steps, select_device
+from con2.training.evaluation import ScoringProgress, scoring_progress
 
 __all__ = [
     "CHECKPOINT",
@@ -63,6 +64,27 @@ def _peak_memory_mb(device: torch.device) -> float:
     if device.type == "cuda":
         mb = max(mb, torch.cuda.max_memory_allocated(device) / 2**20)
     return float(mb)
+
+
+SCORING_EVERY_S = 30.0  # at most one scoring progress line this often
+
+
+def scoring_printer(every_s: float = SCORING_EVERY_S) -> ScoringProgress:
+    """A sign of life for a long scoring: ``scoring: 12 of 41 passes, about 3.2 min left`` at most every
+    ``every_s`` seconds (never for a scoring done within that time), the time left from the pace so far."""
+    start = time.perf_counter()
+    last = start
+
+    def report(done: int, total: int) -> None:
+        nonlocal last
+        now = time.perf_counter()
+        if now - last < every_s or done >= total:
+            return
+        last = now
+        left = (now - start) / done * (total - done)
+        print(f"scoring: {done} of {total} passes, about {left / 60:.1f} min left", flush=True)
+
+    return report
 
 
 def to_tensor(images: np.ndarray) -> torch.Tensor:
@@ -259,7 +281,8 @@ def execute(
         training = {"epochs": 0, "steps": 0, "resumed_from_epoch": None}
 
     t_score = time.perf_counter()
-    out = method.score(train_images, test_images, device)
+    with scoring_progress(scoring_printer() if cfg.progress else None):
+        out = method.score(train_images, test_images, device)
     score_seconds = time.perf_counter() - t_score
 
     if not train:
