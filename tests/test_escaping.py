@@ -282,3 +282,19 @@ def test_terminal_safe_escapes_controls_only() -> None:
     assert terminal_safe("a\tb\nc\x1b[2J\x9b\u202e") == "a\\x09b\nc\\x1b[2J\\x9b\\u202e"
     assert terminal_safe("plain ± é 中") == "plain ± é 中"
     assert np.all([not CONTROL.search(terminal_safe(chr(i))) for i in range(0x2000) if chr(i) != "\n"])
+
+
+def test_the_run_directory_fixes_quote_the_path(tmp_path: Path) -> None:
+    """A run directory's refusals (a lock that is a link or no file) print the ``rm`` to copy, quoted."""
+    from con2.run.lock import _not_a_lock, link_refusal
+
+    folder = tmp_path / HOSTILE_DIR
+    folder.mkdir()
+    link = folder / ".lock"
+    link.symlink_to(tmp_path / "victim")
+    for message, argv in (
+        (str(link_refusal(link)), ["rm", str(link)]),
+        (str(_not_a_lock(folder / ".lock", "a folder")), ["rm", "-r", str(folder / ".lock")]),
+    ):
+        (command,) = re.findall(r"`(rm [^`]*)`", message)
+        assert shlex.split(command) == argv, message
