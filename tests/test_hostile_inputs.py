@@ -161,7 +161,7 @@ def test_markdown_cells_escape_tags_and_plain_cells_stay_as_they_were() -> None:
     rows = [[HOSTILE["img"], "1.0"], [HOSTILE["script"], "2.0"], ["R&D", "3.0"]]
     md = Table("t", "T", ["method", "AUROC"], rows, pd.DataFrame()).markdown()
     assert "<" not in md, md
-    assert "&lt;img src=x onerror=alert(2)>" in md and "R&amp;D" in md
+    assert "&lt;img src=x onerror=alert(2)>" in md and "R&D" in md  # a bare '&' opens no entity: as written
 
 
 # ------------------------------------------------------------------------------------------ 8: sizes
@@ -414,13 +414,22 @@ def test_workflow_cases_stop_before_any_job_with_one_error(tmp_path: Path) -> No
 
 
 def external_record(wd: Path, method: str, label: str) -> None:
-    """A record of method ``method`` labelled ``label``, as ``python -m con2.run.external`` writes it."""
+    """A record of method ``method`` labelled ``label``, as ``python -m con2.run.external`` writes it;
+    a label the command refuses (``<``, a backtick: tests/test_escaping.py) is then written into the
+    record's ``method_card`` by hand, as an edited or foreign record would carry it."""
     scores = wd / f"{method}.csv"
     scores.write_text("label,nnd\n" + "".join(f"{i % 2},{(i * 7) % 10 / 10}\n" for i in range(20)))
     cmd = [sys.executable, "-m", "con2.run.external", "--scores", str(scores), "--dataset", "digits"]
     cmd += ["--normal-class", "0", "--method", method, "--seed", "0", "--n-train", "10", "--label", label]
     cmd += ["--run-dir", f"results/runs/digits/0/{method}/default/seed0"]
-    res = subprocess.run(cmd, cwd=wd, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    res = subprocess.run(cmd, cwd=wd, capture_output=True, text=True, env=env)
+    if res.returncode == 2 and "--label: " in res.stderr:  # refused: written plain, then edited
+        res = subprocess.run([*cmd[:-3], "Plain", *cmd[-2:]], cwd=wd, capture_output=True, text=True, env=env)
+        path = wd / cmd[-1] / "record.json"
+        record = json.loads(path.read_text())
+        record["method_card"]["label"] = label
+        path.write_text(json.dumps(record))
     assert res.returncode == 0, res.stderr
 
 

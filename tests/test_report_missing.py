@@ -25,6 +25,7 @@ SKIPPED = {
     "reason": "pneumoniamnist: pneumoniamnist.npz not found in /d or /d/medmnist. Fix: run `con2 data get "
     "pneumoniamnist --size 28 --data-dir /d` (needs a network, no credentials), or copy it.",
     "fix": "con2 data get pneumoniamnist --data-dir /d --size 28",
+    "data_dir": "/d",
 }
 STATUS = {"breastmnist/28": {"dataset": "breastmnist", "size": 28, "status": "ok"}, "pneumoniamnist/28": SKIPPED}
 
@@ -52,7 +53,7 @@ def test_the_missing_table_is_in_the_registry_and_built_by_all() -> None:
 
 def test_nothing_missing_is_said_in_one_line(runs: pd.DataFrame, config: dict, no_weights: Path) -> None:
     t = missing(inputs_of(runs, None, config, status={"breastmnist/28": STATUS["breastmnist/28"]}))
-    assert t.rows == [] and t.notes == [] and list(t.data.columns) == ["kind", "name", "what", "why", "fix"]
+    assert t.rows == [] and t.notes == [] and list(t.data.columns) == ["kind", "name", "what", "why", "fix", "command"]
     line = "Nothing is missing: every dataset's data and every method's pretrained weights were found."
     assert t.markdown().splitlines()[4] == f"| {line} |  |  |"
     assert line in t.html() and line in t.latex()
@@ -83,14 +84,14 @@ def test_missing_data_and_weights_one_short_line_in_the_tables_the_fixes_in_one_
     ]
     data_row, weights_row = fixes.rows
     assert data_row[1] == "skipped: pneumoniamnist.npz not found in /d or /d/medmnist"
-    assert data_row[2].startswith("`con2 data get pneumoniamnist --data-dir /d --size 28`, or for data already on disk")
+    assert data_row[2].startswith("command (1) below, or for data already on disk")  # the commands: under the table
     assert weights_row[1].startswith("not run: needs the pretrained weights 'torchvision/resnet152-imagenet1k-v1'")
     assert f"was found in {no_weights}" in weights_row[1] and "get it" not in weights_row[1]
     assert weights_row[2].startswith("get it on a machine with internet access: `curl -L -o resnet152-394f9c45.pth ")
     assert all(r[2].endswith("then run the same snakemake command again") for r in fixes.rows)
     assert fixes.data[["kind", "name"]].values.tolist() == [["data", "pneumoniamnist/28"], ["weights", "panda/default"]]
-    assert "`con2 data get pneumoniamnist --data-dir /d --size 28`" in fixes.markdown()
-    assert "<code>con2 data get pneumoniamnist --data-dir /d --size 28</code>" in fixes.html()
+    assert "\ncon2 data get pneumoniamnist --data-dir /d --size 28\n```\n" in fixes.markdown()
+    assert "\ncon2 data get pneumoniamnist --data-dir /d --size 28</code></pre>" in fixes.html()
     # without a data status (a builder called by hand) only the weights are checked, and it says so
     by_hand = missing(inputs_of(runs, paper, cfg))
     assert len(by_hand.rows) == 1 and "No data status was given" in by_hand.notes[-1]

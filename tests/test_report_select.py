@@ -32,6 +32,7 @@ def test_a_dataset_without_runs_says_not_in_the_profile_or_skipped_with_why_and_
             "pneumoniamnist --size 28 --data-dir /d` (needs a network, no credentials), or copy it. (download: false "
             "in the profile)",
             "fix": "con2 data get pneumoniamnist --data-dir /d --size 28",
+            "data_dir": "/d",
         },
     }
     notes = table1_medical(inputs_of(runs, paper, cfg, status=status)).notes
@@ -49,9 +50,13 @@ def test_a_dataset_without_runs_says_not_in_the_profile_or_skipped_with_why_and_
         [
             "PneumoniaMNIST: its data (28 px)",
             "skipped: pneumoniamnist.npz not found in /d or /d/medmnist (download: false in the profile)",
-            "`con2 data get pneumoniamnist --data-dir /d --size 28`, or for data already on disk elsewhere "
+            "command (1) below, or for data already on disk elsewhere "
             "`--config data_dir=DIR`; then run the same snakemake command again",
         ]
+    ]
+    assert fixes.code == [
+        "# (1) PneumoniaMNIST: its data (28 px)",
+        "con2 data get pneumoniamnist --data-dir /d --size 28",
     ]
     assert any(n.startswith("In this profile, no run of a main variant here yet: Kvasir") for n in notes)
     assert not any("BreastMNIST" in n and "profile" in n for n in notes)  # it ran

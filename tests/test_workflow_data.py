@@ -159,7 +159,7 @@ def test_offline_without_data_ends_with_the_skipped_data_summary(tmp_path: Path)
     for name, label in (("breastmnist", "BreastMNIST"), ("pneumonia", "Pneumonia")):
         assert f"- {label}: skipped, its data are missing (how to get them: results/tables/missing.md).\n" in table1
         assert f"| {label}: its data (28 px) | skipped: " in fixes, fixes
-        assert f"`con2 data get {name} --data-dir ../data --size 28`, or for data already on disk" in fixes
+        assert f"\ncon2 data get {name} --data-dir ../data --size 28\n" in fixes  # in the code block under the table
     assert "con2 data get" not in table1 and "in one file: results/tables/missing.md" in text
     assert "- Not in this profile: OctMNIST, Kvasir, BR35H, Melanoma (" in table1 and "Not run in" not in table1
     assert not list(empty.rglob("*.npz")) and not any(p.name.startswith(".") for p in empty.rglob("*"))

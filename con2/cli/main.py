@@ -34,6 +34,7 @@ from con2.paths import RULE_METHODS_DIR
 from con2.run.rundir import RunDir
 from con2.run.runner import run
 from con2.run.signals import sigterm_as_interrupt
+from con2.text import shell_command
 
 # Start-up imports only the standard library, yaml and con2's light modules (config, errors,
 # rundir, runner, the grid): `con2 --help` and a re-run of a finished `con2 train` answer without loading torch,
@@ -187,10 +188,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     src.check_links()  # its config.yaml and checkpoint.pt are read: never through a link
     if not src.config.is_file():
         raise ConfigError(f"{src.path} holds no {src.config.name}; pass the run directory written by `con2 train`")
-    fix = (
-        f"restore it from a backup, or retrain the run (`con2 train --run-dir {src.path} --force` with its "
-        f"configuration); con2 train wrote it"
-    )
+    retrain = shell_command("con2", "train", "--run-dir", src.path, "--force")
+    fix = f"restore it from a backup, or retrain the run (`{retrain}` with its configuration); con2 train wrote it"
     stored = read_yaml_mapping(src.config, what="run configuration", fix=fix)
     spec = get_spec(str(stored.get("method", RunConfig.method)))
     evaluate_overrides(args.set, tuple(getattr(spec, "scoring_params", ())))

@@ -35,6 +35,7 @@ from con2.data.cache import Found, SourceTable
 from con2.data.fileops import atomic_path, extract_into, file_digest, partial_name, remove, text_digest
 from con2.data.source import DatasetInfo, Source
 from con2.errors import read_failure
+from con2.text import exception_text, shell_command
 
 CIFAR10_CLASSES = (
     "airplane",
@@ -172,10 +173,11 @@ SPECS = {
 
 
 def get_fix(name: str, data_dir: Path) -> str:
-    """The command (or manual step) that gets the files."""
+    """The command (or manual step) that gets the files; the command quoted for a shell."""
     spec = SPECS[name]
     return (
-        f"Fix: run `con2 data get {name} --data-dir {data_dir}` (needs a network, no credentials), or download "
+        f"Fix: run `{shell_command('con2', 'data', 'get', name, '--data-dir', data_dir)}` (needs a network, no "
+        "credentials), or download "
         f"https://www.cs.toronto.edu/~kriz/{spec.archive} and extract it so that {data_dir / spec.folder}/ exists."
     )
 
@@ -318,7 +320,8 @@ def download_archive(name: str, data_dir: Path) -> Path:
                 f"{name}: the downloaded {spec.archive} failed torchvision's md5 check ({exc}); it was deleted. {fix}"
             ) from exc
         except OSError as exc:  # URLError, ConnectionError, timeouts
-            raise DataError(f"{name}: cannot download {spec.archive} ({exc}); no network? {fix}") from exc
+            why = exception_text(exc)
+            raise DataError(f"{name}: cannot download {spec.archive} ({why}); no network? {fix}") from exc
         read_folder(work / spec.folder, name, fix)
         with atomic_path(data_dir / spec.folder) as tmp:
             (work / spec.folder).rename(tmp)

@@ -18,6 +18,7 @@ from con2.data.cache import Found, SourceTable
 from con2.data.fileops import extract_into
 from con2.data.folders import folder_table, require_dirs
 from con2.data.source import DatasetInfo, Source
+from con2.text import shell_command
 
 CLASSES = (
     "acorn",
@@ -60,16 +61,22 @@ LAYOUT = tuple((split, c, f"{folder}/{c}") for split, folder in SPLITS for c in 
 
 
 def instructions(data_dir: Path) -> str:
-    """The exact manual download steps."""
+    """The exact manual download steps; each command quoted for a shell."""
     dest = data_dir / "imagenet30"
+    steps = [
+        shell_command("pip", "install", "gdown"),
+        shell_command("mkdir", "-p", dest),
+        shell_command("cd", dest),
+        *(shell_command("gdown", DRIVE_IDS[split]) for split in ("one_class_train", "one_class_test")),
+        *(shell_command("tar", "-xf", f"{split}.tar") for split in ("one_class_train", "one_class_test")),
+    ]
     return (
-        f"Fix (manual download, ~20 GB, from the README of hendrycks/ss-ood): `pip install gdown && mkdir -p {dest} && "
-        f"cd {dest} && gdown {DRIVE_IDS['one_class_train']} && gdown {DRIVE_IDS['one_class_test']} && "
-        f"tar -xf one_class_train.tar && tar -xf one_class_test.tar` (or open "
+        f"Fix (manual download, ~20 GB, from the README of hendrycks/ss-ood): `{' && '.join(steps)}` (or open "
         f"https://drive.google.com/file/d/{DRIVE_IDS['one_class_train']} and "
         f"https://drive.google.com/file/d/{DRIVE_IDS['one_class_test']} in a browser), so that "
         f"{dest}/one_class_train/acorn/ "
-        f"and {dest}/one_class_test/acorn/ exist; then run `con2 data get imagenet30 --data-dir {data_dir}`."
+        f"and {dest}/one_class_test/acorn/ exist; then run "
+        f"`{shell_command('con2', 'data', 'get', 'imagenet30', '--data-dir', data_dir)}`."
     )
 
 

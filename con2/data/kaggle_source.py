@@ -32,6 +32,7 @@ from con2.data.fileops import PARTIAL, atomic_path, extract_into, partial_name, 
 from con2.data.folders import fingerprint, folder_table, open_image, require_dirs
 from con2.data.source import DatasetInfo, Source
 from con2.errors import write_failure
+from con2.text import shell_command
 
 DOGS_CATS_RE = re.compile(r"^(?:.*/)?(cat|dog)\.(\d+)\.jpg$")
 DOGS_CATS_TRAIN_MAX = 10000  # N < 10000 trains, N >= 10000 tests (Golan and El-Yaniv 2018)
@@ -64,10 +65,10 @@ class KaggleSpec:
         return f"https://www.kaggle.com/datasets/{self.ref}"
 
     def command(self, dest: Path) -> str:
-        """The ``kaggle`` CLI command that downloads it into ``dest``."""
+        """The ``kaggle`` CLI command that downloads it into ``dest``, quoted for a shell."""
         if self.competition:
-            return f"kaggle competitions download -c {self.ref} -p {dest}"
-        return f"kaggle datasets download -d {self.ref} -p {dest} --unzip"
+            return shell_command("kaggle", "competitions", "download", "-c", self.ref, "-p", dest)
+        return shell_command("kaggle", "datasets", "download", "-d", self.ref, "-p", dest, "--unzip")
 
 
 def _split_layout(splits: Sequence[str], classes: Sequence[str]) -> tuple[tuple[str, str, str], ...]:
@@ -115,16 +116,21 @@ SPECS: dict[str, KaggleSpec] = {
 # --------------------------------------------------------------------------- messages
 
 
+def get_command(name: str, data_dir: Path) -> str:
+    """``con2 data get NAME --data-dir DIR``, quoted for a shell."""
+    return shell_command("con2", "data", "get", name, "--data-dir", data_dir)
+
+
 def _manual_fix(name: str, spec: KaggleSpec, data_dir: Path) -> str:
     if spec.competition:
         return (
-            f"Fix: run `con2 data get {name} --data-dir {data_dir}` (Kaggle credentials and the rules accepted at "
+            f"Fix: run `{get_command(name, data_dir)}` (Kaggle credentials and the rules accepted at "
             f"https://www.kaggle.com/competitions/{spec.ref}/rules), or download train.zip from {spec.url} "
             f"and put it in {data_dir / name}/."
         )
     where = data_dir / name / spec.root if spec.root else data_dir / name
     return (
-        f"Fix: run `con2 data get {name} --data-dir {data_dir}` (needs Kaggle credentials), or run "
+        f"Fix: run `{get_command(name, data_dir)}` (needs Kaggle credentials), or run "
         f"`{spec.command(data_dir / name)}`, or download {spec.url} by hand and unzip it so that {where}/ "
         f"holds {', '.join(sorted({rel.split('/')[0] for _, _, rel in spec.layout}))}."
     )
@@ -137,7 +143,7 @@ def credentials_help(name: str, spec: KaggleSpec, data_dir: Path) -> str:
     return (
         f"Fix: create an API token at https://www.kaggle.com/settings/api and save it as {cfg / 'kaggle.json'} "
         f"(chmod 600), or export KAGGLE_USERNAME and KAGGLE_KEY (or KAGGLE_API_TOKEN){rules}; then run "
-        f"`con2 data get {name} --data-dir {data_dir}`. Without an account: download {spec.url} by hand into "
+        f"`{get_command(name, data_dir)}`. Without an account: download {spec.url} by hand into "
         f"{data_dir / name}/."
     )
 
@@ -394,7 +400,7 @@ def how_to_get(name: str, data_dir: Path) -> str:
     """``con2 data get`` with credentials, the ``kaggle`` command, or the page to download by hand."""
     spec = SPECS[name]
     return (
-        f"`con2 data get {name} --data-dir {data_dir}` with Kaggle credentials (~/.kaggle/kaggle.json or "
+        f"`{get_command(name, data_dir)}` with Kaggle credentials (~/.kaggle/kaggle.json or "
         f"KAGGLE_USERNAME/KAGGLE_KEY), or `{spec.command(data_dir / name)}`, or {spec.url} by hand into "
         f"{data_dir / name}/"
     )

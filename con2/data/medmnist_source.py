@@ -28,6 +28,7 @@ from con2.data.cache import Found, SourceTable
 from con2.data.fileops import atomic_path, file_digest
 from con2.data.source import DatasetInfo, Source
 from con2.errors import read_failure
+from con2.text import exception_text, shell_command
 
 SPLIT_KEYS = ("train_images", "train_labels", "val_images", "val_labels", "test_images", "test_labels")
 SIZES = (28, 64, 128, 224)
@@ -77,11 +78,13 @@ def check_size(flag: str, size: int) -> None:
 
 
 def get_fix(flag: str, size: int, data_dir: Path) -> str:
-    """The command (or manual step) that gets the file."""
+    """The command (or manual step) that gets the file; each command quoted for a shell."""
     name = npz_filename(flag, size)
+    get = shell_command("con2", "data", "get", flag, "--size", size, "--data-dir", data_dir)
+    root = data_dir / "medmnist"
+    medmnist = shell_command("python", "-m", "medmnist", "download", f"--size={size}", f"--root={root}")
     return (
-        f"Fix: run `con2 data get {flag} --size {size} --data-dir {data_dir}` (needs a network, no credentials), or "
-        f"`python -m medmnist download --size={size} --root={data_dir / 'medmnist'}`, or copy {name} from "
+        f"Fix: run `{get}` (needs a network, no credentials), or `{medmnist}`, or copy {name} from "
         f"https://zenodo.org/records/10519652 to {data_dir / 'medmnist' / name}."
     )
 
@@ -296,7 +299,8 @@ def download_npz(flag: str, size: int, data_dir: Path, progress: bool = True) ->
             _fetch_url(url, tmp, progress)
         except OSError as exc:  # URLError, ConnectionError, timeouts, HTTP errors
             raise DataError(
-                f"{flag}: cannot download {url} to {final} ({exc}); no network? {get_fix(flag, size, data_dir)}"
+                f"{flag}: cannot download {url} to {final} ({exception_text(exc)}); no network? "
+                f"{get_fix(flag, size, data_dir)}"
             ) from exc
         got = file_digest(tmp, "md5")
         if got != md5:

@@ -6,24 +6,17 @@ Each failure is a :class:`GridError` naming the profile key at fault.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from typing import Any
 
 from con2 import config as run_configs
 from con2.errors import ConfigError
 from con2.paths import NAME_PATTERN, is_name
+from con2.text import UNSAFE_TEXT  # what a profile's strings may not hold (an external label neither)
 
 
 class GridError(ValueError):
     """The profile config names something that does not exist; the message names the key."""
-
-
-# Characters no string of a profile may hold: every value reaches a rule's params (Snakemake's HTML
-# report embeds them as JSON in a <script> element), a table's notes or the report's text (reST,
-# where `...`_ is a link): '<' (an HTML tag, '</script>'), '`' (reST links, Markdown code) and control
-# characters (a line break in a name, a title, a log line). ('>' alone opens nothing: "0->1" stays.)
-UNSAFE_TEXT = re.compile(r"[<`\x00-\x1f\x7f]")
 
 
 def check_profile_text(config: Any, where: str = "") -> None:

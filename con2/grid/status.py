@@ -11,7 +11,8 @@
 * :func:`merge_status`: those files of a grid as one mapping (the ``data_status`` checkpoint);
 * :func:`summary_lines`: the block printed at the very end of a workflow run: every dataset
   skipped (or, with ``strict``, failed), every record the aggregation left out (corrupt, invalid,
-  misplaced) with its fix, and the records aggregated although outside the grid.
+  misplaced) with its fix, and the records aggregated although outside the grid; each command
+  quoted for a shell, each line free of control characters (:mod:`con2.text`).
 
 No network here: downloads happen inside the data layer (``con2.data``), whose network boundary
 tests replace.
@@ -22,26 +23,41 @@ from __future__ import annotations
 import csv
 import json
 import os
+import shlex
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from con2.paths import data_marker
+from con2.text import shell_command, terminal_safe
 
 UNAVAILABLE = "con2 workflow: unavailable: "  # prefix of the line prepare_data logs when it fails (strict)
 
 
-def fix_command(dataset: str, size: int, data_dir: str | Path) -> str:
-    """The command that puts ``dataset`` on disk at ``size`` (downloads where it can); ``data_dir``
-    as given, normalised (``a/../b`` is ``b``). A ``data_dir`` that exists but is no folder
-    (``/etc/passwd``) is the problem itself: the fix then names another one first."""
+def get_command(dataset: str, size: int | None, data_dir: str | Path) -> str:
+    """``con2 data get DATASET --data-dir DIR --size N`` (no ``--size`` without one), each word
+    quoted for a shell (:func:`con2.text.shell_command`): a ``data_dir`` with a space or ``;``
+    stays one argument."""
+    sized = ["--size", int(size)] if size else []
+    return shell_command("con2", "data", "get", dataset, "--data-dir", data_dir, *sized)
+
+
+def data_fix(dataset: str, size: int | None, data_dir: str | Path) -> tuple[str, str]:
+    """``(what to do first, command)`` that puts ``dataset`` on disk at ``size`` (downloads where it
+    can): :func:`get_command` into ``data_dir`` as given, normalised (``a/../b`` is ``b``). A
+    ``data_dir`` that exists but is no folder (``/etc/passwd``) is the problem itself: first another
+    one, and the command names ``DIR``."""
     where = os.path.normpath(data_dir)
     if os.path.exists(where) and not os.path.isdir(where):  # the fix is another data_dir, not a download there
-        return (
-            f"--config data_dir=DIR (a folder: {where} is not one), then con2 data get {dataset} --data-dir DIR "
-            f"--size {size}"
+        return f"--config data_dir=DIR (a folder: {shlex.quote(where)} is not one), then ", get_command(
+            dataset, size, "DIR"
         )
-    return f"con2 data get {dataset} --data-dir {where} --size {size}"
+    return "", get_command(dataset, size, where)
+
+
+def fix_command(dataset: str, size: int, data_dir: str | Path) -> str:
+    """:func:`data_fix` as one line: what to do first, then the command."""
+    return "".join(data_fix(dataset, size, data_dir))
 
 
 def unknown_class(dataset: str, normal_class: str) -> str | None:
@@ -196,8 +212,9 @@ def summary_lines(
                 m = json.loads(marker.read_text())
             except (OSError, ValueError):
                 continue
-            if m.get("status") == "skipped":
-                skipped.append((dataset, size, m.get("reason", ""), m.get("fix", fix_command(dataset, size, data_dir))))
+            if m.get("status") == "skipped":  # the fix built now: a marker of an older version stored it unquoted
+                fix = fix_command(dataset, size, checked_in(m) or data_dir)
+                skipped.append((dataset, size, m.get("reason", ""), fix))
         elif (reason := _failed_in_log(Path(prepare_log(dataset, size)), since)) is not None:
             failed.append((dataset, size, reason, fix_command(dataset, size, data_dir)))
     outside = outside_grid(runs_csv)
@@ -243,4 +260,4 @@ def summary_lines(
             f"(column in_grid of {runs_csv}; listed in results/logs/evaluate.log); delete a run's directory to drop it."
         )
     lines.append(rule)
-    return lines
+    return [terminal_safe(line) for line in lines]  # a folder name, a reason: no escape sequence reaches the terminal

@@ -23,6 +23,7 @@ import pandas as pd
 
 from con2.atomic import atomic_path
 from con2.faults import fault_point
+from con2.text import code_block, markdown_text
 
 MISSING = "–"
 
@@ -111,6 +112,9 @@ class Table:
         midrules: body row indices before which LaTeX draws a ``\\midrule``.
         lead: lines printed between the title and the table (a one-line summary).
         empty: the one body line of a table without rows (what is missing, the command that fills it).
+        code: command lines (and ``# comment`` lines) for a person to copy, printed under the notes
+            verbatim (a fenced block in Markdown, ``<pre>`` in HTML): never inside a cell, where
+            Markdown's escaping would change them; build each with :func:`con2.text.shell_command`.
     """
 
     name: str
@@ -122,21 +126,28 @@ class Table:
     midrules: list[int] = field(default_factory=list)
     lead: list[str] = field(default_factory=list)
     empty: str = "(no runs)"
+    code: list[str] = field(default_factory=list)
 
     def markdown(self) -> str:
-        def esc(s: str) -> str:  # a cell (a record's label) never opens an HTML tag in a Markdown viewer
-            return str(s).replace("&", "&amp;").replace("<", "&lt;").replace("|", "\\|")
+        """The Markdown file: every free string (a record's label in a cell or a note, a path in a
+        reason) escaped where it could open an HTML tag (:func:`con2.text.markdown_text`), the
+        commands (:attr:`code`) in a fenced block under the notes, shown exactly as they are copied."""
 
-        lines = [f"### {self.title}", ""]
+        def esc(s: str) -> str:  # a cell never opens an HTML tag in a Markdown viewer, nor a new column
+            return markdown_text(s, cell=True)
+
+        lines = [f"### {markdown_text(self.title)}", ""]
         if self.lead:
-            lines += [*self.lead, ""]
+            lines += [*(markdown_text(line) for line in self.lead), ""]
         lines.append("| " + " | ".join(esc(c) for c in self.columns) + " |")
         lines.append("|" + "|".join("---:" if num else "---" for num in self.numeric_columns()) + "|")
         lines += ["| " + " | ".join(esc(c) for c in row) + " |" for row in self.rows]
         if not self.rows:
             lines.append("| " + " | ".join([esc(self.empty)] + [""] * (len(self.columns) - 1)) + " |")
         if self.notes:
-            lines += [""] + [f"{n}" if n.startswith("- ") else f"- {n}" for n in self.notes]
+            lines += [""] + [markdown_text(n if n.startswith("- ") else f"- {n}") for n in self.notes]
+        if self.code:
+            lines += ["", *code_block(self.code)]
         return "\n".join(lines) + "\n"
 
     def numeric_columns(self) -> list[bool]:
@@ -169,6 +180,7 @@ class Table:
         if self.lead or self.notes:
             text = " ".join(latex_escape(n.removeprefix("- ")) for n in [*self.lead, *self.notes])
             out.append("\\par\\smallskip\\footnotesize " + text)
+        out += [f"\\par\\texttt{{{latex_escape(line)}}}" for line in self.code]
         out.append("\\end{table}")
         return "\n".join(out) + "\n"
 
@@ -202,6 +214,7 @@ class Table:
             *body,
             "</tbody></table>",
             *([f'<ul class="notes">{"".join(f"<li>{inline_html(n)}</li>" for n in notes)}</ul>'] if notes else []),
+            *([f"<pre><code>{html.escape(chr(10).join(self.code), quote=False)}</code></pre>"] if self.code else []),
             "</body></html>",
         ]
         return "\n".join(out) + "\n"

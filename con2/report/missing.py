@@ -5,7 +5,9 @@ missing says so in one short line that points here (:data:`~con2.report.artefact
 the long fixes (download commands, where to put the files) are written once, in this table:
 
 * one row per dataset (and image size) the data status says was skipped (``inputs.status``, the
-  workflow's ``results/data/status.json``): why, and the command that gets the data;
+  workflow's ``results/data/status.json``): why, and the command that gets the data, numbered and
+  shown under the table in a code block (quoted for a shell: a cell's Markdown escaping would
+  change it);
 * one row per (method, variant) of the profile's experiments not run because its pretrained weights
   are missing (:func:`con2.report.methods.lacking_weights`): what was looked for where, and how to
   get the file.
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from con2.grid.status import checked_in, data_fix, get_command
 from con2.paper_names import dataset_label
 from con2.report.artefacts import ReportInputs
 from con2.report.format import Table
@@ -24,26 +27,33 @@ from con2.report.methods import lacking_weights
 from con2.report.select import why_skipped
 
 AGAIN = "then run the same snakemake command again"
-COLUMNS = ["kind", "name", "what", "why", "fix"]
+COLUMNS = ["kind", "name", "what", "why", "fix", "command"]
 
 
 def missing(inputs: ReportInputs) -> Table:
     """Rows: each dataset skipped for want of data, then each method variant without its weights; what, why, the fix."""
     runs = inputs.runs if inputs.runs is not None else pd.DataFrame(columns=["method", "variant", "dataset"])
     data: list[dict[str, str]] = []
+    code: list[str] = []
     for key, marker in sorted((inputs.status or {}).items()):
         if marker.get("status") != "skipped":
             continue
         dataset = str(marker.get("dataset", key.split("/")[0]))
         size = marker.get("size") or (key.split("/")[1] if "/" in key else "")
-        fix = marker.get("fix") or f"con2 data get {dataset} --data-dir DIR" + (f" --size {size}" if size else "")
+        where = checked_in(marker)  # the fix built now: a marker of an older version stored it unquoted
+        px = int(size) if size else None
+        first, command = data_fix(dataset, px, where) if where else ("", get_command(dataset, px, "DIR"))
+        what = f"{dataset_label(dataset)}: its data" + (f" ({size} px)" if size else "")
+        code += [f"# ({len(code) // 2 + 1}) {what}", command]
         data.append(
             {
                 "kind": "data",
                 "name": key,
-                "what": f"{dataset_label(dataset)}: its data" + (f" ({size} px)" if size else ""),
+                "what": what,
                 "why": f"skipped: {why_skipped(marker)}",
-                "fix": f"`{fix}`, or for data already on disk elsewhere `--config data_dir=DIR`; {AGAIN}",
+                "fix": f"{first}command ({len(code) // 2}) below, or for data already on disk elsewhere "
+                f"`--config data_dir=DIR`; {AGAIN}",
+                "command": command,
             }
         )
     for lack in lacking_weights(inputs.config, runs, None).values():
@@ -65,6 +75,8 @@ def missing(inputs: ReportInputs) -> Table:
         )
     if inputs.status is None:
         notes.append("No data status was given: only the pretrained weights were checked.")
+    if code:
+        notes.append("The commands below are quoted for a shell: copy them as they are.")
     return Table(
         "missing",
         "What is missing (data, pretrained weights) and how to get it",
@@ -73,6 +85,7 @@ def missing(inputs: ReportInputs) -> Table:
         pd.DataFrame(data, columns=COLUMNS),
         notes,
         empty="Nothing is missing: every dataset's data and every method's pretrained weights were found.",
+        code=code,
     )
 
 

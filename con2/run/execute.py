@@ -29,6 +29,7 @@ from con2.errors import ConfigError
 from con2.methods import Method, build_method, get_spec
 from con2.run.records import build_record
 from con2.run.rundir import CHECKPOINT, CONFIG, FEATURES, RECORD, SCORES, RunDir
+from con2.text import shell_command
 from con2.training.checkpoints import check_trained_config, copy_checkpoint, load_checkpoint
 from con2.training.curve import LearningCurve
 from con2.training.engine import TrainSettings, fit, planned_steps, select_device
@@ -158,8 +159,8 @@ def _read_trained(checkpoint: Path, device: torch.device) -> dict[str, Any]:
     if not checkpoint.is_file():
         raise FileNotFoundError(f"no checkpoint at {checkpoint}; run `con2 train` for that run directory first")
     fix = (
-        f"retrain that run (`con2 train --run-dir {checkpoint.parent} --force` with its configuration), or restore "
-        f"{checkpoint.name} from a backup"
+        f"retrain that run (`{shell_command('con2', 'train', '--run-dir', checkpoint.parent, '--force')}` with its "
+        f"configuration), or restore {checkpoint.name} from a backup"
     )
     return load_checkpoint(checkpoint, device, fix=fix)
 

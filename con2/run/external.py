@@ -34,6 +34,7 @@ from con2.data.rundata import load_run_data
 from con2.errors import Con2Error, write_failure
 from con2.run.records import RecordError, build_record
 from con2.run.rundir import RECORD, RunDir
+from con2.text import unsafe_text
 
 
 def write_external_run(
@@ -135,11 +136,30 @@ def read_score_table(path: str | Path) -> tuple[np.ndarray, dict[str, np.ndarray
 def method_card(label: str | None, score_labels: Mapping[str, str] | None, scores: Mapping[str, Any]) -> dict:
     """The record's ``method_card`` of an external method: its labels (as a registered spec's card)."""
     named = dict(score_labels or {})
+    for option, value in [("label", label or ""), *((f"score label of {s}", v) for s, v in named.items())]:
+        check_label(option, value)
     unknown = sorted(set(named) - set(scores))
     if unknown:
         raise RecordError(f"--score-label names no score column: {', '.join(unknown)}; scores: {', '.join(scores)}")
     card: dict[str, Any] = {"label": label} if label else {}
     return {**card, "score_labels": {s: named.get(s, s) for s in scores}}
+
+
+def check_label(option: str, value: str) -> None:
+    """Refuse a display name that could open a tag or a code span, or break a line, where it is shown
+    (a table's Markdown and notes, the HTML report, a terminal), as a profile's text is refused
+    (:func:`con2.grid.checks.check_profile_text`).
+
+    Raises:
+        RecordError: naming the option, the value and the character.
+    """
+    found = unsafe_text(value)
+    if found:
+        raise RecordError(
+            f"{option}: {value[:80]!r} holds {found!r}: a label reaches the tables (Markdown), the report (HTML) "
+            "and the terminal, so '<', '`' and control characters (line breaks, tabs) are refused. "
+            "Fix: remove them from the label"
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -175,6 +195,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     try:
+        for option, values in (("--label", [args.label or ""]), ("--score-label", args.score_label)):
+            for value in values:
+                check_label(option, value)
         labels, scores, ids = read_score_table(args.scores)
         cfg = dataclasses.replace(
             load_config(None, args.set),

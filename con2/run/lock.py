@@ -20,6 +20,7 @@ from pathlib import Path
 
 from con2.atomic import NotARegularFile, open_regular
 from con2.errors import RunDirError
+from con2.text import shell_command
 
 
 def _holder_text(fd: int) -> str:
@@ -45,8 +46,8 @@ def link_refusal(path: Path) -> RunDirError:
     return RunDirError(
         f"{path} is a symbolic link (to {target}); a run directory holds its own files, and con2 neither writes "
         f"nor reads them through a link (a write would land in {target}, a read take another run's file). Fix: "
-        f"remove the link (`rm {path}`), or replace it with a copy of the file it points to, then rerun; {target} "
-        f"is untouched"
+        f"remove the link (`{shell_command('rm', path)}`), or replace it with a copy of the file it points to, then "
+        f"rerun; {target} is untouched"
     )
 
 
@@ -70,7 +71,7 @@ def _open_lock(path: Path) -> int:
 def _not_a_lock(path: Path, problem: str) -> RunDirError:
     return RunDirError(
         f"{path} is {problem}; con2 writes its lock there and will not write into another file. Fix: remove it "
-        f"(`rm -r {path}`; a hard link's other names keep the data) and rerun"
+        f"(`{shell_command('rm', '-r', path)}`; a hard link's other names keep the data) and rerun"
     )
 
 

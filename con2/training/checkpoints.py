@@ -18,6 +18,7 @@ import torch
 from con2.atomic import atomic_path, write_bytes_atomic
 from con2.config import SCORING_KEYS, RunConfig, config_diff, load_config
 from con2.errors import ConfigError, RunDirError, read_failure
+from con2.text import shell_command
 
 if TYPE_CHECKING:
     import torch
@@ -92,7 +93,8 @@ def check_trained_config(
     fix = (
         f"evaluate the run directory that trained it (its config.yaml and {checkpoint.name} belong together; "
         f"a folder written by `con2 evaluate --out` is re-scored from its source run), or retrain "
-        f"(`con2 train --run-dir {checkpoint.parent} --force` with the configuration of {config_file.name})"
+        f"(`{shell_command('con2', 'train', '--run-dir', checkpoint.parent, '--force')}` with the configuration of "
+        f"{config_file.name})"
     )
     trained = state.get("config")
     try:
