@@ -28,6 +28,17 @@ from con2.grid.experiments import expand_grid
 from con2.grid.plan import SIZES_CSV, THROUGHPUT_COLUMNS, manifest_size, read_sizes
 
 TINY_SET = [f"{k}={json.dumps(v)}" for k, v in TINY.items()]
+# one row of the throughput table as `con2 plan` reads it (tests change one column)
+THROUGHPUT_ROW = {
+    "device": "NVIDIA H200",
+    "image_size": "224",
+    "width": "64",
+    "batch_size": "64",
+    "views_per_image": "4",
+    "compile": "false",
+    "images_per_s": "3000",
+    "source": "x",
+}
 DEEP = "[" * 1000 + "]" * 1000  # 2 kB, no alias: PyYAML's recursive loader ends in a RecursionError
 
 
@@ -129,6 +140,23 @@ def test_con2_plan_with_a_damaged_manifest_plans_from_the_sizes_table(
     code, err, seconds, mb = cli("plan", "--configfile", str(ROOT / TEST_CONFIG), "--data-dir", str(data), cwd=tmp_path)
     assert code == 0 and err == "", err[-2000:]
     assert seconds < 10 and mb < 1024, (seconds, mb)
+
+
+@pytest.mark.parametrize(("column", "value"), [("image_size", "0"), ("images_per_s", "nan"), ("width", "x")])
+def test_a_bad_throughput_row_is_one_clear_error_for_the_eta(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, column: str, value: str
+) -> None:
+    """The ETA's prior reads the throughput table: a bad row is a ConfigError naming its line and column
+    (the onstart block prints it as "con2 grid: no ETA (...)" and goes on), not a math domain error."""
+    import con2.grid.eta as eta
+
+    table = tmp_path / "throughput.csv"
+    row = {**THROUGHPUT_ROW, column: value}
+    table.write_text("\n".join([",".join(THROUGHPUT_COLUMNS), ",".join(row[c] for c in THROUGHPUT_COLUMNS), ""]))
+    monkeypatch.setattr(eta, "THROUGHPUT_CSV", table)
+    runs = expand_grid(yaml.safe_load((ROOT / TEST_CONFIG).read_text()), lambda name: ["0", "1"])
+    with pytest.raises(ConfigError, match=f"line 2: column {column} is {value!r}, not a positive finite"):
+        weigh_runs(runs, None, "NVIDIA H200")
 
 
 @pytest.mark.parametrize("wall", [0, 0.0, -5.0, math.nan, math.inf, -math.inf, "12", True])
@@ -240,16 +268,6 @@ def test_a_deep_profile_stops_snakemake_with_one_error(tmp_path: Path) -> None:
 
 
 # ------------------------------------------------------------------------------------------ 14: --throughput rows
-THROUGHPUT_ROW = {
-    "device": "NVIDIA H200",
-    "image_size": "224",
-    "width": "64",
-    "batch_size": "64",
-    "views_per_image": "4",
-    "compile": "false",
-    "images_per_s": "3000",
-    "source": "x",
-}
 
 
 @pytest.mark.parametrize(
