@@ -116,7 +116,10 @@ onstart:
     terminate_jobs_on_sigterm()
     # the whole grid's ETA under Snakemake's progress, and once before the first job
     _progress = install_grid_progress(snakemake_logger, grid_eta_line)
-    _progress.last = grid_eta_line()
+    try:  # as its later updates (con2.grid.console.GridProgress): an ETA never stops the workflow
+        _progress.last = grid_eta_line()
+    except Exception as exc:
+        _progress.last = f"con2 grid: no ETA ({type(exc).__name__}: {exc})"
     if _progress.last:
         snakemake_logger.info(_progress.last)
 

@@ -51,6 +51,14 @@ MAX_SEED = 2**32 - 1
 # The largest image side: prepared data hold every image at this size in memory (digits at 1024 px
 # took 5.7 GB), and the paper's largest is 224 px.
 MAX_IMAGE_SIZE = 512
+# The widest ResNet18 (stage-1 channels): its parameters grow with width^2, so width 100000 asks the allocator
+# for hundreds of GB; 256 is 4x the paper's 64 (~180 M parameters).
+MAX_WIDTH = 256
+# The most torch CPU threads (more than any machine's cores; each thread reserves a stack).
+MAX_THREADS = 512
+# The largest layer size a method's ``params.*_dim`` / ``params.*_width`` may ask for (a projection
+# head's output: the paper's 128; 8192 x a 2048-d feature is 16 M parameters).
+MAX_LAYER_SIZE = 8192
 # An encoder name: ``resnet18``, ``resnet18_cifar``, ``resnet18_imagenet`` or a timm model name
 # (``vit_tiny_patch16_224``, ``resnet50.a1_in1k``): letters, digits, '_', '.' and '-', matched in full.
 ENCODER_REGEX = r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}"
@@ -62,6 +70,9 @@ MAX_CONFIG_VALUES = 100_000
 MAX_CONFIG_CHARS = 10_000_000
 # The largest YAML file read as a config or profile (the paper's profile is 20 kB).
 MAX_CONFIG_BYTES = 1_000_000
+# The deepest nesting of mappings and lists a config or profile may hold (the paper's profile: 5). PyYAML
+# builds nested values by recursion: ~1000 levels (2 kB of "[") end in a RecursionError.
+MAX_CONFIG_DEPTH = 50
 
 
 @dataclass
@@ -263,6 +274,16 @@ def validate(cfg: RunConfig) -> None:
             raise ConfigError(f"config key {key!r} must be > 0, got {getattr(cfg, key)}")
     if cfg.data_size is not None and cfg.data_size <= 0:
         raise out_of_range("data_size", "> 0 (or null: image_size)", "--set data_size=28 (MedMNIST) or drop the key")
+    if cfg.width > MAX_WIDTH:
+        raise out_of_range(
+            "width",
+            f"at most {MAX_WIDTH} (the ResNet's parameters grow with width^2; the paper's is 64)",
+            "--set width=64 (the paper's) or smaller",
+        )
+    if cfg.threads is not None and cfg.threads > MAX_THREADS:
+        raise out_of_range(
+            "threads", f"at most {MAX_THREADS} (torch CPU threads)", "--set threads=N with N the cores to use"
+        )
     for key in ("image_size", "data_size"):
         if (getattr(cfg, key) or 0) > MAX_IMAGE_SIZE:
             raise out_of_range(
@@ -376,17 +397,17 @@ def check_size(value: Any, what: str, fix: str) -> None:
         ConfigError: naming ``what``, the bound and ``fix``.
     """
     values, chars = 0, 0
-    stack = [value]
+    stack = [(value, 0)]
     while stack:
-        item = stack.pop()
+        item, depth = stack.pop()
         values += 1
         if isinstance(item, (str, bytes)):
             chars += len(item)
-        elif isinstance(item, dict):
-            stack.extend(item.keys())
-            stack.extend(item.values())
-        elif isinstance(item, (list, tuple, set)):
-            stack.extend(item)
+        elif isinstance(item, (dict, list, tuple, set)):
+            if depth >= MAX_CONFIG_DEPTH:
+                raise too_deep(what, fix)
+            inner = [*item.keys(), *item.values()] if isinstance(item, dict) else list(item)
+            stack.extend((v, depth + 1) for v in inner)
         if values > MAX_CONFIG_VALUES or chars > MAX_CONFIG_CHARS:
             raise ConfigError(
                 f"{what} expands to more than {MAX_CONFIG_VALUES:,} values or {MAX_CONFIG_CHARS:,} characters "
@@ -394,8 +415,36 @@ def check_size(value: Any, what: str, fix: str) -> None:
             )
 
 
+def too_deep(what: str, fix: str) -> ConfigError:
+    """The error for a value nested deeper than :data:`MAX_CONFIG_DEPTH`."""
+    return ConfigError(
+        f"{what} is nested more than {MAX_CONFIG_DEPTH} levels deep (mappings and lists inside each other; a config "
+        f"holds a few). Fix: {fix}"
+    )
+
+
+def check_yaml_depth(text: str, what: str, fix: str) -> None:
+    """Refuse YAML text whose mappings and lists nest deeper than :data:`MAX_CONFIG_DEPTH`, read from the
+    parser's events (no recursion, and no further than the first level too deep), before a loader builds
+    the value by recursion.
+
+    Raises:
+        ConfigError: naming ``what`` and ``fix``; ``yaml.YAMLError`` for text that is not YAML.
+    """
+    depth = 0
+    for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            depth += 1
+            if depth > MAX_CONFIG_DEPTH:
+                raise too_deep(what, fix)
+        elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            depth -= 1
+
+
 def safe_yaml(text: str, what: str, fix: str) -> Any:
-    """``yaml.safe_load(text)``, then :func:`check_size` (a bomb of aliases never expands)."""
+    """``yaml.safe_load(text)`` of text no deeper than :data:`MAX_CONFIG_DEPTH` (:func:`check_yaml_depth`),
+    then :func:`check_size` (a bomb of aliases never expands)."""
+    check_yaml_depth(text, what, fix)
     loaded = yaml.safe_load(text)
     check_size(loaded, what, fix)
     return loaded
@@ -438,8 +487,11 @@ def parse_override(text: str) -> tuple[str, Any]:
         ) from None
 
 
-def read_text_file(path: Path, what: str, advice: str, limit: int = MAX_CONFIG_BYTES) -> str:
-    """The UTF-8 text of a regular file of at most ``limit`` bytes (read no further).
+def read_text_file(
+    path: Path, what: str, advice: str, limit: int = MAX_CONFIG_BYTES, kind: str = "YAML text file"
+) -> str:
+    """The UTF-8 text of a regular file of at most ``limit`` bytes (read no further); ``kind`` names what
+    the file should be in the message for a binary one ("YAML text file", "CSV text file").
 
     Raises:
         ConfigError: in one line naming ``what`` and ``advice``: no such path, not a regular file
@@ -456,13 +508,13 @@ def read_text_file(path: Path, what: str, advice: str, limit: int = MAX_CONFIG_B
     except OSError as exc:
         raise ConfigError(f"{what}: {read_failure(exc)}") from None
     if len(data) > limit:
-        raise ConfigError(f"{what} {path} is larger than {limit:,} bytes; a config is a short YAML file. Fix: {advice}")
+        raise ConfigError(
+            f"{what} {path} is larger than {limit:,} bytes; a {kind} this large is no input. Fix: {advice}"
+        )
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise ConfigError(
-            f"{what} {path} is not a YAML text file (byte {exc.start} is not UTF-8). Fix: {advice}"
-        ) from None
+        raise ConfigError(f"{what} {path} is not a {kind} (byte {exc.start} is not UTF-8). Fix: {advice}") from None
 
 
 def read_yaml_mapping(path: str | Path, what: str = "config file", fix: str | None = None) -> dict[str, Any]:
@@ -515,7 +567,25 @@ def dataclass_from_params(cls: type, params: dict[str, Any], owner: str) -> Any:
     if unknown:
         raise ConfigError(f"unknown params {unknown} for method {owner!r}; valid: {sorted(names)}")
     defaults = cls()
-    return cls(**{k: _coerce(f"params.{k}", v, getattr(defaults, k), str(names[k].type)) for k, v in params.items()})
+    values = {k: _coerce(f"params.{k}", v, getattr(defaults, k), str(names[k].type)) for k, v in params.items()}
+    for key, value in values.items():
+        check_layer_size(key, value)
+    return cls(**values)
+
+
+def check_layer_size(key: str, value: Any) -> None:
+    """Refuse a method's ``params.<name>_dim`` or ``params.<name>_width`` above :data:`MAX_LAYER_SIZE` (a
+    projection of 100,000,000 outputs asks the allocator for hundreds of GB before the first step).
+
+    Raises:
+        ConfigError: naming the key, the bound and the fix.
+    """
+    sized = key.endswith(("_dim", "_width"))
+    if sized and isinstance(value, int) and not isinstance(value, bool) and value > MAX_LAYER_SIZE:
+        raise ConfigError(
+            f"config key 'params.{key}' must be at most {MAX_LAYER_SIZE} (a layer's size: its weights are "
+            f"allocated before training), got {value}. Fix: --set params.{key}=128 (the paper's projection) or smaller"
+        )
 
 
 def config_diff(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:

@@ -240,11 +240,11 @@ def test_size_bombs_end_in_one_line_before_memory_is_committed(
     [
         ("--configfile", b"\x7fELF\x02\x01\x01\x00\xff\xfe", "is not a YAML text file"),
         ("--throughput", b"device,image_size\nh200,28\n", "lacks the column(s) width"),
-        ("--throughput", b"\x00\xff\xfe binary", "is not a YAML text file"),
+        ("--throughput", b"\x00\xff\xfe binary", "is not a CSV text file"),
         ("--sizes", b"dataset,normal_class\nx,0\n", "lacks the column(s) n_train, source"),
-        ("--sizes", b"dataset,normal_class,n_train,source\ndigits,*,many,x\n", "line 2: invalid literal"),
+        ("--sizes", b"dataset,normal_class,n_train,source\ndigits,*,many,x\n", "line 2: column n_train is 'many'"),
         ("--paper-hours", b"method\nx\n", "lacks the column(s) dataset, gpu_hours_per_run"),
-        ("--paper-hours", b"\xff\xfe\x00\x01", "is not a YAML text file"),
+        ("--paper-hours", b"\xff\xfe\x00\x01", "is not a CSV text file"),
     ],
 )
 def test_con2_plan_refuses_a_bad_table_or_profile_in_one_line(

@@ -44,7 +44,10 @@ def test_methods_says_where_it_looked_when_there_is_none(tmp_path: Path, capsys)
         f"rule-based methods: none in {tmp_path / 'workflow/rules/methods'}/ (list a rule file with --rules FILE)"
     )
     assert main(["methods", "--rules", str(tmp_path / "nope.smk")]) == 2
-    assert capsys.readouterr().err.strip() == f"con2: error: --rules: no such rule file: {tmp_path / 'nope.smk'}"
+    assert capsys.readouterr().err.strip() == (
+        f"con2: error: --rules: no such rule file: {tmp_path / 'nope.smk'}. Fix: pass the path of a Snakemake rule "
+        "file (workflow/rules/methods/*.smk, or a profile's extra_rules)"
+    )
 
 
 def test_an_external_runs_label_reaches_its_record(tmp_path: Path) -> None:

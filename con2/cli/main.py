@@ -25,7 +25,16 @@ from con2.cli.common import error_message, run_command
 from con2.cli.contexts import add_contexts_subcommand
 from con2.cli.data import add_data_subcommands
 from con2.cli.plan import add_plan_subcommand
-from con2.config import EVALUATE_RUNTIME_KEYS, SCORING_KEYS, RunConfig, load_config, parse_override, read_yaml_mapping
+from con2.config import (
+    EVALUATE_RUNTIME_KEYS,
+    SCORING_KEYS,
+    RunConfig,
+    dataclass_from_params,
+    load_config,
+    parse_override,
+    read_text_file,
+    read_yaml_mapping,
+)
 from con2.errors import Con2Error, ConfigError, RunDirError
 from con2.grid.experiments import rule_file_methods
 from con2.methods import all_methods, get_spec
@@ -62,6 +71,11 @@ def output_to_log(path: str) -> TextIO:
     from C code) to the file ``path`` (created with its folder, truncated) and return a stream on the
     original stdout: the console, which then gets only what the caller writes to it."""
     log = Path(path)
+    if log.is_dir():
+        raise ConfigError(
+            f"--log {path} is a folder; --log takes the path of a file to write. Fix: pass a file in it, e.g. "
+            f"--log {log / 'train.log'}"
+        )
     log.parent.mkdir(parents=True, exist_ok=True)
     console = os.fdopen(os.dup(sys.stdout.fileno()), "w", buffering=1)
     sys.stdout.flush()
@@ -95,11 +109,25 @@ def cmd_train(args: argparse.Namespace) -> int:
 
     console = output_to_log(args.log) if args.log else None
     try:
-        return _train(args, load_config(args.config, args.set), RunDir(args.run_dir), console)
+        cfg = load_config(args.config, args.set)
+        check_method_params(cfg)
+        return _train(args, cfg, RunDir(args.run_dir), console)
     except (Con2Error, OSError) as exc:
         if console is not None:  # the error line on the console too (the traceback-free one; the log has it)
             print(f"con2: error: {error_message(exc)}", file=console, flush=True)
         raise
+
+
+def check_method_params(cfg: RunConfig) -> None:
+    """Check the run's ``params`` against its method's ``Params`` (types and bounds such as
+    ``params.head_dim``: :func:`con2.config.dataclass_from_params`) before the run directory is locked
+    or torch loads; the method's pretrained weights are looked for later, by the run.
+
+    Raises:
+        ConfigError: an unknown method or parameter, or a value out of bounds, named.
+    """
+    spec = get_spec(cfg.method)
+    dataclass_from_params(spec.Params, cfg.params, spec.name)
 
 
 def _train(args: argparse.Namespace, cfg: RunConfig, rd: RunDir, console: TextIO | None) -> int:
@@ -194,9 +222,11 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     spec = get_spec(str(stored.get("method", RunConfig.method)))
     evaluate_overrides(args.set, tuple(getattr(spec, "scoring_params", ())))
     cfg = load_config(src.config, args.set)
-    out = RunDir(args.out) if args.out else src
-    check = (lambda rd: check_evaluate_out(src, rd)) if args.out else None  # as the one writer, under the lock
-    if args.out:
+    check_method_params(cfg)
+    elsewhere = args.out is not None  # "" never reaches here (check_path_options): it is no "no --out"
+    out = RunDir(args.out) if elsewhere else src
+    check = (lambda rd: check_evaluate_out(src, rd)) if elsewhere else None  # as the one writer, under the lock
+    if elsewhere:
         check_evaluate_out(src, out)  # before loading torch: a refusal costs nothing
     record = run(cfg, out.path, train=False, weights=src.checkpoint, before=check)
     print(_summary(record, out.path))
@@ -218,9 +248,14 @@ def rule_methods(args: argparse.Namespace) -> dict[str, dict[str, str]]:
     """The rule-based methods ``con2 methods`` lists: ``workflow/rules/methods/*.smk`` under
     ``--workflow`` (the workflow includes each) and the files given with ``--rules``."""
     found = sorted((Path(args.workflow) / RULE_METHODS_DIR).glob("*.smk"))
-    missing = [f for f in args.rules if not Path(f).is_file()]
+    missing = [f for f in args.rules if not os.path.lexists(f)]
     if missing:
-        raise ConfigError(f"--rules: no such rule file: {', '.join(missing)}")
+        raise ConfigError(
+            f"--rules: no such rule file: {', '.join(missing)}. Fix: pass the path of a Snakemake rule file "
+            f"(workflow/rules/methods/*.smk, or a profile's extra_rules)"
+        )
+    for f in args.rules:  # a folder, /dev/zero, a FIFO or a binary file (a checkpoint) is no rule file
+        read_text_file(Path(f), "--rules", "pass a Snakemake rule file (.smk text)", kind="Snakemake rule file")
     return rule_file_methods([*found, *args.rules])
 
 

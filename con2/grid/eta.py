@@ -20,6 +20,7 @@ its runs has finished. The arithmetic is pure; the workflow (``workflow/rules/co
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,7 +40,16 @@ from con2.grid.plan import (
     views_per_image,
 )
 
-__all__ = ["GridEta", "PlannedRun", "eta_line", "format_duration", "grid_eta", "planned_run", "weigh_runs"]
+__all__ = [
+    "GridEta",
+    "PlannedRun",
+    "eta_line",
+    "format_duration",
+    "grid_eta",
+    "pace_seconds",
+    "planned_run",
+    "weigh_runs",
+]
 
 
 @dataclass(frozen=True)
@@ -106,11 +116,20 @@ def weigh_runs(runs: Sequence[Any], data_dir: Path | None, device: str | None) -
     return out
 
 
+def pace_seconds(value: Any) -> float | None:
+    """A finished run's ``wall_seconds`` as a pace, or ``None`` where it is none: missing, not a number, zero,
+    negative or not finite (a damaged or hand-edited record; "about 0 s left" would rest on it)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if math.isfinite(value) and value > 0 else None
+
+
 def grid_eta(planned: Sequence[PlannedRun], finished: Mapping[str, float | None], slots: int) -> GridEta:
     """The ETA of ``planned`` with ``finished`` ({run key: wall seconds, or ``None`` for a record
-    without them}) done, ``slots`` jobs at a time (module docstring)."""
+    without them}) done, ``slots`` jobs at a time (module docstring). A run whose wall seconds are no
+    pace (:func:`pace_seconds`) counts as done and sets no pace."""
     by_key = {p.key: p for p in planned}
-    measured = {k: float(v) for k, v in finished.items() if k in by_key and v is not None}
+    measured = {k: seconds for k, v in finished.items() if k in by_key and (seconds := pace_seconds(v)) is not None}
     done = [by_key[k] for k in measured]
     left = [p for p in planned if p.key not in finished]
     n_done = len(planned) - len(left)

@@ -274,7 +274,7 @@ def read_table(path: Path, columns: Sequence[str], option: str) -> list[dict[str
     """
 
     fix = f"pass {option} a CSV file with the columns {', '.join(columns)} (the default's: {option} left out)"
-    text = read_text_file(path, option, fix, limit=10_000_000)
+    text = read_text_file(path, option, fix, limit=10_000_000, kind="CSV text file")
     try:
         reader = csv.DictReader(io.StringIO(text, newline=""))
         missing = [c for c in columns if c not in (reader.fieldnames or [])]
@@ -310,21 +310,41 @@ def rows_of(path: Path, option: str) -> list[dict[str, str]]:
     return read_table(path, _TABLE_COLUMNS[option], option)
 
 
-def read_rates(path: Path) -> list[Rate]:
-    return table_values(
-        path,
-        "--throughput",
-        lambda r: Rate(
-            r["device"],
-            int(r["image_size"]),
-            int(r["width"]),
-            int(r["batch_size"]),
-            int(r["views_per_image"]),
-            r["compile"].strip().lower() == "true",
-            float(r["images_per_s"]),
-            r["source"],
-        ),
+def positive(row: Mapping[str, str], column: str, kind: type[int] | type[float]) -> Any:
+    """``row[column]`` as a positive finite ``kind`` (a throughput's size or rate: 0 would divide by
+    zero, a negative, NaN or infinite rate print nonsense hours).
+
+    Raises:
+        ValueError: naming the column and the value.
+    """
+    text = (row.get(column) or "").strip()
+    try:
+        value = kind(text)
+    except ValueError:
+        value = None
+    if value is None or not math.isfinite(value) or value <= 0:
+        what = "whole number" if kind is int else "number"
+        raise ValueError(f"column {column} is {text!r}, not a positive finite {what}")
+    return value
+
+
+def rate_of_row(r: Mapping[str, str]) -> Rate:
+    """One row of the throughput table as a :class:`Rate`, every size and rate a positive finite number."""
+    return Rate(
+        r["device"],
+        positive(r, "image_size", int),
+        positive(r, "width", int),
+        positive(r, "batch_size", int),
+        positive(r, "views_per_image", int),
+        r["compile"].strip().lower() == "true",
+        positive(r, "images_per_s", float),
+        r["source"],
     )
+
+
+def read_rates(path: Path) -> list[Rate]:
+    """The throughput table's rows (:func:`rate_of_row`); a bad row is a ``ConfigError`` naming its line."""
+    return table_values(path, "--throughput", rate_of_row)
 
 
 def write_rates(rates: Iterable[Rate], path: Path) -> None:
@@ -342,7 +362,7 @@ def write_rates(rates: Iterable[Rate], path: Path) -> None:
 def read_sizes(path: Path) -> dict[tuple[str, str], tuple[int, str]]:
     """``{(dataset, normal_class or '*'): (n_train, source)}`` from the sizes table."""
     pairs = table_values(
-        path, "--sizes", lambda r: ((r["dataset"], r["normal_class"]), (int(r["n_train"]), r["source"]))
+        path, "--sizes", lambda r: ((r["dataset"], r["normal_class"]), (positive(r, "n_train", int), r["source"]))
     )
     return dict(pairs)
 
@@ -356,9 +376,11 @@ def manifest_size(data_dir: Path, dataset: str, normal_class: str, size: int) ->
     stem = manifest_filename(normal_class, 0).rsplit("__seed", 1)[0]
     for path in sorted(folder.glob(f"{stem}__seed*.json")):
         try:
-            return int(json.loads(path.read_text())["n_train"])
-        except (OSError, ValueError, KeyError):
+            n_train = json.loads(path.read_text())["n_train"]
+        except (OSError, ValueError, KeyError, TypeError):
             continue
+        if isinstance(n_train, int) and not isinstance(n_train, bool) and n_train > 0:
+            return n_train  # else a damaged manifest (n_train null, text, 0): the sizes table stands in
     return None
 
 
@@ -397,7 +419,9 @@ def paper_hours_per_run(
     """``{(method, dataset): GPU-hours per run}`` from the paper's compute table, joined by the
     methods' ``compute_name`` and the datasets' paper names (the profile's ``paper_names`` too)."""
 
-    pairs = table_values(path, "--paper-hours", lambda r: ((r["method"], r["dataset"]), float(r["gpu_hours_per_run"])))
+    pairs = table_values(
+        path, "--paper-hours", lambda r: ((r["method"], r["dataset"]), positive(r, "gpu_hours_per_run", float))
+    )
     table = dict(pairs)
     specs, names = all_methods(), dataset_names(config)
     out = {}
