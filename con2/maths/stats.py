@@ -17,8 +17,8 @@ anomalous, ties count one half (the Mann-Whitney convention scikit-learn's ``roc
 * :func:`holm`: Holm's step-down adjustment of a family of p-values.
 * :func:`mean_interval`: the t-interval of a mean over seeds (Welch's over several classes).
 
-Degenerate inputs (a class with no image, fewer than two of a class for a variance) give NaNs and
-a ``reason``, never an exception, so one odd run does not stop a table.
+Degenerate inputs (a class with no image, fewer than two of a class for a variance, all scores
+tied: :data:`TIED`) give NaNs and a ``reason``, never an exception, so one odd run does not stop a table.
 """
 
 from __future__ import annotations
@@ -31,6 +31,11 @@ import numpy as np
 from scipy import stats as _st
 
 LEVEL = 0.95
+# Why an interval is undefined although both classes have images: DeLong's variance is zero inside
+# (0, 1) only when every positive and every negative compare alike (all scores tied: AUROC 0.5), and
+# a zero-width interval there would claim certainty about a scorer that ranks nothing. (At 0 or 1,
+# a perfect separation, the zero width is the Wald interval's known degenerate case and is kept.)
+TIED = "zero DeLong variance inside (0, 1) (every score tied): the interval is undefined"
 
 
 def midranks(x: np.ndarray) -> np.ndarray:
@@ -150,6 +155,8 @@ def delong_interval(scores_pos: np.ndarray, scores_neg: np.ndarray, level: float
     auc, var = delong_auc_variance(pos, neg)
     if not np.isfinite(var):
         return AucInterval(auc, math.nan, math.nan, math.nan, "fewer than two images of a class: no variance")
+    if var <= 0.0 and 0.0 < auc < 1.0:  # every image compares the same way: all scores tied, nothing ranked
+        return AucInterval(auc, math.nan, math.nan, math.nan, TIED)
     se = math.sqrt(max(var, 0.0))
     half = _z(level) * se
     return AucInterval(auc, se, max(0.0, auc - half), min(1.0, auc + half))

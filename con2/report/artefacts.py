@@ -31,10 +31,12 @@ if TYPE_CHECKING:
 # the score-runtime measurements; ``table``: the CSV of the table a figure draws; ``status``: the
 # data status of the grid, results/data/status.json, which says which datasets were skipped for want
 # of data and why; ``gpu``: the folder benchmarks/measured/, whose *gpu_fidelity*.jsonl lines are the
-# GPU runs) and ``panels``, the run directories the workflow picks for the PCA figure (a param, not a
-# file).
+# GPU runs), ``panels``, the run directories the workflow picks for the PCA figure (a param, not a
+# file), and ``scores``: the ``scores.csv`` beside each record of ``runs``, which the builder reads
+# itself (con2.report.scores); the rule lists those edited since their record as inputs
+# (`edited_scores` in workflow/rules/common.smk), so an edited one rebuilds the table.
 FILE_INPUTS: tuple[str, ...] = ("runs", "paper", "hours", "measured", "table", "status", "gpu")
-INPUTS: tuple[str, ...] = (*FILE_INPUTS, "panels")
+INPUTS: tuple[str, ...] = (*FILE_INPUTS, "panels", "scores")
 # inputs a rule may lack (a checkout without benchmarks/measured/): the builder then gets None
 OPTIONAL_INPUTS: frozenset[str] = frozenset({"gpu"})
 # the inputs that are frames (:meth:`ReportInputs.frame`)
@@ -99,7 +101,7 @@ TABLES: dict[str, Artefact] = _registry(
     _table(
         "table1_medical",
         "Table 1: medical AUROC, the paper's numbers beside ours",
-        ("runs", "paper", "status"),
+        ("runs", "paper", "status", "scores"),  # its † marks: the paired comparisons
         module="summary",
     ),
     _table("nnd_vs_lh", "the subject's scores side by side (report.subject)", module="ablations"),
@@ -113,7 +115,12 @@ TABLES: dict[str, Artefact] = _registry(
     _table("silhouette", "context silhouette (the table behind the figure)", ("runs",), module="silhouette"),
     _table("score_runtime", "S_NND vs S_LH timing (the table behind the figure)", ("measured",), module="compute"),
     _table("compute_cost", "time and memory per run", ("runs", "hours"), module="compute"),
-    _table("reproduction", "every paper number next to ours", ("runs", "paper", "gpu"), module="reproduction"),
+    _table(
+        "reproduction",
+        "every paper number next to ours",
+        ("runs", "paper", "gpu", "scores"),  # its orderings: the paired comparisons
+        module="reproduction",
+    ),
     _table(
         "fidelity",
         "every reading of the paper (training settings, scoring readings) against the default",
@@ -137,7 +144,7 @@ TABLES: dict[str, Artefact] = _registry(
     _table(
         "comparisons",
         "each method against report.compare_to on the same test images: difference, 95% interval, p, Holm",
-        ("runs",),
+        ("runs", "scores"),
         module="comparisons",
         each="comparisons",
     ),

@@ -3,9 +3,10 @@
 Only records are read (through :func:`con2.run.records.read_record`, which validates them and names
 the file and field on failure; :func:`collect_valid_runs` leaves a bad record out with one line
 naming the file, the problem and the fix, and checks each record against the run directory it
-sits in); the optional Snakemake ``benchmark:`` TSV of a run adds its measured wall time, peak
-memory and CPU time (hence ``cpu_share``, how much of the CPU it asked for the job got: about 1
-when idle, lower under load). The record's ``method_card`` gives the
+sits in and against the ``scores.csv`` beside it, :mod:`con2.report.scores`: a stored AUROC its
+own scores do not give is never shown); the optional Snakemake ``benchmark:`` TSV of a run adds its
+measured wall time, peak memory and CPU time (hence ``cpu_share``, how much of the CPU it asked
+for the job got: about 1 when idle, lower under load). The record's ``method_card`` gives the
 method's labels and paper rows and the tags its tables group runs by (``contexts``, ``n_contexts``,
 ``loss``; see :mod:`con2.report.methods`; a record without a card gets the one its method's spec
 gives its params). Every score of a record is a row; ``headline`` marks the plain score names
@@ -37,6 +38,7 @@ import pandas as pd
 
 from con2.paths import path_identity, run_key
 from con2.report.methods import CARD_COLUMNS, card_fields, record_card
+from con2.report.scores import scores_problem
 from con2.run.records import RecordError, read_record
 
 RUN_KEYS = ["dataset", "normal_class", "method", "variant", "seed"]
@@ -199,6 +201,34 @@ def _fix_misplaced(path: str) -> str:
     return f"move its folder out of results/runs (mv {folder} elsewhere) or delete it: a copy is not a run"
 
 
+def link_on_path(path: str | Path, runs_root: str | Path | None = None) -> Path | None:
+    """The folder nearest the record among those its run key spells (``seed<k>`` up to ``<dataset>``,
+    and only those inside ``runs_root`` where given) that is a symbolic link, or None: a record
+    reached through it belongs to the link's target."""
+    root = os.path.abspath(runs_root) if runs_root is not None else None
+    for folder in list(Path(path).parents)[:5]:
+        if root is not None and not os.path.abspath(folder).startswith(root + os.sep):
+            break
+        if folder.is_symlink():
+            return folder
+    return None
+
+
+def _fix_link(link: Path) -> str:
+    return (
+        f"remove the link itself (rm {shlex.quote(str(link))}): a link, not a run; its target and the run "
+        "there are left as they are"
+    )
+
+
+def skip(path: str, problem: str, fix: str, runs_root: str | Path | None = None) -> SkippedRecord:
+    """A :class:`SkippedRecord`; for a record reached through a linked folder (:func:`link_on_path`)
+    the fix removes the link, never the target's files (a fix that moved or deleted the folder
+    would take the real run)."""
+    link = link_on_path(path, runs_root)
+    return SkippedRecord(path, problem, _fix_link(link) if link else fix)
+
+
 def path_problem(record: Mapping[str, Any], path: str | Path, runs_root: str | Path | None = None) -> str | None:
     """Why a valid record may not be aggregated from ``path``, or None.
 
@@ -256,8 +286,10 @@ def collect_valid_runs(
     runs_root: str | Path | None = None,
 ) -> tuple[pd.DataFrame, list[SkippedRecord]]:
     """As :func:`collect_runs`, but a bad record (missing, unreadable, binary, not JSON, against the
-    schema, a NaN metric, a path that disagrees with its fields) is left out and returned with
-    what is wrong and the fix, so one record never stops the aggregation of the others.
+    schema, a NaN metric, a path that disagrees with its fields, a ``scores.csv`` beside it that is
+    malformed or disagrees with it: :func:`con2.report.scores.scores_problem`) is left out and
+    returned with what is wrong and the fix (through a linked folder: remove the link, :func:`skip`),
+    so one record never stops the aggregation of the others.
 
     Returns:
         ``(frame, skipped)``: the tidy frame of the good records and one :class:`SkippedRecord` per bad one.
@@ -269,11 +301,15 @@ def collect_valid_runs(
             rec = read_record(path)
         except RecordError as exc:
             problem = str(exc).removeprefix(f"{path}: ")
-            skipped.append(SkippedRecord(str(path), problem, _fix_broken(str(path))))
+            skipped.append(skip(str(path), problem, _fix_broken(str(path)), runs_root))
             continue
         misplaced = path_problem(rec, path, runs_root)
         if misplaced:
-            skipped.append(SkippedRecord(str(path), misplaced, _fix_misplaced(str(path))))
+            skipped.append(skip(str(path), misplaced, _fix_misplaced(str(path)), runs_root))
+            continue
+        bad_scores = scores_problem(rec, path)
+        if bad_scores:
+            skipped.append(skip(str(path), bad_scores, _fix_broken(str(path)), runs_root))
             continue
         rows += record_rows(rec, str(path), (benchmarks or {}).get(str(path)))
     df = pd.DataFrame(rows, columns=RUN_COLUMNS)

@@ -20,15 +20,15 @@ variances summed as if independent (they share test images under other labels: a
 :func:`verdict_uncertainty_lines` gives the reproduction report's lines: whether each paper number
 lies inside our interval of the mean, and which of the paper's orderings (the reference above each
 method) our runs confirm, contradict, or cannot decide at this budget. Reading ``scores.csv``
-beside each record in runs.csv is the one thing here not read from a record.
+beside each record in runs.csv is the one thing here not read from a record: each is checked
+(:func:`con2.report.scores.read_run_scores`: numbers, labels, the row's test counts and AUROC), and a
+bad one leaves its comparison undone with the reason in its row, never stops the table.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -41,6 +41,7 @@ from con2.report.artefacts import ReportInputs
 from con2.report.format import MISSING, Table, signed
 from con2.report.methods import Methods, method_names, subject_of
 from con2.report.paper import paper_value
+from con2.report.scores import Expected, as_count, read_run_scores, scores_file
 from con2.report.select import headline, main_context, main_runs, report_block
 
 ALPHA = 0.05
@@ -83,20 +84,14 @@ def reference_pair(config: Mapping[str, Any], runs: pd.DataFrame, names: Methods
 
 
 # ----------------------------------------------------------------------------- per-image scores
-@lru_cache(maxsize=512)
-def _scores_csv(path: str, mtime: float) -> pd.DataFrame | None:
-    try:
-        return pd.read_csv(path).set_index("index").sort_index()
-    except (OSError, ValueError, KeyError, pd.errors.ParserError, pd.errors.EmptyDataError):
-        return None
-
-
-def run_scores(record: str) -> pd.DataFrame | None:
-    """The ``scores.csv`` beside a record (index -> label and one column per score), or ``None``."""
-    path = Path(str(record)).parent / "scores.csv"
-    if not path.is_file():
-        return None
-    return _scores_csv(str(path), path.stat().st_mtime)
+def _expected(row: Mapping[str, Any], score: str) -> Expected:
+    """What a runs.csv row says of its run's scores: the test counts and the AUROC of ``score``."""
+    stated = pd.to_numeric(row.get("auroc"), errors="coerce")
+    return Expected(
+        as_count(pd.to_numeric(row.get("n_test"), errors="coerce")),
+        as_count(pd.to_numeric(row.get("n_anomalous"), errors="coerce")),
+        ((score, float(stated)),) if pd.notna(stated) else (),
+    )
 
 
 def _main(runs: pd.DataFrame, config: Mapping[str, Any]) -> pd.DataFrame:
@@ -111,11 +106,17 @@ def _paired_class(ref: pd.DataFrame, other: pd.DataFrame, ref_score: str, score:
     labels, a, b = None, [], []
     for seed in seeds:
         rr, ro = ref[ref["seed"] == seed].iloc[0], other[other["seed"] == seed].iloc[0]
-        sr, so = run_scores(rr["record"]), run_scores(ro["record"])
-        if sr is None or so is None:
-            return None, "no scores.csv beside a record"
-        if ref_score not in sr.columns or score not in so.columns:
-            return None, "a score column is missing from scores.csv"
+        checked = [
+            (row["record"], read_run_scores(row["record"], _expected(row, col)))
+            for row, col in ((rr, ref_score), (ro, score))
+        ]
+        for record, got in checked:
+            if not got.found:
+                return None, "no scores.csv beside a record"
+            if got.frame is None:
+                return None, f"{scores_file(record)} {got.problem}"
+        sr, so = (got.frame for _, got in checked)
+        assert sr is not None and so is not None  # checked above
         if not sr.index.equals(so.index) or not (sr["label"].to_numpy() == so["label"].to_numpy()).all():
             return None, "the two runs scored different test images"
         if labels is not None and not np.array_equal(labels, sr["label"].to_numpy()):

@@ -387,9 +387,28 @@ def pca_panels(wildcards):
     return pca_runs()
 
 
+def edited_scores(wildcards=None):
+    """The scores.csv files changed since their run wrote its record: those beside a record on disk
+    at the start that are newer than it (a run writes record.json last). Inputs of the aggregation,
+    which checks each record against its scores.csv, and of the tables that read them (`scores` in
+    con2.report.artefacts): an edited scores.csv rebuilds them. Only these: a scores.csv is no
+    declared output (its run's job writes it beside the record), so listing every one would change
+    the input set each time a run is trained and rebuild everything on the next invocation."""
+    edited = []
+    for record in RECORDS_ON_DISK:
+        scores = os.path.join(os.path.dirname(record), "scores.csv")
+        try:
+            if os.stat(scores).st_mtime_ns > os.stat(record).st_mtime_ns:
+                edited.append(scores)
+        except OSError:
+            continue
+    return edited
+
+
 def artefact_inputs(artefact):
     """The inputs of a table's or figure's rule: the files its builder reads (`reads` in
-    con2.report.artefacts); for `panels`, the records of the PCA runs and the data status."""
+    con2.report.artefacts); for `panels`, the records of the PCA runs and the data status; for
+    `scores`, the runs' scores.csv files edited since their records (`edited_scores`)."""
     files = {
         "runs": table_runs(artefact.name),
         "paper": PAPER_NUMBERS,
@@ -399,10 +418,13 @@ def artefact_inputs(artefact):
         "status": DATA_STATUS,  # which datasets were skipped for want of data (a table's notes say why)
         "gpu": GPU_MEASURED if os.path.isdir(GPU_MEASURED) else None,  # the GPU runs' lines (report.bound), if any
         "panels": None,
+        "scores": None,  # many files: below
     }
     inputs = {name: files[name] for name in artefact.reads if files[name]}
     if "panels" in artefact.reads:
         inputs.update(records=pca_records, status=status_input)
+    if "scores" in artefact.reads:
+        inputs.update(scores=edited_scores)
     return inputs
 
 

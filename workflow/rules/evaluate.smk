@@ -14,6 +14,7 @@ rule evaluate:
         records=grid_records,
         checked=checked_grid_records,
         status=status_input,
+        scores=edited_scores,  # each record is checked against its scores.csv (con2/report/scores.py)
     output:
         runs=RUNS_CSV,
         summary=report(
@@ -43,6 +44,7 @@ rule evaluate_scope:
         records=scope_records,
         checked=scope_checked_records,
         status=status_input,
+        scores=edited_scores,  # each record is checked against its scores.csv (con2/report/scores.py)
     output:
         runs="results/evaluation/scopes/{scope}.csv",
         skipped="results/evaluation/scopes/{scope}.skipped.csv",
