@@ -208,3 +208,11 @@ def test_con2_plan_defaults_to_the_default_profile(capsys, monkeypatch) -> None:
     left_out = {line.split()[2] for line in out.splitlines() if line.startswith("left out: ")}
     runs = [r for r in expand_grid(default, normal_classes) if r.dataset not in left_out]
     assert out.splitlines()[0].startswith(f"{len(runs):,} training runs on one")
+
+
+def test_a_run_that_trains_nothing_costs_nothing() -> None:
+    """max_steps caps the steps (0: the floors and zero-shot baselines): no images, no views, 0.0 GPU-h, not n/a."""
+    assert plan.images_per_run(399, 64, 10) == 10 * (399 // 64) * 64
+    assert plan.images_per_run(399, 64, 10, max_steps=7) == 7 * 64
+    assert plan.images_per_run(399, 64, 10, max_steps=0) == 0
+    assert plan.images_per_run(399, 64, 10, max_steps=1000) == 10 * (399 // 64) * 64

@@ -80,8 +80,8 @@ def planned_run(
     """A run of the grid weighed by its planned training views (``config``: its resolved RunConfig
     as a mapping, with ``epochs``, ``batch_size`` and ``params``; ``n_train``: its training images;
     ``views_per_s``: this device's measured throughput at the run's setting, if any)."""
-    images = images_per_run(n_train, int(config["batch_size"]), int(config["epochs"]))
-    views = views_per_image(method, config.get("params") or {})
+    images = images_per_run(n_train, int(config["batch_size"]), int(config["epochs"]), config.get("max_steps"))
+    views = 0 if images == 0 else views_per_image(method, config.get("params") or {})
     weight = float(max(1, images * (views or 1)))
     prior = weight / views_per_s if views is not None and views_per_s else None
     return PlannedRun(key, method, weight, prior)

@@ -104,9 +104,11 @@ def steps_per_epoch(n_images: int, batch_size: int) -> int:
     return max(1, n_images // batch_size)
 
 
-def images_per_run(n_train: int, batch_size: int, epochs: int) -> int:
-    """Training images one run processes: ``epochs x steps per epoch x batch size``."""
-    return epochs * steps_per_epoch(n_train, batch_size) * batch_size
+def images_per_run(n_train: int, batch_size: int, epochs: int, max_steps: int | None = None) -> int:
+    """Training images one run processes: ``epochs x steps per epoch x batch size``, capped at ``max_steps``
+    steps (0: a method that trains nothing, e.g. the floors and the zero-shot baselines)."""
+    steps = epochs * steps_per_epoch(n_train, batch_size)
+    return (steps if max_steps is None else min(steps, max(0, int(max_steps)))) * batch_size
 
 
 def views_per_image(method: str, params: Mapping[str, Any]) -> int | None:
@@ -219,9 +221,9 @@ def cost_runs(
     for run in runs:
         cfg = run.config
         n = n_train[(run.dataset, run.normal_class)]
-        images = images_per_run(n, int(cfg["batch_size"]), int(cfg["epochs"]))
+        images = images_per_run(n, int(cfg["batch_size"]), int(cfg["epochs"]), cfg.get("max_steps"))
         vpi = views_per_image(run.method, cfg.get("params") or {})
-        views = None if vpi is None else images * vpi
+        views = 0 if images == 0 else None if vpi is None else images * vpi
         rate = rate_of[setting_of(cfg)]
         out.append(
             RunCost(
