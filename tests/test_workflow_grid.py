@@ -46,11 +46,11 @@ def test_paper_dry_run_builds_the_whole_grid(tmp_path: Path) -> None:
     runs = expand_grid(cfg, normal_classes)
     n_train = expected_paper_train_jobs(cfg)
     # 70 (dataset, class) x 4 methods x 3 seeds + contexts 630 (flip, equalize, best) + loss 36 + k 108 + I-JEPA-AD 18
-    # + the fidelity study's 39 more
-    assert n_train == 1671 == len(runs)
+    # + the fidelity study's 39 more + the floor's 70 (one seed per class, nothing trained)
+    assert n_train == 1671 + 70 == len(runs)
     studies = [e for exps in cfg["report"]["scopes"].values() for e in exps]
     n_all = expected_paper_train_jobs(cfg, skip=tuple(studies))  # `all` leaves the studies' own runs out
-    assert n_all == 1671 - 39
+    assert n_all == 1671 + 70 - 39
     assert stats["train"] == n_all
     assert stats["prepare_data"] == len(data_targets(runs)) == 11
     report = cfg["report"]
