@@ -66,6 +66,8 @@ rule all:
     input:
         TABLE_FILES,
         FIGURE_FILES,
+        grid_records,  # a deleted run's record: trained again (common.smk, `grid_records` says why)
+        checked_grid_records,
     message:
         "every table and figure of the profile"
 
@@ -75,6 +77,8 @@ rule studies:
     localrule: True
     input:
         STUDY_FILES,
+        study_records,  # as in `all`
+        study_checked_records,
     message:
         "the studies: " + ", ".join(SCOPED_TABLES)
 

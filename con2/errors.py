@@ -3,7 +3,8 @@
 Every error the user can cause or fix derives from :class:`Con2Error`; the command line prints
 its message as ``con2: error: ...`` and exits 2. Write failures stay ``OSError``s (so callers can
 test ``errno``); :func:`write_failure` turns the common ones (disk full, read-only, no permission)
-into that kind of message, :func:`read_failure` a file or folder that cannot be read. This module
+into that kind of message (:func:`job_write_failure` with the fix that fits a workflow job),
+:func:`read_failure` a file or folder that cannot be read. This module
 imports nothing heavy: the CLI imports it at start-up.
 """
 
@@ -60,6 +61,19 @@ _NOT_WRITABLE_FIX = (
 )
 
 
+# A workflow job (the aggregation, a table or figure, the data check) writes under results/ where the
+# workflow runs and takes no --run-dir: its fix is space or permission there, and the same command.
+_JOB_NO_SPACE_FIX = (
+    "free space on that file system (or move the workflow's folder, results/ with it, to a larger one and run it "
+    "there; prepared data: CON2_CACHE_DIR on a larger one), then rerun the same snakemake command: finished jobs "
+    "are not redone"
+)
+_JOB_NOT_WRITABLE_FIX = (
+    "make that folder writable (or run the workflow from a writable copy of its folder; prepared data: "
+    "CON2_CACHE_DIR to a writable folder), then rerun the same snakemake command"
+)
+
+
 def write_failure(exc: OSError, fix: str | None = None) -> str | None:
     """A message for a failed write (disk full, read-only, no permission), else ``None``.
 
@@ -76,6 +90,12 @@ def write_failure(exc: OSError, fix: str | None = None) -> str | None:
     else:
         return None
     return f"{problem}. Fix: {fix or advice}"
+
+
+def job_write_failure(exc: OSError) -> str | None:
+    """:func:`write_failure` for a workflow job's script (workflow/scripts): the fix names what fits
+    a job run by Snakemake (space or permission where the workflow writes), not a ``--run-dir``."""
+    return write_failure(exc, _JOB_NO_SPACE_FIX if exc.errno in NO_SPACE else _JOB_NOT_WRITABLE_FIX)
 
 
 def read_failure(exc: OSError, fix: str | None = None) -> str:

@@ -267,27 +267,47 @@ class S:
     log = [{log!r}]
 with logged(S()):
     print("building the table")
-    raise OSError(errno.ENOSPC, "No space left on device", {target!r})
+    raise OSError({errno}, "cannot write", {target!r})
 """
+JOB_NO_SPACE_FIX = (
+    "free space on that file system (or move the workflow's folder, results/ with it, to a larger one and run it "
+    "there; prepared data: CON2_CACHE_DIR on a larger one), then rerun the same snakemake command: finished jobs "
+    "are not redone"
+)
+JOB_NOT_WRITABLE_FIX = (
+    "make that folder writable (or run the workflow from a writable copy of its folder; prepared data: "
+    "CON2_CACHE_DIR to a writable folder), then rerun the same snakemake command"
+)
 
 
-@pytest.mark.parametrize("log", ["table.log", "/dev/full"])
-def test_a_full_disk_in_a_workflow_script_is_one_line_and_no_traceback(tmp_path: Path, log: str) -> None:
-    """The table script's write meets ENOSPC (and, with /dev/full, so does its log): one line on the
-    console, exit 1, no traceback from the script or from the log helper."""
+@pytest.mark.parametrize(
+    ("log", "code", "problem", "fix"),
+    [
+        ("table.log", errno.ENOSPC, "no space left on device writing {}", JOB_NO_SPACE_FIX),
+        ("/dev/full", errno.ENOSPC, "no space left on device writing {}", JOB_NO_SPACE_FIX),
+        ("table.log", errno.EDQUOT, "disk quota exceeded writing {}", JOB_NO_SPACE_FIX),
+        ("table.log", errno.EROFS, "cannot write {}: read-only file system", JOB_NOT_WRITABLE_FIX),
+        ("table.log", errno.EACCES, "cannot write {}: permission denied", JOB_NOT_WRITABLE_FIX),
+    ],
+    ids=["full", "full-log-too", "quota", "read-only", "refused"],
+)
+def test_a_full_disk_in_a_workflow_script_is_one_line_and_no_traceback(
+    tmp_path: Path, log: str, code: int, problem: str, fix: str
+) -> None:
+    """The table script's write meets ENOSPC (and, with /dev/full, so does its log), a quota, a
+    read-only or refused folder: one line on the console, exit 1, no traceback from the script or
+    from the log helper; the fix fits a job Snakemake runs (issue 32, point 15: it named another
+    --run-dir, which a table job has not)."""
     target = str(tmp_path / "results" / "tables" / "t.md")
-    code = LOGGED.format(scripts=str(ROOT / "workflow" / "scripts"), log=log, target=target)
+    code_text = LOGGED.format(scripts=str(ROOT / "workflow" / "scripts"), log=log, target=target, errno=code)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    res = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, env=env)
+    res = subprocess.run([sys.executable, "-c", code_text], cwd=tmp_path, capture_output=True, text=True, env=env)
     assert res.returncode == 1, res.stderr
-    assert res.stderr.splitlines() == [
-        f"con2: error: no space left on device writing {target}. Fix: free space on that file system "
-        "(or write elsewhere: another --run-dir, or CON2_CACHE_DIR for prepared data), then rerun the same "
-        "command: it resumes from the last checkpoint"
-    ], res.stderr
+    assert res.stderr.splitlines() == [f"con2: error: {problem.format(target)}. Fix: {fix}"], res.stderr
+    assert "--run-dir" not in res.stderr
     if log == "table.log":
         text = (tmp_path / "table.log").read_text()
-        assert "building the table" in text and "con2: error: no space left" in text and "Traceback" not in text
+        assert "building the table" in text and "con2: error: " in text and "Traceback" not in text
 
 
 # ------------------------------------------------------------------------------------------ 10: wrong words

@@ -203,17 +203,18 @@ def awaits_data(dataset, size):
 
 def data_check(wildcards):
     """prepare_data's params: what its outcome depends on. A dataset found ready keeps the value it
-    was checked with (no re-check, so no rerun) while data_dir names the folder it was checked in,
-    or while no run of it would train (a table rebuild of a finished grid reads records only); with
-    another data_dir and runs left to train it is checked again there, so data missing there skip
-    the dataset (its unfinished runs are not scheduled; its records stay in the tables) instead of
-    failing its training jobs. A skipped one is checked again when data_dir, download or strict
-    change or when its files appear on disk (`con2 data get`). A dataset without files (the
-    embedded digits) depends on none of these: its value is its source's fingerprint alone, so a
-    profile with another data_dir or download setting does not check it again. (A data check that
-    runs again would hide, until it has run, the runs of that dataset whose setting changed: in
-    Snakemake 9 the jobs below a job that must run are not checked on their own, and an `ancient`
-    input does not pass the rerun down.)"""
+    was checked with (no re-check, so no rerun) while data_dir names the folder it was checked in
+    and its files are still there, or while no run of it would train (a table rebuild of a finished
+    grid reads records only); with another data_dir, or its files gone from this one (a run deleted
+    after its data: `rm -rf` the run folder), and runs left to train it is checked again there, so
+    data missing there skip the dataset (its unfinished runs are not scheduled; its records stay in
+    the tables, a deleted one leaves them) instead of failing its training jobs. A skipped one is
+    checked again when data_dir, download or strict change or when its files appear on disk
+    (`con2 data get`). A dataset without files (the embedded digits) depends on none of these: its
+    value is its source's fingerprint alone, so a profile with another data_dir or download setting
+    does not check it again. (A data check that runs again would hide, until it has run, the runs
+    of that dataset whose setting changed: in Snakemake 9 the jobs below a job that must run are
+    not checked on their own, and an `ancient` input does not pass the rerun down.)"""
     embedded = embedded_source(wildcards.dataset, wildcards.size)
     if embedded:
         return {"embedded": embedded}
@@ -224,7 +225,10 @@ def data_check(wildcards):
         except (OSError, ValueError):
             found = {}
         if found.get("status") == "ok" and "check" in found:
-            if same_folder(checked_in(found), config["data_dir"]) or not awaits_data(wildcards.dataset, wildcards.size):
+            here = same_folder(checked_in(found), config["data_dir"])
+            if (here and on_disk_at_start(wildcards.dataset, wildcards.size)) or not awaits_data(
+                wildcards.dataset, wildcards.size
+            ):
                 return found["check"]
     return {
         "data_dir": str(DATA_DIR),
@@ -293,22 +297,42 @@ def status_input(wildcards):
 
 
 # ------------------------------------------------------------------------------------------ aggregation
+def scoped_experiments():
+    """The experiments of every scoped table (`report.scopes`, e.g. the fidelity study)."""
+    return {e for exps in (REPORT.get("scopes") or {}).values() for e in exps}
+
+
 def scoped_only(run):
     """True for a run that only scoped tables (`report.scopes`, e.g. the fidelity study) need."""
-    scoped = {e for exps in (REPORT.get("scopes") or {}).values() for e in exps}
-    return bool(run.experiments) and set(run.experiments) <= scoped
+    return bool(run.experiments) and set(run.experiments) <= scoped_experiments()
 
 
 def grid_records(wildcards, runs=ready_runs):
     """Records the main aggregation trains (or keeps up to date): every run whose data are
     available, but those only a scoped table needs (they train when that table is the target).
     Two inputs: the `ready_runs` (known from the start) and the `checked_runs` (after the data
-    check): an input function that waits for a checkpoint holds back only its own files."""
+    check): an input function that waits for a checkpoint holds back only its own files.
+    Also inputs of the target `all` (`study_records` of `studies`): Snakemake 9 rebuilds a deleted
+    file only when a job that must run needs it, and a missing input is no reason to run for a job
+    that is not a target, so a finished run deleted from disk (`rm -rf` its folder or its
+    record.json) left `evaluate` up to date: neither retrained nor dropped, its rows stayed in
+    runs.csv and the tables. A missing input of a target rule without outputs is such a reason:
+    the run trains again, and the aggregation and the tables are rebuilt from its new record."""
     return [r.record for r in runs() if not scoped_only(r)]
 
 
 def checked_grid_records(wildcards):
     return grid_records(wildcards, checked_runs)
+
+
+def study_records(wildcards, runs=ready_runs):
+    """Records of the runs of every scoped table (rule `studies`; two inputs as in `grid_records`)."""
+    scoped = scoped_experiments()
+    return [r.record for r in runs() if scoped & set(r.experiments)]
+
+
+def study_checked_records(wildcards):
+    return study_records(wildcards, checked_runs)
 
 
 def all_grid_records(wildcards, runs=ready_runs):

@@ -13,7 +13,7 @@ from typing import IO, Any
 def logged(snakemake: Any) -> Iterator[None]:
     """Within the block, print() and tracebacks go to ``snakemake.log[0]`` (when the rule has one).
 
-    A write that fails for want of space or permission (:func:`con2.errors.write_failure`) ends the
+    A write that fails for want of space or permission (:func:`con2.errors.job_write_failure`) ends the
     script with one ``con2: error: ...`` line (on the console and, if it can still be written, in
     the log) and exit status 1, not a traceback; a log that can no longer be written (a full disk)
     never adds one of its own.
@@ -37,12 +37,12 @@ def logged(snakemake: Any) -> Iterator[None]:
 def one_line_write_errors(log: IO[str] | None) -> Iterator[None]:
     """A failed write (disk full, read-only, no permission) as one ``con2: error:`` line and exit 1;
     any other error's traceback to ``log`` (as far as it can be written), then raised."""
-    from con2.errors import write_failure
+    from con2.errors import job_write_failure
 
     try:
         yield
     except OSError as exc:
-        message = write_failure(exc)
+        message = job_write_failure(exc)
         if message is None:
             _traceback(log)
             raise
