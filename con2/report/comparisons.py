@@ -260,7 +260,7 @@ def mark_note(config: Mapping[str, Any], runs: pd.DataFrame) -> str:
     label = names.pair_label(*ref) if ref else "the reference"
     return (
         f"{HOLDS}: differs from {label} on the same test images after Holm's correction (DeLong's paired test, "
-        f"α = {alpha(config):g}; comparisons_<dataset>)."
+        f"α = {alpha(config):g}; the comparisons tables)."
     )
 
 
@@ -341,7 +341,7 @@ def ordering_lines(runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str,
         return []
     return [
         f"**The paper's orderings** ({names.pair_label(*ref)} − each method, paired over test images and seeds; "
-        "comparisons_<dataset>):",
+        "the comparisons tables):",
         "",
         *out,
         "",
