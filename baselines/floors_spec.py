@@ -25,24 +25,28 @@ class FloorParams:
     tta: bool = False
 
 
-PIXEL_SPEC = MethodSpec(
-    name="floor_pixels",
-    Params=FloorParams,
-    implementation="baselines.floors:PixelNN",
-    score_names=("nnd",),
-    description="floor, no training: cosine nearest-neighbour distance on raw pixels (S_NND on the image itself)",
-    label="Floor: pixel NN",
-    score_labels={"nnd": "NND"},
-    test_params={},
-)
+def floor_spec(name: str, implementation: str, description: str, label: str) -> MethodSpec:
+    """A floor's card: one score, S_NND (``nnd``), and the one setting :class:`FloorParams`."""
+    return MethodSpec(
+        name=name,
+        Params=FloorParams,
+        implementation=f"baselines.floors:{implementation}",
+        score_names=("nnd",),
+        description=description,
+        label=label,
+        score_labels={"nnd": "NND"},
+    )
 
-RANDOM_SPEC = MethodSpec(
-    name="floor_random",
-    Params=FloorParams,
-    implementation="baselines.floors:RandomNN",
-    score_names=("nnd",),
-    description="floor, no training: cosine nearest-neighbour distance on a randomly initialised encoder's features",
-    label="Floor: random encoder NN",
-    score_labels={"nnd": "NND"},
-    test_params={},
+
+PIXEL_SPEC = floor_spec(
+    "floor_pixels",
+    "PixelNN",
+    "floor, no training: cosine nearest-neighbour distance on raw pixels (S_NND on the image itself)",
+    "Floor: pixel NN",
+)
+RANDOM_SPEC = floor_spec(
+    "floor_random",
+    "RandomNN",
+    "floor, no training: cosine nearest-neighbour distance on a randomly initialised encoder's features",
+    "Floor: random encoder NN",
 )
