@@ -316,7 +316,7 @@ def grid_records(wildcards, runs=ready_runs):
     file only when a job that must run needs it, and a missing input is no reason to run for a job
     that is not a target, so a finished run deleted from disk (`rm -rf` its folder or its
     record.json) left `evaluate` up to date: neither retrained nor dropped, its rows stayed in
-    runs.csv and the tables. A missing input of a target rule without outputs is such a reason:
+    runs.csv and the tables. A missing input is such a reason for a target without outputs (`all`):
     the run trains again, and the aggregation and the tables are rebuilt from its new record."""
     return [r.record for r in runs() if not scoped_only(r)]
 
