@@ -15,11 +15,10 @@
 # The session: the machine's start takes ~2-4 of its 15 minutes; then this call (540 s), finish-only
 # by default (FINISH_ONLY=1: no run starts that would pause, since a paused run's checkpoint dies
 # with the machine). Part (a), CON2 as printed and content only at 2048 epochs / 224 px, trains both
-# AT ONCE as two processes on the GPU when the packed pair is predicted to fit (H200: 499 s, then
-# ~30 s left for part d's k = 1); where it does not (an H100 at the assumed rates: ~692 s), CON2 as
-# printed runs alone (~373 s), content only (~373 s) and parts b, c do not fit, and part d's packing
-# measurement (~116 s on an H100) does: it measures the packing factor, which, committed to
-# benchmarks/measured/, the next session's predictions use instead of the assumed 1.0. Parts b, c, d
+# AT ONCE as two processes on the GPU when the packed pair is predicted to fit. The first call, on an
+# H100 (2026-11-27), ran CON2 as printed alone (predicted 373 s, took 364 s) and part d's packing
+# measurement; their record and lines are committed in benchmarks/measured/ and reused, so the next
+# call starts with content only (~373 s on an H100; on an H200 ~277 s, then SimCLR + kNN). Parts b, c, d
 # run in priority order, each run started only when its predicted time fits what is left. If the
 # session has time left after this call (15 min less the start, 540 s and the transfers: often
 # 1-3 minutes), a second call on the same warm machine (released after 30 s idle) with BUDGET_S =

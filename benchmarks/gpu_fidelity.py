@@ -54,15 +54,15 @@ run directories under ``--out``, or in ``--records``, default ``benchmarks/measu
 if their config matches), a paused run resumes from its checkpoint and keeps its curve points,
 finished packing measurements are reused. Records of runs finished in this call are copied to
 ``$OUT/records_<plan>/``: committed to ``benchmarks/measured/records_<plan>/`` they let a later
-session skip those runs (checkpoints, 142 MB each, do not leave the machine).
+session skip those runs, as committed part (d) lines on the same kind of card skip part (d) (checkpoints, 142 MB each, do not leave the machine).
 
 One 15-minute device session on the default H100 (``gpu_call.sh``, finish-only by default): the
 machine's start takes ~2-4 minutes, then one 540 s call. On an H200 the packed pair of part (a) is
 predicted at 499 s (one after the other: 553 s) and runs in that call. On an H100 (rates ASSUMED from
-the H200's: 1.43x its GPU seconds) the pair is predicted at ~692 s at the assumed packing factor 1.0,
-so the call runs CON2 as printed alone (~373 s); content only (~373 s) and parts b and c do not fit
-what is left, part d's packing measurement (~116 s) does, and its lines, committed to
-``benchmarks/measured/``, replace the assumed factor in the next session's predictions. A second
+the H200's: 1.43x its GPU seconds) the pair was predicted at ~692 s at the assumed packing factor 1.0,
+so the first H100 call (2026-11-27) ran CON2 as printed alone (predicted 373 s, took 364 s) and part
+d's packing measurement; both are committed in ``benchmarks/measured/`` and reused, so the next call
+starts with content only (~373 s on an H100; on an H200 SimCLR + kNN fits after it). A second
 call, if the session has time left, gets ``BUDGET_S`` = what is left less ~60 s and starts only what
 finishes. Without ``--finish-only`` the first unfinished run may start to pause, for a later call on
 the same machine to resume.
@@ -106,6 +106,7 @@ from gpu_predictions import (  # noqa: E402
     Cost,
     fixed_seconds,
     gpu_kind,
+    measured_packing,
     measured_packing_factor,
     packed_seconds,
     predicted_packing_seconds,
@@ -368,11 +369,15 @@ def main() -> None:
     # What is done already, what a paused run has left, and every item's predicted time: printed first.
     finished: dict[Item, tuple[dict[str, Any], str]] = {}
     from_epoch: dict[Item, int] = {}
+    # part (d) measured on this kind of card and committed to benchmarks/measured/: not measured again
+    committed = {} if args.tiny else measured_packing(Path(__file__).resolve().parent / "measured", kind)
     for it in items:
         if it.k:
             state = out / "packing" / f"{it.name}.json"
             if state.is_file():
                 finished[it] = (json.loads(state.read_text()), str(state))
+            elif it.k in committed:
+                finished[it] = committed[it.k]
             continue
         rd = out / it.name
         cfg = call.config(it).to_dict()

@@ -228,3 +228,27 @@ def test_gpu_fidelity_refuses_a_packing_factor_of_zero() -> None:
         [sys.executable, script, "--data-dir", "none", "--packing-factor", "0"], capture_output=True, text=True
     )
     assert res.returncode == 2 and "--packing-factor must be above 0 (got 0.0)" in res.stderr
+
+
+def test_a_gpu_call_reuses_what_benchmarks_measured_holds(shared_data: Path, tmp_path: Path) -> None:
+    """Issue 33: what a device call measured and a session committed (part (d)'s lines on an H100 and
+    CON2 as printed's record, 2026-11-27) is reused by the next call on that card, not trained again:
+    its device time goes to the runs still missing."""
+    gp = load_benchmark("gpu_predictions")
+    committed = gp.measured_packing(ROOT / "benchmarks" / "measured", "H100")
+    assert sorted(committed) == [1, 2, 4, 8]
+    cmd = [sys.executable, str(ROOT / "benchmarks" / "gpu_fidelity.py"), "--data-dir", str(shared_data)]
+    cmd += ["--gpu", "H100", "--budget-s", "1", "--finish-only", "--out", str(tmp_path / "gf")]
+    cmd += ["--jsonl", str(tmp_path / "lines.jsonl")]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env, cwd=ROOT)
+    assert res.returncode == 0, res.stderr[-3000:]
+    lines = [json.loads(line) for line in res.stdout.splitlines() if line.startswith("{")]
+    status = {x["setting"]: x["status"] for x in lines if x["event"] == "prediction"}
+    assert status["as printed"] == "done" and status["content only"] == "to run"
+    assert all(status[f"packing k={k}"] == "done" for k in (1, 2, 4, 8))
+    reused = [x for x in lines if x.get("reused")]
+    assert {x["setting"] for x in reused} == {"as printed"} | {f"packing k={k}" for k in (1, 2, 4, 8)}
+    assert not [x for x in lines if x["event"] == "start"]
+    h100 = next(x for x in lines if x["event"] == "gpu_prediction" and x["gpu"] == "H100")
+    assert h100["packing_factor"] == pytest.approx(1494.738 / 1071.872, abs=1e-3) and "warm-up" in h100["packing_basis"]
