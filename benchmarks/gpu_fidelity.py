@@ -54,7 +54,8 @@ run directories under ``--out``, or in ``--records``, default ``benchmarks/measu
 if their config matches), a paused run resumes from its checkpoint and keeps its curve points,
 finished packing measurements are reused. Records of runs finished in this call are copied to
 ``$OUT/records_<plan>/``: committed to ``benchmarks/measured/records_<plan>/`` they let a later
-session skip those runs, as committed part (d) lines on the same kind of card skip part (d) (checkpoints, 142 MB each, do not leave the machine).
+session skip those runs, as committed part (d) lines on the same kind of card skip part (d)
+(checkpoints, 142 MB each, do not leave the machine).
 
 One 15-minute device session on the default H100 (``gpu_call.sh``, finish-only by default): the
 machine's start takes ~2-4 minutes, then one 540 s call. On an H200 the packed pair of part (a) is

@@ -201,7 +201,8 @@ def measured_packing_factor(folder: Path, kind: str) -> tuple[float, str]:
     if 1 in lines and 2 in lines:
         (one, _), (two, path) = lines[1], lines[2]
         ratio = float(two["aggregate_images_per_s"]) / float(one["aggregate_images_per_s"])
-        return ratio, f"measured: k = 2 / k = 1 aggregate images/s in {Path(path).name} (16-epoch runs, warm-up included)"
+        where = f"{Path(path).name} (16-epoch runs, warm-up included)"
+        return ratio, f"measured: k = 2 / k = 1 aggregate images/s in {where}"
     return PACKING_FACTOR, PACKING_BASIS
 
 
