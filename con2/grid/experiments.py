@@ -472,6 +472,16 @@ def check_report(config: Mapping[str, Any], tables: Collection[str] = ()) -> Non
     for i, row in enumerate(fidelity.get("rows") or []):
         known(row.get("method"), methods, f"fidelity.rows[{i}].method", "a method of the experiments")
         known(row.get("variant"), variants, f"fidelity.rows[{i}].variant", "a key of `variants`")
+    combination = rep.get("combination") or {}
+    for dataset in [combination.get("target"), *(combination.get("guard") or [])]:
+        if dataset is not None:
+            known(dataset, datasets, "combination.target/guard", "a key of `datasets`")
+    rows = [("reference", combination.get("reference"))]
+    rows += [(f"{key}[{i}]", r) for key in ("candidates", "against") for i, r in enumerate(combination.get(key) or [])]
+    for where, row in rows:
+        if row:
+            known(row.get("method"), methods, f"combination.{where}.method", "a method of the experiments")
+            known(row.get("variant"), variants, f"combination.{where}.variant", "a key of `variants`")
 
 
 @dataclass(frozen=True)

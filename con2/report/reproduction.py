@@ -13,6 +13,7 @@ from con2.paper_names import dataset_names
 from con2.report.artefacts import ReportInputs
 from con2.report.bound import bound_rows
 from con2.report.bound import verdict_lines as budget_lines
+from con2.report.combination import combination_lines
 from con2.report.comparisons import inside_text, verdict_uncertainty_lines
 from con2.report.format import CELL_NOTE, MISSING, Table, cell, shown, shown_diff, signed
 from con2.report.methods import Methods, lacking_weights, method_names, subject_of
@@ -117,6 +118,7 @@ def reproduction(inputs: ReportInputs) -> Table:
         *(verdict or ([] if len(matched) else [NOTHING_TO_COMPARE])),
         *verdict_uncertainty_lines(runs, frame, paper, config, names),  # inside/outside, the paper's orderings
         *bound_lead(inputs),  # how far each measured budget goes (report.bound)
+        *combination_lead(inputs),  # the paper's silences together (report.combination)
         *lead,
     ]
     notes = [
@@ -141,6 +143,15 @@ def reproduction(inputs: ReportInputs) -> Table:
         notes,
         lead=lead,
     )
+
+
+def combination_lead(inputs: ReportInputs) -> list[str]:
+    """The verdict's combination line (``report.combination``, :mod:`con2.report.combination`)."""
+    spec = inputs.report.get("combination") or {}
+    if not spec or inputs.runs is None:
+        return []
+    lines = combination_lines(inputs.runs, spec)
+    return [f"**The paper's silences together** (the combination study): {' '.join(lines)}", ""] if lines else []
 
 
 def bound_lead(inputs: ReportInputs) -> list[str]:
