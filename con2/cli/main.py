@@ -24,6 +24,7 @@ from typing import Any, TextIO
 from con2.cli.common import error_message, run_command
 from con2.cli.contexts import add_contexts_subcommand
 from con2.cli.data import add_data_subcommands
+from con2.cli.metrics import add_metrics_subcommand
 from con2.cli.plan import add_plan_subcommand
 from con2.config import (
     EVALUATE_RUNTIME_KEYS,
@@ -353,6 +354,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_data_subcommands(sub)
     add_plan_subcommand(sub)
     add_contexts_subcommand(sub)
+    add_metrics_subcommand(sub)
     return parser
 
 

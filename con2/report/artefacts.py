@@ -149,6 +149,12 @@ TABLES: dict[str, Artefact] = _registry(
         each="comparisons",
     ),
     _table(
+        "operating_points",
+        "average precision and sensitivity at 95% specificity per dataset and method, from each run's scores.csv",
+        ("runs", "scores"),
+        module="operating",
+    ),
+    _table(
         "learning_curve",
         "AUROC after each scored epoch (score_at), per method; read from the records runs.csv lists",
         ("runs",),

@@ -41,7 +41,7 @@ from con2.report.artefacts import ReportInputs
 from con2.report.format import MISSING, Table, signed
 from con2.report.methods import Methods, method_names, subject_of
 from con2.report.paper import paper_value
-from con2.report.scores import Expected, as_count, read_run_scores, scores_file
+from con2.report.scores import expected_of_row, read_run_scores, scores_file
 from con2.report.select import headline, main_context, main_runs, report_block
 
 ALPHA = 0.05
@@ -84,16 +84,6 @@ def reference_pair(config: Mapping[str, Any], runs: pd.DataFrame, names: Methods
 
 
 # ----------------------------------------------------------------------------- per-image scores
-def _expected(row: Mapping[str, Any], score: str) -> Expected:
-    """What a runs.csv row says of its run's scores: the test counts and the AUROC of ``score``."""
-    stated = pd.to_numeric(row.get("auroc"), errors="coerce")
-    return Expected(
-        as_count(pd.to_numeric(row.get("n_test"), errors="coerce")),
-        as_count(pd.to_numeric(row.get("n_anomalous"), errors="coerce")),
-        ((score, float(stated)),) if pd.notna(stated) else (),
-    )
-
-
 def _main(runs: pd.DataFrame, config: Mapping[str, Any]) -> pd.DataFrame:
     return main_runs(headline(runs), report_block(config))
 
@@ -107,7 +97,7 @@ def _paired_class(ref: pd.DataFrame, other: pd.DataFrame, ref_score: str, score:
     for seed in seeds:
         rr, ro = ref[ref["seed"] == seed].iloc[0], other[other["seed"] == seed].iloc[0]
         checked = [
-            (row["record"], read_run_scores(row["record"], _expected(row, col)))
+            (row["record"], read_run_scores(row["record"], expected_of_row(row, col)))
             for row, col in ((rr, ref_score), (ro, score))
         ]
         for record, got in checked:

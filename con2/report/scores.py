@@ -75,6 +75,16 @@ def expected_of_record(record: Mapping[str, Any]) -> Expected:
     return Expected(as_count(record.get("n_test")), as_count(record.get("n_anomalous")), aurocs)
 
 
+def expected_of_row(row: Mapping[str, Any], score: str) -> Expected:
+    """What a runs.csv row says of its run's scores: the test counts and the AUROC of ``score``."""
+    stated = pd.to_numeric(row.get("auroc"), errors="coerce")
+    return Expected(
+        as_count(pd.to_numeric(row.get("n_test"), errors="coerce")),
+        as_count(pd.to_numeric(row.get("n_anomalous"), errors="coerce")),
+        ((score, float(stated)),) if pd.notna(stated) else (),
+    )
+
+
 def parse_scores(table: pd.DataFrame) -> tuple[pd.DataFrame | None, str]:
     """``(frame, "")`` of a read ``scores.csv`` that is well formed, else ``(None, problem)``."""
     missing = [c for c in ("index", "label") if c not in table.columns]

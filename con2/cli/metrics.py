@@ -1,0 +1,92 @@
+"""``con2 metrics``: a finished run's operating points from its ``scores.csv``, without retraining or
+re-scoring (:mod:`con2.maths.operating`): average precision with its interval and the sensitivity at
+95% specificity, per score column. Records of any schema version work: only the scores are read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+RECORD = "record.json"
+
+
+def run_metrics(run_dir: Path, scores: list[str] | None = None) -> dict[str, Any]:
+    """``{column: operating points}`` of one run directory, checked against its record.
+
+    Raises:
+        ValueError: naming the run and what is wrong (no record, a record that does not validate, no
+            or a disagreeing ``scores.csv``, an unknown score column).
+    """
+    from con2.maths.metrics import auroc
+    from con2.maths.operating import operating_points
+    from con2.report.scores import expected_of_record, read_run_scores, scores_file
+    from con2.run.records import RecordError, read_record
+
+    record_path = run_dir / RECORD
+    try:
+        record = read_record(record_path)
+    except RecordError as exc:
+        raise ValueError(str(exc)) from None
+    got = read_run_scores(record_path, expected_of_record(record))
+    if got.frame is None:
+        raise ValueError(f"{scores_file(record_path)} {got.problem}" if got.found else f"{run_dir}: {got.problem}")
+    frame = got.frame
+    columns = [c for c in frame.columns if c != "label"]
+    unknown = [c for c in scores or [] if c not in columns]
+    if unknown:
+        raise ValueError(f"{run_dir}: no score column {', '.join(map(repr, unknown))}; it has {', '.join(columns)}")
+    labels = frame["label"].to_numpy()
+    out = {}
+    for column in scores or columns:
+        values = frame[column].to_numpy(dtype=np.float64)
+        out[column] = {"auroc": auroc(labels, values), **operating_points(labels, values)}
+    return out
+
+
+def _text(run: str, metrics: dict[str, Any]) -> list[str]:
+    lines = [f"{run}:"]
+    for column, m in metrics.items():
+        ap, at = m["ap"], m["at_specificity"]
+        lines.append(
+            f"  {column}: AUROC {m['auroc']:.1f}  AP {ap['ap']:.1f} [{ap['lo']:.1f}, {ap['hi']:.1f}]  "
+            f"sensitivity {at['sensitivity']:.1f} at specificity {at['specificity']:.1f} "
+            f"(test threshold {at['threshold']:.4g})"
+        )
+    return lines
+
+
+def cmd_metrics(args: argparse.Namespace) -> int:
+    """Print each run's operating points; the runs it could not fill are named at the end (exit 1)."""
+    done: dict[str, Any] = {}
+    failed: dict[str, str] = {}
+    for run in args.run_dir:
+        try:
+            done[run] = run_metrics(Path(run), args.score or None)
+        except ValueError as exc:
+            failed[run] = str(exc)
+    if args.json:
+        print(json.dumps({"runs": done, "not_filled": failed}, indent=2, allow_nan=False, default=float))
+    else:
+        for run, metrics in done.items():
+            print("\n".join(_text(run, metrics)))
+        for run, why in failed.items():
+            print(f"not filled: {run}: {why}")
+    return 1 if failed else 0
+
+
+def add_metrics_subcommand(sub: argparse._SubParsersAction) -> None:
+    """Wire ``con2 metrics`` into the main CLI's sub-commands."""
+    p = sub.add_parser(
+        "metrics",
+        help="a finished run's AUROC, average precision and sensitivity at 95%% specificity from its scores.csv "
+        "(no retraining; records of any version)",
+    )
+    p.add_argument("run_dir", nargs="+", help="run directories (each holding record.json and scores.csv)")
+    p.add_argument("--score", nargs="*", default=[], metavar="COLUMN", help="score columns (default: every one)")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of the lines")
+    p.set_defaults(func=cmd_metrics)

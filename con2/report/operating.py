@@ -1,0 +1,136 @@
+"""The ``operating_points`` table (issue 35): what a threshold buys beyond AUROC, per dataset and method.
+
+Computed at aggregation time from each run's ``scores.csv`` (:mod:`con2.maths.operating`), so a record
+written before this table existed gets its operating points without retraining or re-scoring. One row
+per dataset and method (each method's main variant and headline score, the floors first); each cell
+is the mean ± std over the runs (seeds, and normal classes where several), the CSV keeps every run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from con2.maths.operating import operating_points as points_of
+from con2.maths.stats import mean_interval
+from con2.paper_names import dataset_label
+from con2.report.artefacts import ReportInputs
+from con2.report.format import MISSING, Table
+from con2.report.methods import method_names
+from con2.report.missing import no_runs
+from con2.report.scores import expected_of_row, read_run_scores, scores_file
+from con2.report.select import headline, main_runs, ordered_datasets, report_block
+
+RUN_COLUMNS = ["dataset", "normal_class", "method", "variant", "score", "seed", "record"]
+
+
+def run_points(row: pd.Series | dict[str, Any]) -> dict[str, Any]:
+    """One run's operating points from its ``scores.csv`` (``problem`` says why not): AP with its
+    bootstrap interval, the test threshold for 95% specificity and the rates it gives."""
+    got = read_run_scores(row["record"], expected_of_row(row, str(row["score"])))
+    if got.frame is None:
+        why = got.problem if got.found else "no scores.csv beside the record"
+        return {"problem": f"{scores_file(row['record'])}: {why}" if got.found else why}
+    frame = got.frame
+    labels = frame["label"].to_numpy()
+    if len(np.unique(labels)) != 2:
+        return {"problem": "the test set lacks normals or anomalies"}
+    p = points_of(labels, frame[str(row["score"])].to_numpy(dtype=np.float64))
+    ap, at = p["ap"], p["at_specificity"]
+    return {
+        "problem": "",
+        "ap": ap["ap"],
+        "ap_lo": ap["lo"],
+        "ap_hi": ap["hi"],
+        "sensitivity_at_95": at["sensitivity"],
+        "specificity_at_95": at["specificity"],
+        "threshold_at_95": at["threshold"],
+    }
+
+
+def operating_frame(runs: pd.DataFrame, config: Mapping[str, Any]) -> pd.DataFrame:
+    """Every main run's operating points (one row per run and headline score)."""
+    main = main_runs(headline(runs), report_block(config))
+    rows = [{**{c: r[c] for c in RUN_COLUMNS}, **run_points(r)} for _, r in main.iterrows()]
+    return pd.DataFrame(rows, columns=[*RUN_COLUMNS, "problem"] if not rows else None)
+
+
+def _cell(values: pd.Series) -> str:
+    v = values.dropna().to_numpy(dtype=float)
+    if not v.size:
+        return MISSING
+    return f"{v.mean():.1f} ± {v.std(ddof=1):.1f}" if v.size > 1 else f"{v[0]:.1f}"
+
+
+def _ap_interval(group: pd.DataFrame) -> str:
+    """One run: its stratified-bootstrap interval; several: the t-interval of the mean over seeds."""
+    if len(group) == 1:
+        r = group.iloc[0]
+        return f"{r['ap_lo']:.1f} to {r['ap_hi']:.1f} (bootstrap)"
+    by_class = [g["ap"].to_numpy(dtype=float) for _, g in group.groupby("normal_class")]
+    m = mean_interval(by_class)
+    return f"{m.lo:.1f} to {m.hi:.1f} (over seeds)" if np.isfinite(m.lo) else MISSING
+
+
+def operating_points(inputs: ReportInputs) -> Table:
+    """``operating_points``: average precision and sensitivity at 95% specificity per dataset and method."""
+    runs, config = inputs.frame("runs"), inputs.config
+    names = method_names(config, runs)
+    frame = operating_frame(runs, config) if not runs.empty else pd.DataFrame(columns=[*RUN_COLUMNS, "problem"])
+    rep = report_block(config)
+    rows, problems = [], []
+    for _, r in frame[frame["problem"] != ""].iterrows() if not frame.empty else []:
+        run = f"{r['dataset']}/{r['normal_class']} {r['method']}/{r['variant']} seed {r['seed']}"
+        problems.append(f"{run}: {r['problem']}")
+    present = sorted(set(frame["dataset"])) if not frame.empty else []
+    datasets = ordered_datasets(present, rep["medical"], rep["natural"])
+    for d in datasets:
+        on_d = frame[frame["dataset"] == d]
+        pairs = sorted({(m, s) for m, s in zip(on_d["method"], on_d["score"])}, key=lambda p: names.pair_key(*p))
+        for m, s in pairs:
+            every = on_d[(on_d["method"] == m) & (on_d["score"] == s)]
+            g = every[every["problem"] == ""]
+            if g.empty:  # every run of it left out: the row stays, saying so
+                rows.append([dataset_label(d), names.pair_label(m, s), *[MISSING] * 4, f"0 of {len(every)} runs"])
+                continue
+            over = f"{g['normal_class'].nunique()}×{g.groupby('normal_class')['seed'].nunique().min()}"
+            rows.append(
+                [
+                    dataset_label(d),
+                    names.pair_label(m, s),
+                    _cell(g["ap"]),
+                    _ap_interval(g),
+                    _cell(g["sensitivity_at_95"]),
+                    _cell(g["specificity_at_95"]),
+                    over,
+                ]
+            )
+    notes = [
+        "AP: average precision (%) with the anomalies as positives (chance = the share of anomalies in the test "
+        "set); the interval is a stratified bootstrap of the test images for one run, the 95% t-interval of the "
+        "mean over seeds for several.",
+        "Sens at 95% spec: the sensitivity (%) at the test threshold that keeps at least 95% of the normal test images "
+        "normal (Spec: the specificity it gives). The threshold is chosen with the test labels, so it is the best any "
+        "threshold can do: an upper bound for a reader who must fix it in advance.",
+        "Not shown: a threshold set on validation normals (the records hold test scores only; "
+        "con2.maths.operating.operating_points takes them where a run scores its validation split).",
+        "Computed from each run's scores.csv when the table is built: older records get these numbers too "
+        "(`con2 metrics RUN_DIR` prints one run's).",
+        "Mean ± std over the runs; Over: normal classes × seeds.",
+    ]
+    problems = list(dict.fromkeys(problems))  # one line per run, not per score
+    if problems:
+        notes.append(f"Left out ({len(problems)}): " + "; ".join(problems[:5]) + ("; ..." if len(problems) > 5 else ""))
+    header = ["Dataset", "Method", "AP (%)", "AP 95% interval", "Sens at 95% spec (%)", "Spec (%)", "Over"]
+    return Table(
+        "operating_points",
+        "Operating points: average precision and sensitivity at 95% specificity, from the scores",
+        header,
+        rows,
+        frame,
+        notes,
+        empty=no_runs(inputs, "operating_points"),
+    )
