@@ -101,7 +101,7 @@ def test_con2_plan_prints_the_table(tables: dict[str, Path], tmp_path: Path, cap
     out = capsys.readouterr().out
     main_line = next(line for line in out.splitlines() if line.startswith("main "))
     assert main_line.split()[:5] == ["main", "8", "480,000", "1,440,000", "10.0"]
-    assert "4 runs: 6.7 / 8" in main_line
+    assert "4 runs: 6.67 / 8" in main_line
     assert "from 16 px x (16/32)^2 pixels" in out
 
 
@@ -216,3 +216,45 @@ def test_a_run_that_trains_nothing_costs_nothing() -> None:
     assert plan.images_per_run(399, 64, 10, max_steps=7) == 7 * 64
     assert plan.images_per_run(399, 64, 10, max_steps=0) == 0
     assert plan.images_per_run(399, 64, 10, max_steps=1000) == 10 * (399 // 64) * 64
+
+
+def test_plan_marks_studies_and_sums_what_all_trains(tables: dict[str, Path], tmp_path: Path, capsys) -> None:
+    """Issue 36, point 9: an experiment of report.scopes is a study (`all` leaves it out): marked, and
+    an `all` line sums the runs `snakemake all` trains; names of any length stay in their column."""
+    profile = {**PROFILE, "report": {"scopes": {"ablation_table": ["ablation"]}}}
+    path = tmp_path / "tiny.yaml"
+    path.write_text(yaml.safe_dump(profile))
+    args = ["plan", "--configfile", str(path), "--device", "test gpu"]
+    args += ["--throughput", str(tables["throughput"]), "--sizes", str(tables["sizes"])]
+    assert main([*args, "--paper-hours", str(tables["paper"])]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    head = next(line for line in lines if line.startswith("experiment"))
+    assert "hours (Test GPU)" in head and "GPU-h" not in head
+    rows = {line.split()[0]: line for line in lines if line.split() and line.split()[0] in ("main", "ablation", "all")}
+    assert rows["ablation"].startswith("ablation *") and not rows["main"].startswith("main *")
+    assert rows["all"].split()[1] == "8"  # main's 8 runs; ablation's 4 own runs are a study's
+    assert len({line.index(" runs") for line in lines if line.startswith("experiment")}) == 1
+    ends = {len(rows[k].rstrip()) for k in rows}
+    assert len(ends) == 1  # every row ends in the same column
+    assert any(line.startswith("* a study (report.scopes)") for line in lines)
+
+
+def test_hours_keep_two_significant_digits_when_small() -> None:
+    assert [plan.hours_text(h) for h in (0, 8.7e-5, 0.0312, 0.5, 3.14159, 12.34, 1349.2)] == [
+        "0", "0.000087", "0.031", "0.50", "3.14", "12.3", "1,349.2",
+    ]  # fmt: skip
+
+
+def test_a_cpu_is_matched_by_model_and_how_it_trains() -> None:
+    """Issue 36, point 2: the bf16 EPYC's row is no rate for an EPYC without native bf16."""
+    from con2.run.provenance import cpu_precision
+
+    row = "AMD EPYC (1 thread(s); bf16 autocast)"
+    assert plan.device_matches(row, "AMD EPYC 9B14 (bf16 autocast)")
+    assert not plan.device_matches(row, "AMD EPYC 7B13 (float32)")
+    assert plan.device_matches(row, "AMD EPYC")  # a name without a precision: the model decides
+    assert not plan.device_matches(row, "Intel(R) Xeon(R) Platinum 8481C (bf16 autocast)")
+    assert plan.device_matches("NVIDIA H200", "NVIDIA H200 NVL")
+    assert cpu_precision("processor: 0\nflags\t: fpu sse avx2 avx512f amx_bf16\n") == "bf16 autocast"
+    assert cpu_precision("flags\t: fpu sse avx2 avx512f avx512_vnni\n") == "float32"  # AVX512 alone: emulated
+    assert cpu_precision("") == "float32"

@@ -30,6 +30,7 @@ from con2.grid.plan import (
     SIZES_CSV,
     THROUGHPUT_CSV,
     Rate,
+    device_matches,
     estimate_rate,
     images_per_run,
     read_rates,
@@ -88,11 +89,11 @@ def planned_run(
 
 
 def measured_rates(device: str) -> list[Rate]:
-    """The throughput table's rows measured on ``device``: a row's name without its parenthesised
-    details ("AMD EPYC (2 cores ...)") inside ``device``'s name, or the other way round; none if
-    this device was never measured (then the ETA waits for the first finished run)."""
-    name = device.lower()
-    rows = [r for r in read_rates(THROUGHPUT_CSV) if (row := r.device.split(" (")[0].lower()) in name or name in row]
+    """The throughput table's rows measured on ``device``, matched by model and, for a CPU, by how it
+    trains (:func:`con2.grid.plan.device_matches`: ``AMD EPYC 7B13 (float32)`` is not the row
+    ``AMD EPYC (1 thread(s); bf16 autocast)``); none if this device was never measured (then the ETA
+    waits for the first finished run)."""
+    rows = [r for r in read_rates(THROUGHPUT_CSV) if device_matches(r.device, device)]
     return [r for r in rows if not r.compile] or rows
 
 

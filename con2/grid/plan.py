@@ -25,7 +25,7 @@ import csv
 import io
 import json
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -436,23 +436,62 @@ def paper_hours_per_run(
 
 
 # ----------------------------------------------------------------------------------------- output
-def format_plan(summaries: Sequence[Summary], device: str) -> list[str]:
+def hours_text(h: float) -> str:
+    """Hours with the digits a small number needs (two significant: ``0.00064``, ``0.031``), two
+    decimals up to 10 and one from 10 on."""
+    if h == 0:
+        return "0"
+    if h < 0.1:
+        return f"{h:.{1 - math.floor(math.log10(h))}f}"
+    return f"{h:,.2f}" if h < 10 else f"{h:,.1f}"
+
+
+def format_plan(summaries: Sequence[Summary], device: str, studies: Collection[str] = ()) -> list[str]:
     """The table ``con2 plan`` prints: per experiment and in total, our runs, images, views and
-    GPU-hours, then, over the runs the paper gives hours for, our hours beside the paper's."""
+    hours on ``device``, then, over the runs the paper gives hours for, our hours beside the paper's.
+    Experiments of ``studies`` (``report.scopes``: not in ``all``) are marked ``*``."""
+    width = max([16, *(len(s.name) + 2 for s in summaries)])
+    hours_head = f"hours ({device})"
     head = (
-        f"{'experiment':<16} {'runs':>6} {'images':>14} {'views':>15} {'GPU-h ' + device:>16}"
-        f"   {'runs the paper costs: GPU-h ours / paper':>42}"
+        f"{'experiment':<{width}} {'runs':>6} {'images':>14} {'views':>15} {hours_head:>18}"
+        f"   {'runs the paper costs: hours ours / paper':>42}"
     )
     lines = [head, "-" * len(head)]
     for s in summaries:
-        ours = f"{s.hours:,.1f}" + (f" (+{s.runs_without_estimate} n/a)" if s.runs_without_estimate else "")
+        ours = hours_text(s.hours) + (f" (+{s.runs_without_estimate} n/a)" if s.runs_without_estimate else "")
         paper = "-"
         if s.runs_with_paper_hours:
-            paper = f"{s.runs_with_paper_hours} runs: {s.hours_on_paper_runs:,.1f} / {s.paper_hours:,.0f}"
-        if s.name == "total":
-            lines.append("-" * len(head))
-        lines.append(f"{s.name:<16} {s.runs:>6,} {s.images:>14,} {s.views:>15,} {ours:>16}   {paper:>42}")
+            paper = f"{s.runs_with_paper_hours} runs: {hours_text(s.hours_on_paper_runs)} / {s.paper_hours:,.0f}"
+        if s.name in ("all", "total") and not lines[-1].startswith("-"):
+            lines.append("-" * len(head))  # one rule above the sums
+        name = f"{s.name} *" if s.name in studies else s.name
+        lines.append(f"{name:<{width}} {s.runs:>6,} {s.images:>14,} {s.views:>15,} {ours:>18}   {paper:>42}")
+    if any(s.name in studies for s in summaries):
+        lines.append(
+            "* a study (report.scopes): not in `snakemake all`; `snakemake studies` or naming its table trains it. "
+            "all: the runs `snakemake all` trains"
+        )
     return lines
+
+
+PRECISIONS = ("bf16 autocast", "float32")  # how a CPU row of the throughput table trained
+
+
+def precision_of(name: str) -> str | None:
+    """The precision a device name states in its parenthesised details (a CPU's), or None."""
+    details = name.partition(" (")[2].lower()
+    return next((p for p in PRECISIONS if p in details), None)
+
+
+def device_matches(row: str, device: str) -> bool:
+    """Whether a throughput row's device is ``device``: the names without their parenthesised details
+    contain one another (case-insensitively: ``AMD EPYC`` and ``AMD EPYC 9B14``), and where both state a
+    precision (``bf16 autocast`` / ``float32``) it is the same: a CPU is matched by model and flags."""
+    a, b = row.split(" (")[0].lower().strip(), device.split(" (")[0].lower().strip()
+    if not a or not b or not (a in b or b in a):
+        return False
+    pa, pb = precision_of(row), precision_of(device)
+    return pa is None or pb is None or pa == pb
 
 
 def device_rates(rates: Sequence[Rate], device: str, compile: bool) -> list[Rate]:
@@ -462,7 +501,7 @@ def device_rates(rates: Sequence[Rate], device: str, compile: bool) -> list[Rate
     Raises:
         ConfigError: nothing measured on that device (the message lists what was).
     """
-    hits = [r for r in rates if device.lower() in r.device.lower()]
+    hits = [r for r in rates if device.lower() in r.device.lower() or device_matches(r.device, device)]
     if not hits:
         known = sorted({r.device for r in rates})
         raise ConfigError(f"no throughput measured on a device matching {device!r}; measured: {', '.join(known)}")
@@ -500,7 +539,13 @@ def plan_lines(
     costs = cost_runs(runs, n_train, rate_of, paper_hours_per_run(paper, runs, config))
     name = rates[0].device
     lines = [f"{len(costs):,} training runs on one {name} (throughput: {throughput.name}; compile={rates[0].compile})"]
-    lines += format_plan(per_experiment(costs), name.split(" (")[0].split()[-1])
+    scopes = (config.get("report") or {}).get("scopes") or {}
+    studies = {e for exps in scopes.values() for e in exps or []}
+    summaries = per_experiment(costs)
+    in_all = [c for c in costs if set(c.experiments) - studies]
+    if studies and len(in_all) < len(costs):
+        summaries.insert(-1, summarise("all", in_all))
+    lines += format_plan(summaries, name.split(" (")[0], studies)
     lines.append("")
     lines.append("views/s per (image size, width, batch):")
     for s in settings:
@@ -512,8 +557,8 @@ def plan_lines(
         shown = f"{ns[0]:,}" if len(ns) == 1 else f"{ns[0]:,}-{ns[-1]:,}"
         lines.append(f"  {dataset:<20} {shown:>11}  {where[dataset]}")
     lines.append(
-        "GPU-h: training steps alone at the measured rate (no scoring, data preparation or checkpoints); "
-        "paper GPU-h: the paper's hours per run (its compute table, medical datasets) summed over the runs it covers"
+        f"hours: training steps alone at the rate measured on {name} (no scoring, data preparation or checkpoints); "
+        "paper: the paper's GPU hours per run (its compute table, medical datasets) summed over the runs it covers"
     )
     for dataset, why in left_out.items():  # as the workflow skips a dataset it cannot have
         lines.append(f"left out: {dataset} ({why})")

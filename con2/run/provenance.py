@@ -56,3 +56,27 @@ def cpu_model() -> str:
     except OSError:
         pass
     return platform.processor() or platform.machine() or "unknown"
+
+
+NATIVE_BF16_CPU_FLAGS = frozenset({"avx512_bf16", "amx_bf16"})  # as con2.training.engine.NATIVE_BF16_FLAGS
+
+
+def cpu_precision(cpuinfo: str | None = None) -> str:
+    """How this CPU trains: ``"bf16 autocast"`` where its flags include native bfloat16 (AVX512-BF16,
+    AMX-BF16), else ``"float32"`` (what :func:`con2.training.engine.autocast_enabled` decides, read
+    from ``/proc/cpuinfo`` without importing torch). ``cpuinfo``: the file's text (tests), else read."""
+    try:
+        text = cpuinfo if cpuinfo is not None else Path("/proc/cpuinfo").read_text(errors="replace")
+    except OSError:
+        return "float32"
+    for line in text.splitlines():
+        key, sep, value = line.partition(":")
+        if sep and key.strip() in ("flags", "Features"):
+            return "bf16 autocast" if NATIVE_BF16_CPU_FLAGS & set(value.split()) else "float32"
+    return "float32"
+
+
+def cpu_device_name() -> str:
+    """This CPU as the throughput table names devices: its model and how it trains
+    (``AMD EPYC 7B13 (float32)``): a row measured with bf16 autocast is no rate for a CPU without it."""
+    return f"{cpu_model()} ({cpu_precision()})"

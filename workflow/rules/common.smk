@@ -496,7 +496,8 @@ _WALL = {}  # run key -> wall seconds of a record written since the workflow sta
 @functools.cache
 def device_name():
     """This device's name as the throughput table names devices: the GPU's (nvidia-smi) when the
-    profile trains on CUDA, else the CPU's model; None if it cannot be told."""
+    profile trains on CUDA, else the CPU's model and precision (con2.run.provenance.cpu_device_name); None
+    if it cannot be told."""
     device = str(config.get("device", "auto"))
     if device.startswith("cuda") or (device == "auto" and shutil.which("nvidia-smi")):
         try:
@@ -505,9 +506,9 @@ def device_name():
             return None
         names = out.stdout.strip().splitlines()
         return names[0].strip() if names else None
-    from con2.run.provenance import cpu_model  # lazy: read once, when the workflow runs
+    from con2.run.provenance import cpu_device_name  # lazy: read once, when the workflow runs
 
-    return cpu_model()
+    return cpu_device_name()
 
 
 def training_slots():
