@@ -108,3 +108,58 @@ def test_a_floor_that_is_no_method_of_the_profile_is_refused() -> None:
     }
     with pytest.raises(GridError, match=r"report\.floors: 'floor_pixels' is not a method of the experiments"):
         check_report(config)
+
+
+def scored_runs(tmp_path: Path) -> pd.DataFrame:
+    """The floor (one run: it trains nothing), CON2 clearly above it and SimCLR level with it, 3 seeds
+    each, with their scores.csv: the test images shared, the training noise per seed."""
+    import numpy as np
+
+    from con2.maths.metrics import auroc as auroc_of
+    from con2.run.records import build_record
+
+    y = np.r_[np.ones(60), np.zeros(140)].astype(int)
+    latent = np.random.default_rng(1).normal(size=y.size)
+    floor = latent + 0.8 * y
+    paths = []
+
+    def write(method: str, variant: str, seed: int, score: str, values: np.ndarray) -> None:
+        rec = build_record(
+            dataset="breastmnist", normal_class="1", method=method, variant=variant, seed=seed, labels=y,
+            scores={score: values}, n_train=100, config={"image_size": 28, "width": 16, "tta": 4, "params": {}},
+            training={"epochs": 0 if method == "floor_pixels" else 10},
+        )  # fmt: skip
+        run = tmp_path / "runs" / "breastmnist" / "1" / method / variant / f"seed{seed}"
+        write_record(rec, run / "record.json")
+        pd.DataFrame({"index": np.arange(y.size), "label": y, score: values}).to_csv(run / "scores.csv", index=False)
+        paths.append(run / "record.json")
+        assert abs(rec["metrics"]["auroc"][score] - auroc_of(y, values)) < 1e-9
+
+    write("floor_pixels", "floor", 0, "nnd", floor)
+    for seed in (0, 1, 2):
+        noise = np.random.default_rng(10 + seed).normal(size=y.size)
+        write("con2", "invert", seed, "nnd", floor + 1.5 * y + 0.3 * noise)  # far above the floor
+        write("simclr", "default", seed, "knn", floor + 0.3 * noise)  # the floor plus noise
+    return collect_runs(paths)
+
+
+def test_a_cell_says_whether_it_beats_the_floor(tmp_path: Path) -> None:
+    """Issue 35, point 1: from the paired test on the same images (the floor's one run paired with every
+    seed), Holm over the floor's comparisons: ‡ on CON2, none on SimCLR, none on the floor itself."""
+    from con2.report.comparisons import BEATS_FLOOR, compare
+
+    runs = scored_runs(tmp_path)
+    table = table1_medical(
+        ReportInputs(
+            config=CONFIG, runs=runs, paper=load_paper_numbers(ROOT / "con2" / "resources" / "paper_numbers.csv")
+        )
+    )
+    ours = {r[0]: r[2] for r in table.rows if r[1] == "ours"}
+    assert ours["CON2 (NND)"].endswith(BEATS_FLOOR)
+    assert not any(v.endswith(BEATS_FLOOR) for k, v in ours.items() if k != "CON2 (NND)")
+    assert any(n.startswith(f"{BEATS_FLOOR}: above the floor") for n in table.notes)
+    frame = compare(runs, CONFIG, "breastmnist", ref=("floor_pixels", "nnd"))
+    con2 = frame[frame["method"] == "con2"].iloc[0]
+    assert con2["n_seeds"] == 3 and con2["holds"] and con2["diff"] > 0
+    simclr = frame[frame["method"] == "simclr"].iloc[0]
+    assert not simclr["holds"]

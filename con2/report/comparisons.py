@@ -88,14 +88,19 @@ def _main(runs: pd.DataFrame, config: Mapping[str, Any]) -> pd.DataFrame:
     return main_runs(headline(runs), report_block(config))
 
 
-def _paired_class(ref: pd.DataFrame, other: pd.DataFrame, ref_score: str, score: str) -> tuple[Any, str]:
-    """:func:`~con2.maths.stats.delong_paired` of one normal class (a run per seed), or ``(None, why)``."""
-    seeds = sorted(set(ref["seed"]) & set(other["seed"]))
+def _paired_class(
+    ref: pd.DataFrame, other: pd.DataFrame, ref_score: str, score: str, reuse_ref: bool = False
+) -> tuple[Any, str]:
+    """:func:`~con2.maths.stats.delong_paired` of one normal class (a run per seed), or ``(None, why)``.
+    ``reuse_ref``: the reference trains nothing (a floor, one seed): its one run is paired with every seed."""
+    reuse = reuse_ref and ref["seed"].nunique() == 1
+    seeds = sorted(set(other["seed"])) if reuse else sorted(set(ref["seed"]) & set(other["seed"]))
     if not seeds:
         return None, "no seed run by both"
     labels, a, b = None, [], []
     for seed in seeds:
-        rr, ro = ref[ref["seed"] == seed].iloc[0], other[other["seed"] == seed].iloc[0]
+        rr = ref.iloc[0] if reuse else ref[ref["seed"] == seed].iloc[0]
+        ro = other[other["seed"] == seed].iloc[0]
         checked = [
             (row["record"], read_run_scores(row["record"], expected_of_row(row, col)))
             for row, col in ((rr, ref_score), (ro, score))
@@ -119,11 +124,18 @@ def _paired_class(ref: pd.DataFrame, other: pd.DataFrame, ref_score: str, score:
     return (res, "") if not res.reason else (None, res.reason)
 
 
-def compare(runs: pd.DataFrame, config: Mapping[str, Any], dataset: str, names: Methods | None = None) -> pd.DataFrame:
-    """Every main (method, headline score) of ``dataset`` against the reference: :data:`COLUMNS`
-    (differences, intervals and standard errors in AUROC percent; ``holds``: Holm-adjusted p <= alpha)."""
+def compare(
+    runs: pd.DataFrame,
+    config: Mapping[str, Any],
+    dataset: str,
+    names: Methods | None = None,
+    ref: tuple[str, str] | None = None,
+) -> pd.DataFrame:
+    """Every main (method, headline score) of ``dataset`` against the reference (``ref``, default
+    ``report.compare_to``): :data:`COLUMNS` (differences, intervals and standard errors in AUROC
+    percent; ``holds``: Holm-adjusted p <= alpha). A floor as the reference is paired with every seed."""
     names = names or method_names(config, runs)
-    ref = reference_pair(config, runs, names)
+    ref = ref or reference_pair(config, runs, names)
     sel = _main(runs[runs["dataset"] == dataset], config) if not runs.empty else runs
     if ref is None or sel.empty:
         return pd.DataFrame(columns=COLUMNS)
@@ -137,7 +149,11 @@ def compare(runs: pd.DataFrame, config: Mapping[str, Any], dataset: str, names: 
         results, why, seeds = [], "", 0
         for c in sorted(set(ref_rows["normal_class"]) & set(other["normal_class"])):
             res, why_c = _paired_class(
-                ref_rows[ref_rows["normal_class"] == c], other[other["normal_class"] == c], ref[1], s
+                ref_rows[ref_rows["normal_class"] == c],
+                other[other["normal_class"] == c],
+                ref[1],
+                s,
+                reuse_ref=ref[0] in names.floors,
             )
             if res is None:
                 why = why or f"class {c}: {why_c}"
@@ -241,6 +257,39 @@ def holding_marks(
         for r in frame[frame["holds"]].to_dict("records"):
             marks[(d, r["method"], r["score"])] = HOLDS
     return marks
+
+
+BEATS_FLOOR = "‡"  # Table 1's mark: above the floor (report.floors) after Holm
+
+
+def floor_marks(
+    runs: pd.DataFrame, config: Mapping[str, Any], datasets: list[str]
+) -> tuple[dict[tuple[str, str, str], str], str]:
+    """``({(dataset, method, score): "‡"}, note)``: each method above the first floor of ``report.floors``
+    on the same test images after Holm (over the floor's comparisons on that dataset); the floor trains
+    nothing, so its one run is paired with every seed of the other. ``({}, "")`` without a floor run."""
+    if runs is None or runs.empty:
+        return {}, ""
+    names = method_names(config, runs)
+    floors = [f for f in names.floors if f in set(runs["method"])]
+    if not floors:
+        return {}, ""
+    scores = subject_of(config, runs, names, method=floors[0]).scores
+    if not scores:
+        return {}, ""
+    ref = (floors[0], scores[0])
+    marks = {}
+    for d in datasets:
+        frame = compare(runs, config, d, names, ref)
+        for r in frame[frame["holds"] & (frame["diff"] > 0)].to_dict("records"):
+            if r["method"] not in names.floors:
+                marks[(d, r["method"], r["score"])] = BEATS_FLOOR
+    note = (
+        f"{BEATS_FLOOR}: above the floor {names.pair_label(*ref)} (no training) on the same test images after Holm's "
+        f"correction (DeLong's paired test, α = {alpha(config):g}; the floor's one run paired with every seed); "
+        "a cell without it has not been shown to beat doing nothing."
+    )
+    return marks, note
 
 
 def mark_note(config: Mapping[str, Any], runs: pd.DataFrame) -> str:

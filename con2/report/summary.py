@@ -15,7 +15,7 @@ import pandas as pd
 from con2.paper_names import dataset_label, dataset_names
 from con2.report.artefacts import ReportInputs
 from con2.report.budget import budget_note
-from con2.report.comparisons import holding_marks, mark_note
+from con2.report.comparisons import floor_marks, holding_marks, mark_note
 from con2.report.format import CELL_NOTE, Table, cell, shown_diff
 from con2.report.methods import Methods
 from con2.report.paper import disagreement_notes, external_code_notes, paper_value
@@ -104,6 +104,7 @@ def method_table(
     rows, data, midrules, used_paper = [], [], [], set()
     intervals = bool(rep.get("intervals"))
     marks = holding_marks(ours, config, cols)
+    above_floor, floor_note = floor_marks(ours, config, cols)
 
     def paper_cell(pm: str, ps: str, d: str) -> tuple[float, float] | None:
         return paper_value(psel, None, dmap.get(d, d), pm, ps, paper_context if ps else "")
@@ -114,7 +115,7 @@ def method_table(
         for d in cols:
             st = lookup_stat(level, dataset=d, method=m, score=s)
             pv = paper_cell(*target, d) if target else None
-            cells.append(st.text(interval=intervals) + marks.get((d, m, s), ""))
+            cells.append(st.text(interval=intervals) + marks.get((d, m, s), "") + above_floor.get((d, m, s), ""))
             data.append(
                 {
                     "dataset": d,
@@ -128,6 +129,7 @@ def method_table(
                     "ours_lo": st.lo,
                     "ours_hi": st.hi,
                     "holds": bool(marks.get((d, m, s))),
+                    "beats_floor": bool(above_floor.get((d, m, s))),
                     "paper_method": _paper_label(*target) if target else "",
                     "paper_mean": pv[0] if pv else np.nan,
                     "paper_std": pv[1] if pv else np.nan,
@@ -168,6 +170,7 @@ def method_table(
                         "ours_lo": np.nan,
                         "ours_hi": np.nan,
                         "holds": False,
+                        "beats_floor": False,
                         "paper_method": pm,
                         "paper_mean": pv[0],
                         "paper_std": pv[1],
@@ -186,6 +189,8 @@ def method_table(
         notes.append("(a–b): the 95% t-interval of our mean over seeds (report.intervals; none with one seed).")
     if marks:
         notes.append(mark_note(config, ours))
+    if floor_note:
+        notes.append(floor_note)
     for d in cols:
         classes = {
             m: frozenset(ours.loc[(ours["dataset"] == d) & (ours["method"] == m), "normal_class"]) for m, _ in pairs
