@@ -213,7 +213,7 @@ def test_cli_list(data_dir: Path, capsys: pytest.CaptureFixture) -> None:
     rows = {
         line.split()[0]: line.split()
         for line in out.splitlines()
-        if line and not line.startswith((" ", "data_dir", "name", "To get"))
+        if line and not line.startswith((" ", "data_dir", "cache:", "name", "To get", "*"))
     }
     assert rows["breastmnist"][3] == "yes" and rows["digits"][3] == "yes"
     assert rows["octmnist"][3] == "no" and rows["melanoma"][3] == "BROKEN"
@@ -221,6 +221,27 @@ def test_cli_list(data_dir: Path, capsys: pytest.CaptureFixture) -> None:
     assert "kvasir: `con2 data get kvasir" in out and "KAGGLE_USERNAME" in out
     assert "test/benign is missing" in out
     assert "gdown 1B5c39Fc3haOPzlehzmpTLz6xLtGyKEy4" in out
+
+
+def test_cli_list_says_where_prepared_arrays_come_from(
+    data_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """Issue 36, point 11: arrays prepared from another data folder show in a folder without the source
+    (the cache is user-wide): marked, and the list names the cache."""
+    write_medmnist_npz(data_dir / "medmnist" / "breastmnist.npz", MED)
+    prepare_dataset("breastmnist", data_dir, 28)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main(["data", "list", "--data-dir", str(empty)]) == 0
+    out = capsys.readouterr().out
+    row = next(line.split() for line in out.splitlines() if line.startswith("breastmnist"))
+    assert row[3] == "no" and row[4] == "28px*"
+    assert f"cache:    {cache_root(empty)}" in out and "shared by every checkout" in out
+    assert "* prepared from another data folder" in out
+    assert main(["data", "list", "--data-dir", str(data_dir)]) == 0
+    here = capsys.readouterr().out
+    assert next(line.split() for line in here.splitlines() if line.startswith("breastmnist"))[4] == "28px"
+    assert "* prepared from another data folder" not in here
 
 
 def test_cli_get_local(data_dir: Path, capsys: pytest.CaptureFixture) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
+from pathlib import Path
 
 from con2.cli.common import run_command  # prints `con2: error: ...`, returns 2 for errors a user can fix
 from con2.config import MAX_IMAGE_SIZE
@@ -17,6 +18,7 @@ from con2.errors import ConfigError
 
 def cmd_list(args: argparse.Namespace) -> int:
     """Print every registered dataset: family, source, present or not, prepared sizes, how to get it."""
+    from con2.data.cache import cache_root
     from con2.data.registry import (  # lazy: numpy and PIL stay off the start of `con2`
         DATASETS,
         dataset_status,
@@ -24,17 +26,26 @@ def cmd_list(args: argparse.Namespace) -> int:
 
     data_dir = args.data_dir or default_data_dir()
     print(f"data_dir: {data_dir}")
+    cache = cache_root(Path(data_dir))
+    print(f"cache:    {cache} (prepared arrays; user-wide, shared by every checkout: $CON2_CACHE_DIR)")
     print(f"{'name':22} {'family':8} {'source':12} {'present':8} {'prepared':14} normal classes")
-    missing = []
+    missing, elsewhere = [], False
     for name in DATASETS:
         s = dataset_status(name, data_dir)
         info = DATASETS[name]
         normals = ", ".join(info.normals) if len(info.normals) <= 3 else f"{len(info.normals)} classes"
         present = "yes" if s["present"] else ("BROKEN" if s["problem"] not in ("", "missing") else "no")
         prepared = ",".join(f"{x}px" for x in s["prepared"]) or "-"
+        if s["prepared"] and not s["present"]:  # prepared from another data folder: the cache is user-wide
+            prepared, elsewhere = prepared + "*", True
         print(f"{name:22} {s['family']:8} {s['source']:12} {present:8} {prepared:14} {normals}")
         if not s["present"]:
             missing.append((name, s["problem"] if present == "BROKEN" else s["how_to_get"]))
+    if elsewhere:
+        print(
+            "* prepared from another data folder (the cache above is shared by every checkout and data_dir); "
+            "this data_dir has no source files for it, so a run here cannot use them"
+        )
     if missing:
         print("\nTo get what is missing:")
         for name, how in missing:
