@@ -68,3 +68,25 @@ def test_table1_shows_ijepa_ad_beside_the_paper_and_says_what_the_other_rows_nee
     ran = pd.concat([runs, clip, clip.assign(dataset="pneumoniamnist")])  # on both of the profile's datasets
     notes = "\n".join(table1_medical(inputs_of(ran, paper, default_profile)).notes)
     assert "CLIP-AD (clip_ad" not in notes and "I-JEPA-ZSAD (ijepa_zsad" in notes  # a run that ran needs no note
+
+
+def test_the_budget_names_each_methods_encoder(tmp_path, caches, default_profile):
+    """Issue 36, point 6: I-JEPA-AD trains a ViT (params.backbone), not the ResNet18 the others train."""
+    from con2.report.budget import budget_of
+    from con2.report.methods import method_names
+
+    recs = [
+        fake_record("breastmnist", "1", "con2", "invert", s, {"nnd": 58.0}, {"contexts": ["invert"]}) for s in range(3)
+    ]
+    recs += [
+        fake_record(
+            "breastmnist", "1", "ijepa_ad", "default", s, {"nnd": 60.0}, {"backbone": "vit_tiny_patch16_224"}, None
+        )
+        for s in range(3)
+    ]
+    runs = collect(tmp_path, recs)
+    names = method_names(default_profile, runs)
+    both = budget_of(runs, names).text()
+    assert "ResNet18 width 16 (I-JEPA-AD: vit_tiny_patch16_224)" in both
+    alone = budget_of(runs[runs["method"] == "ijepa_ad"], names).text()
+    assert "vit_tiny_patch16_224" in alone and "ResNet18 width" not in alone

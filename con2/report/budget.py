@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from con2.paper_names import dataset_label
+from con2.report.collect import DEFAULT_ENCODER
 from con2.report.methods import Methods
 from con2.report.select import ReportCfg
 
@@ -56,7 +57,7 @@ class Budget:
 
     epochs: str
     image_size: str
-    width: str
+    width: str  # "ResNet18 width 16", with the methods that train another encoder after it
     seeds: str
     max_epochs: float
     max_image_size: float
@@ -68,7 +69,7 @@ class Budget:
         on = f", on {self.machines}" if self.machines else ""
         if self.epochs.startswith("?") and self.untrained:  # nothing here was trained
             return f"no training ({self.untrained}), {self.seeds}{on}"
-        trained = f"{self.epochs} at {self.image_size}, ResNet18 width {self.width}, {self.seeds}"
+        trained = f"{self.epochs} at {self.image_size}, {self.width}, {self.seeds}"
         return trained + (f"; no training: {self.untrained}" if self.untrained else "") + on
 
     def below_paper(self, paper_epochs: int) -> bool:
@@ -84,13 +85,20 @@ def budget_of(runs: pd.DataFrame, names: Methods) -> Budget:
     trained = r[~r["method"].isin(untrained)]
     epochs = trained.groupby("method")["epochs"].max().to_dict()
     sizes = trained.groupby("dataset")["image_size"].max().to_dict()
-    widths = trained.groupby("method")["width"].max().to_dict()
+    encoders = trained["encoder"] if "encoder" in trained else pd.Series(np.nan, trained.index)  # older runs.csv
+    by_method = encoders.fillna(DEFAULT_ENCODER).groupby(trained["method"]).first().to_dict()
+    others = [f"{labels[m]}: {e}" for m, e in by_method.items() if e.lower() != DEFAULT_ENCODER.lower()]
+    is_resnet = trained["method"].map(lambda m: by_method.get(m, DEFAULT_ENCODER).lower() == "resnet18")
+    resnets = trained.loc[is_resnet.astype(bool)]
+    widths = resnets.groupby("method")["width"].max().to_dict()
     seeds = r.groupby(["method", "dataset", "normal_class"])["seed"].nunique().groupby("method").max().to_dict()
     machines = sorted({str(x) for x in r["machine"].dropna()}) if "machine" in r else []
     return Budget(
         epochs=_usual(epochs, "epochs", labels),
         image_size=_usual(sizes, "px", {d: dataset_label(d) for d in sizes}),
-        width=_usual(widths, "", labels),
+        width=(f"{DEFAULT_ENCODER} width {_usual(widths, '', labels)}" if widths else "")
+        + (f" ({'; '.join(others)})" if others else "")
+        or DEFAULT_ENCODER,
         seeds=_usual(seeds, "seeds", labels),
         max_epochs=_largest(epochs),
         max_image_size=_largest(sizes),

@@ -72,6 +72,7 @@ RUN_COLUMNS = [
     "threads",
     "image_size",
     "width",
+    "encoder",
     "tta",
     "contexts",
     "n_contexts",
@@ -94,6 +95,15 @@ def read_benchmark(path: str | Path | None) -> tuple[float, float, float]:
         return nan, nan, nan
     values = [pd.to_numeric(row.get(k, np.nan), errors="coerce") for k in ("s", "max_rss", "cpu_time")]
     return tuple(float(v) for v in values)  # type: ignore[return-value]
+
+
+DEFAULT_ENCODER = "ResNet18"  # the encoder of every method without a params.backbone (CON2, SimCLR, CSI, ...)
+
+
+def encoder_of(config: Mapping[str, Any]) -> str:
+    """The encoder a run trained: its ``params.backbone`` (I-JEPA-AD's timm ViT, PANDA's ResNet), else ResNet18."""
+    backbone = (config.get("params") or {}).get("backbone")
+    return str(backbone) if isinstance(backbone, str) and backbone else DEFAULT_ENCODER
 
 
 def machine_of(record: Mapping[str, Any]) -> str | None:
@@ -151,6 +161,7 @@ def record_rows(
         "threads": cfg.get("threads"),
         "image_size": cfg.get("image_size"),
         "width": cfg.get("width"),
+        "encoder": encoder_of(cfg),
         "tta": cfg.get("tta"),
         "config_hash": record["config_hash"],
         "record": source,
@@ -368,6 +379,7 @@ def load_runs(path: str | Path) -> pd.DataFrame:
         *CARD_COLUMNS,
         "device",
         "machine",
+        "encoder",
         "config_hash",
         "record",
     ]
