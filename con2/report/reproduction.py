@@ -61,6 +61,9 @@ def reproduction(inputs: ReportInputs) -> Table:
     lacking = {m for m, _ in lacking_weights(config, runs, None)}  # methods left out for want of their weights
     needs_weights = {row[0] for (m, _), row in names.paper_rows().items() if m in lacking}
     data, rows = [], []
+    inv_d = {v: k for k, v in dataset_names(config).items()}
+    ran = set(runs["dataset"]) if not runs.empty else set()
+    elsewhere: dict[str, int] = {}  # paper dataset -> its numbers, for datasets with no run here: CSV only
     for r in paper.to_dict("records"):
         st, what = _ours_for_paper_row(runs, r, config, names)
         pstd = r["auroc_std"] if pd.notna(r["auroc_std"]) else np.nan
@@ -89,6 +92,9 @@ def reproduction(inputs: ReportInputs) -> Table:
         note = (
             "needs weights (results/tables/missing.md)" if pd.isna(st.mean) and r["method"] in needs_weights else note
         )
+        if inv_d.get(r["dataset"], r["dataset"]) not in ran:
+            elsewhere[r["dataset"]] = elsewhere.get(r["dataset"], 0) + 1
+            continue
         rows.append(
             [
                 r["table"],
@@ -121,7 +127,16 @@ def reproduction(inputs: ReportInputs) -> Table:
         *combination_lead(inputs),  # the paper's silences together (report.combination)
         *lead,
     ]
+    if elsewhere:
+        listed = ", ".join(f"{d} {n}" for d, n in elsewhere.items())
+        notes_elsewhere = [
+            f"Not listed: the {sum(elsewhere.values())} published numbers on datasets this profile has no run of "
+            f"({listed}); every one is in reproduction.csv."
+        ]
+    else:
+        notes_elsewhere = []
     notes = [
+        *notes_elsewhere,
         f"{CELL_NOTE} Differences and 'within std' use the shown (rounded) values. A paper number without a std "
         "(zero-shot rows, PANDA's) is printed alone and has no 'within std'.",
         "'paper inside/outside our CI': the published mean against the 95% t-interval of our mean over seeds "
