@@ -71,3 +71,39 @@ def test_a_paper_number_without_std_prints_alone_and_the_paper_s_disagreements_a
     assert [n for n in repro.notes if "disagree" in n] == [disagree + "each row shows its own table's number."]
     # the natural-image tables show none of those cells: no note
     assert not [n for n in natural_summary(inputs_of(runs, paper, config)).notes if "disagree" in n]
+
+
+def test_a_studys_reading_with_the_main_tags_is_not_pooled_into_the_papers_rows(tmp_path, paper) -> None:
+    """BatchNorm per context carries CON2 (invert)'s tags (contexts invert, full loss, k = 2): the
+    reproduction's CON2 (invert) rows and the context table read the main variant's runs, not the
+    study's (found with the combination study: 1×12 runs pooled, 61.0 for 57.9)."""
+    from report_fixtures import collect, fake_record
+
+    from con2.report.methods import study_only_variants
+
+    inv = {"contexts": ["invert"]}
+    recs = [fake_record("breastmnist", "1", "con2", "invert", s, {"nnd": 58.0 + s, "lh": 50.0}, inv) for s in range(3)]
+    recs += [
+        fake_record("breastmnist", "1", "con2", "bn_per_context", s, {"nnd": 70.0, "lh": 60.0}, {**inv, "x": 1})
+        for s in range(3)
+    ]
+    runs = collect(tmp_path, recs)
+    config = {
+        "experiments": {
+            "main": {"datasets": ["breastmnist"], "methods": {"con2": ["invert"]}},
+            "fidelity": {"datasets": ["breastmnist"], "methods": {"con2": ["invert", "bn_per_context"]}},
+        },
+        "report": {
+            "subject": "con2",
+            "medical": ["breastmnist"],
+            "main_variants": {"con2": "invert"},
+            "scopes": {"fidelity": ["fidelity"]},
+        },
+    }
+    assert study_only_variants(config, "con2") == {"bn_per_context"}
+    data = reproduction(inputs_of(runs, paper, config)).data
+    con2 = data[(data["method"] == "CON2") & (data["context"] == "invert") & (data["dataset"] == "BreastMNIST")]
+    con2 = con2[con2["score"] == "NND"]
+    assert len(con2) == 2 and (con2["ours_mean"] == 59.0).all() and (con2["ours_over"] == "1×3").all()
+    alt = alt_contexts(inputs_of(runs, paper, config))
+    assert "59.0 ± 1.0 [1×3]" in alt.markdown() and "70.0" not in alt.markdown()

@@ -237,15 +237,17 @@ class Subject:
     scores: tuple[str, ...]
     main_variant: str
     reference: Mapping[str, Any]
+    study_only: frozenset[str] = frozenset()  # variants only a study trains: never pooled by their tags
 
     def runs(
         self, runs: pd.DataFrame, *, contexts: list[str] | None = None, loss: Any = _REFERENCE, k: Any = _REFERENCE
     ) -> pd.DataFrame:
         """The subject's rows by what their records' tags say: context label(s), loss and number of
-        contexts k (default: the main variant's; ``None``: any)."""
+        contexts k (default: the main variant's; ``None``: any). A study's own variants (a fidelity
+        reading with the same tags as the main variant, BatchNorm per context, say) are never among them."""
         if runs.empty or self.method is None:
             return runs.iloc[0:0]
-        sel = runs["method"] == self.method
+        sel = (runs["method"] == self.method) & ~runs["variant"].isin(self.study_only)
         loss = self.reference.get("loss") if loss is _REFERENCE else loss
         k = self.reference.get("n_contexts") if k is _REFERENCE else k
         if loss is not None:
@@ -291,7 +293,21 @@ def subject_of(
         spec = registered_specs().get(method)
         if spec is not None and spec.tags is not None:
             reference = dict(spec.tags(spec.Params()))
-    return Subject(method, names.label(method), scores, main, reference)
+    return Subject(method, names.label(method), scores, main, reference, study_only_variants(config, method))
+
+
+def study_only_variants(config: Mapping[str, Any], method: str) -> frozenset[str]:
+    """The variants of ``method`` that only studies train (experiments of ``report.scopes``, which `all`
+    leaves out): readings of the paper whose records carry the main variant's tags."""
+    scopes = (config.get("report") or {}).get("scopes") or {}
+    studies = {e for exps in scopes.values() for e in exps or []}
+    seen: dict[bool, set[str]] = {True: set(), False: set()}
+    for name, exp in (config.get("experiments") or {}).items():
+        methods = (exp or {}).get("methods") or {}
+        if isinstance(methods, Mapping):
+            seen[name in studies].update(str(v) for v in methods.get(method) or [])
+    main = str(((config.get("report") or {}).get("main_variants") or {}).get(method, "default"))
+    return frozenset(seen[True] - seen[False] - {main})
 
 
 def _missing(value: Any) -> bool:
