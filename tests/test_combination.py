@@ -99,5 +99,5 @@ def test_unmeasured_pieces_are_named_not_guessed() -> None:
     runs = frame({("breastmnist", "both"): [70.0, 71.0], ("breastmnist", "content alone"): [64.0, 65.0]})
     text = " ".join(combination_lines(runs, SPEC))
     assert "not significantly above content alone; SimCLR + kNN not measured on BreastMNIST" in text
-    assert text.endswith("it is not measured on Digits.")
+    assert text.endswith("; it is not measured on Digits.")
     assert combination_lines(frame({("digits", "both"): [1.0]}), SPEC) == []  # nothing on the target: no line

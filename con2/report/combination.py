@@ -154,5 +154,5 @@ def combination_lines(runs: pd.DataFrame, spec: Mapping[str, Any]) -> list[str]:
         fell = np.isfinite(high) and high < 0
         word = "falls below" if fell else "does not fall below"
         guards.append(f"{word} {reference['label']} on {dataset_label(str(d))} ({signed(diff)}{interval}, {n} seeds)")
-    tail = f"; it {'; '.join(guards)}" if guards else ""
+    tail = "".join(f"; it {g}" for g in guards)
     return [*lines, verdict + tail + "."]
