@@ -77,3 +77,17 @@ def test_table1_says_which_method_needs_weights_it_does_not_have(
     # runs on the table's datasets: no note
     ran = pd.concat([runs, runs[runs.method == "simclr"].assign(method="panda", variant="default", score="knn")])
     assert [n for n in table1_medical(inputs_of(ran, paper, cfg)).notes if "PANDA" in n] == [r18]
+
+
+def test_table1_says_pneumoniamnist_is_not_the_papers_pneumonia(tmp_path, paper: pd.DataFrame) -> None:
+    """Issue 36, point 6: Table 1 shows the paper's Pneumonia and our PneumoniaMNIST side by side; a note says why."""
+    from report_fixtures import collect, fake_record
+
+    recs = [
+        fake_record("pneumoniamnist", "0", "con2", "invert", s, {"nnd": 80.0, "lh": 70.0}, {"contexts": ["invert"]})
+        for s in range(2)
+    ]
+    config = {"report": {"subject": "con2", "medical": ["pneumoniamnist"], "main_variants": {"con2": "invert"}}}
+    t = table1_medical(inputs_of(collect(tmp_path, recs), paper, config))
+    assert "Pneumonia" in t.columns and "PneumoniaMNIST" in t.columns
+    assert any(n.startswith("PneumoniaMNIST (ours) is MedMNIST's 28 px version") for n in t.notes)

@@ -203,6 +203,11 @@ def method_table(
                 f"per_class_{d} (where that table exists), not across these rows."
             )
     notes += floor_notes(level, pairs, names, cols)
+    if "pneumoniamnist" in cols and "pneumonia" in cols:  # two columns a reader takes for one
+        notes.append(
+            "PneumoniaMNIST (ours) is MedMNIST's 28 px version of the chest X-rays behind the paper's Pneumonia "
+            "(Kaggle's originals, 224 px), with MedMNIST's own split: not the paper's test set, so its own column."
+        )
     notes += absent_notes([d for d in cols if d not in set(ours["dataset"])], config, status)
     notes += stale_data_notes([d for d in cols if d in set(ours["dataset"])], status)
     notes += missing_weights_notes(config, runs, cols)
