@@ -117,7 +117,7 @@ def test_rows_from_records_and_gpu_lines_and_the_verdict(tmp_path):
 
 
 def test_budget_bound_table_builds_from_the_committed_gpu_lines():
-    """The H200's 128-epoch lines in benchmarks/measured/ give the 224 px row (CON2 as printed, seeds 0 and 1)."""
+    """The GPU lines in benchmarks/measured/ give the 224 px rows: 128 epochs (H200, seeds 0 and 1), 2048 (H100, seed 0)."""
     from con2.report.artefacts import _read_gpu_folder
 
     gpu = _read_gpu_folder(str(ROOT / "benchmarks" / "measured"))
@@ -129,10 +129,13 @@ def test_budget_bound_table_builds_from_the_committed_gpu_lines():
         gpu=gpu,
     )
     table = TABLES["budget_bound"].builder()(inputs)
-    assert [row[0] for row in table.rows] == ["224 px, 128 epochs"]
+    # the 2048-epoch row: the H100 call of 2026-11-27 (CON2 as printed, seed 0; content alone and SimCLR not yet)
+    assert [row[0] for row in table.rows] == ["224 px, 128 epochs", "224 px, 2048 epochs"]
     expected = measured.groupby("seed")["auroc"].last().mean()
     assert table.data.loc[0, "con2_mean"] == pytest.approx(expected)
-    assert any(n.startswith("Not measured: 224 px, 2048 epochs") for n in table.notes)
+    paper_length = gpu[(gpu["setting"] == "as printed") & (gpu["epochs"] == 2048) & (gpu["image_size"] == 224)]
+    assert table.data.loc[1, "con2_mean"] == pytest.approx(paper_length["auroc"].iloc[-1])
+    assert not any(n.startswith("Not measured: 224 px, 2048 epochs") for n in table.notes)
 
 
 def test_a_checkout_without_gpu_lines_builds_the_bound_from_the_records(tmp_path):
