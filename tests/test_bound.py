@@ -117,7 +117,8 @@ def test_rows_from_records_and_gpu_lines_and_the_verdict(tmp_path):
 
 
 def test_budget_bound_table_builds_from_the_committed_gpu_lines():
-    """The GPU lines in benchmarks/measured/ give the 224 px rows: 128 epochs (H200, seeds 0 and 1), 2048 (H100, seed 0)."""
+    """The GPU lines in benchmarks/measured/ give the 224 px rows: 128 epochs (H200, seeds 0 and 1) and
+    2048 epochs (H100, seed 0)."""
     from con2.report.artefacts import _read_gpu_folder
 
     gpu = _read_gpu_folder(str(ROOT / "benchmarks" / "measured"))

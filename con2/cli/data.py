@@ -18,7 +18,7 @@ from con2.errors import ConfigError
 
 def cmd_list(args: argparse.Namespace) -> int:
     """Print every registered dataset: family, source, present or not, prepared sizes, how to get it."""
-    from con2.data.cache import cache_root
+    from con2.data.cache import cache_root  # lazy: numpy, as the registry below
     from con2.data.registry import (  # lazy: numpy and PIL stay off the start of `con2`
         DATASETS,
         dataset_status,
