@@ -226,6 +226,7 @@ def test_gpu_call_script_prints_every_parts_prediction(shared_data, tmp_path):
     env = {**os.environ, "OUT": str(out), "BUDGET_S": "0"}
     script = ["bash", str(ROOT / "benchmarks" / "gpu_call.sh"), "--data-dir", str(shared_data)]
     given = ["--packing-factor", "1.0"]  # the assumed factor, whatever part (d) has measured
+    given += ["--records", str(tmp_path / "no_records")]  # nothing reused: the plan as a first call sees it
     res = subprocess.run(
         [*script, "--out", str(tmp_path / "gf"), *given],
         capture_output=True,
