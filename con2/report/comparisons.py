@@ -285,9 +285,9 @@ def floor_marks(
             if r["method"] not in names.floors:
                 marks[(d, r["method"], r["score"])] = BEATS_FLOOR
     note = (
-        f"{BEATS_FLOOR}: above the floor {names.pair_label(*ref)} (no training) on the same test images after Holm's "
-        f"correction (DeLong's paired test, α = {alpha(config):g}; the floor's one run paired with every seed); "
-        "a cell without it has not been shown to beat doing nothing."
+        f"{BEATS_FLOOR}: above the floor, {names.pair_label(*ref)}, which trains nothing, on the same test images "
+        f"after Holm's correction (DeLong's paired test, α = {alpha(config):g}; the floor's one run paired with "
+        "every seed); a cell without it has not been shown to beat doing nothing."
     )
     return marks, note
 
