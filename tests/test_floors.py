@@ -18,8 +18,6 @@ from con2.data.rundata import load_run_data
 from con2.run.records import read_record
 from con2.run.runner import RECORD, SCORES, run
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
-
 
 def brute_force_pixel_nn(train: np.ndarray, test: np.ndarray) -> np.ndarray:
     """-max cos over the training images, one test image and one training image at a time -> ``[M]``."""
@@ -69,14 +67,12 @@ def test_the_random_floor_trains_nothing_and_depends_on_its_seed(digits_cfg, tmp
     assert not np.allclose(a, c)
 
 
-@pytest.mark.skipif(not (SHARED / "medmnist" / "breastmnist.npz").is_file(), reason="needs ../shared/data")
-def test_the_pixel_floor_on_real_breastmnist_is_the_brute_force_one(tmp_path: Path) -> None:
+def test_the_pixel_floor_on_real_breastmnist_is_the_brute_force_one(tmp_path: Path, shared_data: Path) -> None:
     """The real 28 px file, no crop and no test-time augmentation: the setting ../shared/data/README.md
     measures its raw-pixel floor in."""
     torch.set_num_threads(1)
-    cfg = make_config(
-        {"dataset": "breastmnist", "data_dir": str(SHARED), "method": "floor_pixels", "max_steps": 0, "device": "cpu"}
-    )
+    settings = {"dataset": "breastmnist", "data_dir": str(shared_data), "method": "floor_pixels", "max_steps": 0}
+    cfg = make_config({**settings, "device": "cpu"})
     run(cfg, tmp_path / "run")
     data = load_run_data(cfg)
     expected = 100 * roc_auc_score(
