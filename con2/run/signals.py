@@ -1,4 +1,4 @@
-"""SIGTERM and SIGINT for the workflow and its training jobs (issue 27, point 13; issue 36, point 10).
+"""SIGTERM for the workflow and its training jobs (issue 27, point 13).
 
 Snakemake 9 answers SIGTERM (what `timeout`, a cluster's time limit or `kill PID` send to its pid
 alone) with a "graceful" stop: it waits for the running jobs to finish (`con2 train` trains on, for
@@ -12,12 +12,6 @@ as Ctrl-C does (KeyboardInterrupt: its jobs are cancelled, it exits non-zero). S
 is forwarded: a process started in the background by a non-interactive shell (`snakemake ... &` in
 a batch script) inherits SIGINT ignored, never SIGTERM.
 
-SIGINT sent to Snakemake's pid alone (`kill -INT PID`, not Ctrl-C, which signals the whole group)
-reached Snakemake only: it printed "Terminating processes on user request" and its `con2 train`
-jobs trained on for minutes. :func:`terminate_jobs_on_sigint` keeps Ctrl-C as it was (the
-KeyboardInterrupt Snakemake expects, the jobs stopped by their own SIGINT) and sends SIGTERM to the
-jobs still running :data:`SIGINT_GRACE_SECONDS` later, which only a pid-only SIGINT leaves.
-
 `con2 train` itself takes SIGTERM as Ctrl-C (:func:`sigterm_as_interrupt`): it stops with "con2:
 interrupted; rerun the same command to resume from the last checkpoint", its `finally` clauses run
 (no half-written temporary file is left), and the checkpoint, written atomically, stays resumable.
@@ -28,11 +22,8 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import threading
 
-__all__ = ["descendants", "sigterm_as_interrupt", "terminate_jobs_on_sigint", "terminate_jobs_on_sigterm"]
-
-SIGINT_GRACE_SECONDS = 10.0  # after SIGINT, jobs still running this long after are sent SIGTERM
+__all__ = ["descendants", "sigterm_as_interrupt", "terminate_jobs_on_sigterm"]
 
 
 def _parents() -> dict[int, int]:
@@ -84,30 +75,6 @@ def terminate_jobs_on_sigterm() -> None:
             raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, handler)
-
-
-def terminate_jobs_on_sigint(grace: float = SIGINT_GRACE_SECONDS) -> None:
-    """Make SIGINT stop this process's jobs too, where it reached this process alone (module docstring):
-    KeyboardInterrupt at once, as Python's default, and SIGTERM to the jobs still running ``grace``
-    seconds later. Left alone where SIGINT is ignored (a background job of a non-interactive shell)."""
-    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
-        return
-    me = os.getpid()
-
-    def stop_the_rest() -> None:
-        for pid in descendants(me):
-            try:
-                os.kill(pid, signal.SIGTERM)
-            except OSError:  # exited meanwhile
-                pass
-
-    def handler(signum: int, frame: object) -> None:
-        timer = threading.Timer(grace, stop_the_rest)
-        timer.daemon = True  # never keeps the process alive
-        timer.start()
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGINT, handler)
 
 
 def sigterm_as_interrupt() -> None:
