@@ -115,9 +115,12 @@ for _rule_file in OWN_RULE_FILES:
 # them to finish, hours for a training run (con2/run/signals.py says why and how). Installed here: after
 # Snakemake's handler, before the first job.
 onstart:
-    from con2.run.signals import terminate_jobs_on_sigterm
+    from con2.run.signals import terminate_jobs_on_sigint, terminate_jobs_on_sigterm
 
     terminate_jobs_on_sigterm()
+    # `kill -INT PID` (Snakemake alone) stops the jobs too, as Ctrl-C does; SIGINT inherited ignored
+    # (`snakemake ... &` in a script) stays ignored: `kill PID` stops that one (con2/run/signals.py)
+    terminate_jobs_on_sigint()
     # the whole grid's ETA under Snakemake's progress, and once before the first job
     _progress = install_grid_progress(snakemake_logger, grid_eta_line)
     try:  # as its later updates (con2.grid.console.GridProgress): an ETA never stops the workflow

@@ -3,7 +3,8 @@
 `timeout`, a cluster's time limit or `kill PID` send SIGTERM to Snakemake alone; Snakemake's own
 answer waits for the running jobs (hours of training) and repeats "Will exit after finishing
 currently running jobs". The workflow's handler (con2/run/signals.py, installed by the Snakefile's
-`onstart`) stops the jobs and Snakemake as Ctrl-C does; the same command then resumes.
+`onstart`) stops the jobs and Snakemake as Ctrl-C does; the same command then resumes. `kill -INT
+PID` does the same (issue 36, point 10), where SIGINT is not ignored.
 """
 
 from __future__ import annotations
@@ -68,7 +69,18 @@ def alive(pid: int) -> bool:
     return True
 
 
-def test_sigterm_stops_the_training_jobs_and_the_same_command_resumes(tmp_path: Path) -> None:
+def sigint_as_a_terminal_gives_it() -> None:
+    """In the child before exec: SIGINT to its default. A job started with `&` by a non-interactive
+    shell (CI's `bash .ci/run &`) inherits SIGINT ignored, and so would Snakemake (the handler then
+    leaves it ignored on purpose: con2/run/signals.py); subprocess's restore_signals leaves SIGINT as is."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_sigterm_stops_the_training_jobs_and_the_same_command_resumes(tmp_path: Path, sig: signal.Signals) -> None:
+    """SIGTERM, and SIGINT to Snakemake's pid alone (`kill -INT PID`: before issue 36, point 10, its jobs
+    trained on for minutes), stop every training job; the same command resumes. Also where this test
+    runs with SIGINT ignored (a background job): Snakemake starts with SIGINT as a terminal gives it."""
     wd = copy_workflow(tmp_path)
     cmd = [*SNAKEMAKE, "--cores", "2", "runs", "--configfile", profile(wd)]
     run_dirs = [wd / f"results/runs/digits/{c}/con2/invert/seed0" for c in RUNS]
@@ -76,7 +88,13 @@ def test_sigterm_stops_the_training_jobs_and_the_same_command_resumes(tmp_path: 
     with console.open("w") as out:
         # a session of its own: this test's process group never gets a signal meant for the workflow
         proc = subprocess.Popen(
-            cmd, cwd=wd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True, env=workflow_env(wd)
+            cmd,
+            cwd=wd,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env=workflow_env(wd),
+            preexec_fn=sigint_as_a_terminal_gives_it,
         )
     try:
         deadline = time.time() + 300  # waits for a state (both runs training, both checkpointed), not a time
@@ -88,7 +106,7 @@ def test_sigterm_stops_the_training_jobs_and_the_same_command_resumes(tmp_path: 
             assert not finished, f"a run finished before both were training: raise EPOCHS ({below(proc.pid)})"
             assert proc.poll() is None and time.time() < deadline, (below(proc.pid), console.read_text()[-3000:])
             time.sleep(0.2)
-        os.kill(proc.pid, signal.SIGTERM)  # Snakemake's pid only, as `timeout` or a cluster sends it
+        os.kill(proc.pid, sig)  # Snakemake's pid only, as `timeout`, a cluster or `kill -INT PID` sends it
         assert proc.wait(timeout=120) != 0
         deadline = time.time() + 30  # orphans are reaped by init: give it a moment
         while any(alive(p) for p in running) and time.time() < deadline:
@@ -115,6 +133,42 @@ def test_sigterm_stops_the_training_jobs_and_the_same_command_resumes(tmp_path: 
     lines = (dry.stdout + dry.stderr).splitlines()
     assert dry.returncode == 0 and "(+" in dry.stdout, lines[-40:]  # the target `all`: "(+N more)" files
     assert max(map(len, lines)) <= 300, max(lines, key=len)
+
+
+HANDLER = """
+import os, signal, subprocess, sys, time
+from con2.run.signals import terminate_jobs_on_sigint
+# as a terminal gives it, or as a non-interactive shell gives its `&` jobs (whatever this test inherited)
+signal.signal(signal.SIGINT, signal.SIG_IGN if sys.argv[1] == "ignored" else signal.default_int_handler)
+job = subprocess.Popen(["sleep", "60"])
+terminate_jobs_on_sigint(grace=0.5)
+try:
+    os.kill(os.getpid(), signal.SIGINT)
+    time.sleep(1)  # the handler runs here at the latest
+    print("on", end=" ")
+except KeyboardInterrupt:
+    print("interrupted", end=" ")
+try:
+    print(job.wait(timeout=5))
+except subprocess.TimeoutExpired:
+    job.kill()
+    print("running")
+"""
+
+
+@pytest.mark.parametrize("inherited", ["default", "ignored"])
+def test_sigint_handler_stops_the_jobs_later_and_keeps_an_inherited_ignore(inherited: str) -> None:
+    """`kill -INT` to the process alone: KeyboardInterrupt at once, SIGTERM to its jobs ``grace`` later;
+    SIGINT inherited ignored (`snakemake ... &` from a script) stays ignored (con2/run/signals.py says why)."""
+    res = subprocess.run(
+        [sys.executable, "-c", HANDLER, inherited],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=Path(__file__).parents[1],
+    )
+    want = "interrupted -15" if inherited == "default" else "on running"
+    assert res.returncode == 0 and res.stdout.strip() == want, (res.stdout, res.stderr)
 
 
 def test_hashed_params_compare_as_before_and_print_short() -> None:
