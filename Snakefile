@@ -4,7 +4,7 @@
 #   snakemake --cores 2 all --config data_dir=../shared/data           # data elsewhere (or set CON2_DATA_DIR)
 #   snakemake --cores 2 --configfile workflow/config/paper.yaml \
 #       --config data_dir=/data device=cuda                             # the paper's grid (GPU)
-#   snakemake --cores 2 results/tables/table1_medical.md               # one artefact, and only what it needs
+#   snakemake --cores 2 results/tables/table1_medical.md               # one artefact from the records on disk (trains nothing)
 #   snakemake --report results/report.html                             # HTML report of tables and figures
 #
 # Profiles live in workflow/config/ and are validated against workflow/schemas/config.schema.yaml.
@@ -61,10 +61,12 @@ wildcard_constraints:
 
 rule all:
     """Every table and figure of the profile (and so every run they need whose data are available);
-    the studies of `report.scopes` (the fidelity table) are built by `snakemake studies` or by name."""
+    the studies of `report.scopes` (the fidelity table) are rebuilt from their records on disk, and
+    trained by `snakemake studies` or by naming their table."""
     localrule: True
     input:
         TABLE_FILES,
+        STUDY_FILES,  # as their records stand: a study table never shows an older profile's runs
         FIGURE_FILES,
         grid_records,  # a deleted run's record: trained again (common.smk, `grid_records` says why)
         checked_grid_records,

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 FILE_INPUTS: tuple[str, ...] = ("runs", "paper", "hours", "measured", "table", "status", "gpu")
 INPUTS: tuple[str, ...] = (*FILE_INPUTS, "panels", "scores")
 # inputs a rule may lack (a checkout without benchmarks/measured/): the builder then gets None
-OPTIONAL_INPUTS: frozenset[str] = frozenset({"gpu"})
+OPTIONAL_INPUTS: frozenset[str] = frozenset({"gpu", "status"})  # status: none in a rebuild before any data check
 # the inputs that are frames (:meth:`ReportInputs.frame`)
 Frame = Literal["runs", "paper", "hours", "measured", "table", "gpu"]
 

@@ -224,6 +224,8 @@ def data_check(wildcards):
             found = json.loads(marker.read_text())
         except (OSError, ValueError):
             found = {}
+        if "check" in found and not trains_anything():  # a rebuild: the data stay as last checked
+            return found["check"]
         if found.get("status") == "ok" and "check" in found:
             here = same_folder(checked_in(found), config["data_dir"])
             if (here and on_disk_at_start(wildcards.dataset, wildcards.size)) or not awaits_data(
@@ -287,13 +289,84 @@ def checked_runs():
 
 
 def available_runs():
-    """The runs whose data are ready: `ready_runs` and `checked_runs` (after the data check)."""
+    """The runs whose data are ready: `ready_runs` and `checked_runs` (after the data check); in a
+    rebuild (nothing trains), the `finished_runs`."""
+    if not trains_grid():
+        return finished_runs()
     return ready_runs() + checked_runs()
 
 
+def status_file(wildcards):
+    """The data status a table's notes read: the checkpoint's file; in a rebuild, the file as the last
+    check left it, and none where a dataset was never checked (a rebuild checks no data)."""
+    if trains_anything() or all(os.path.exists(P.data_marker(d, s)) for d, s in DATA_TARGETS):
+        return [DATA_STATUS]
+    return []
+
+
 def status_input(wildcards):
-    """The data-status checkpoint as an input of rules whose inputs depend on it (none when strict)."""
-    return [] if STRICT else [DATA_STATUS]
+    """The data-status checkpoint as an input of rules whose inputs depend on it (none when strict;
+    in a rebuild, the file as the last check left it: `status_file`, the input set unchanged)."""
+    return [] if STRICT else status_file(wildcards)
+
+
+# ------------------------------------------------------------------------------------------ targets
+# What this invocation may train follows from its targets (read when the DAG is built: Snakemake sets
+# them after parsing this file). `all`, `runs`, a record: the grid's runs; `studies` or a study's table:
+# that study's runs; a table, figure or aggregate named alone: nothing. A rebuild reads the records on
+# disk and never trains, checks or downloads data, whatever data_dir says (issue 36, point 4).
+ARTEFACT_DIRS = ("results/tables/", "results/figures/", "results/evaluation/", "results/score_runtime/")
+
+
+def named_targets():
+    """The targets named on the command line, paths relative to the working directory (empty: `all`)."""
+    settings = getattr(workflow, "dag_settings", None)
+    targets = settings.targets if settings is not None else ()
+    return [t if "/" not in t else os.path.relpath(os.path.abspath(t)) for t in targets]
+
+
+def target_scope(target):
+    """The study (a scope of `report.scopes`) a target trains, or None."""
+    if target.startswith("table_") and target[len("table_") :] in SCOPED_TABLES:
+        return target[len("table_") :]
+    for prefix in ("results/tables/", "results/evaluation/scopes/"):
+        if target.startswith(prefix):
+            stem = Path(target).name.split(".")[0]
+            return stem if stem in SCOPED_TABLES else None
+    return None
+
+
+def is_artefact(target):
+    """True for a target that only reads records: a table (not a study's), a figure, an aggregate."""
+    if target_scope(target) is not None:
+        return False
+    return target == "evaluate" or target.startswith(("table_", "figure_")) or target.startswith(ARTEFACT_DIRS)
+
+
+def trains_grid():
+    """True if this invocation trains the grid's runs (`all`, `runs`, a record, any other target)."""
+    return not all(is_artefact(t) or target_scope(t) or t == "studies" for t in named_targets() or ["all"])
+
+
+def trains_scope(scope):
+    """True if this invocation trains a study's runs: `studies`, or the study's table named."""
+    return any(t == "studies" or target_scope(t) == scope for t in named_targets())
+
+
+def trains_anything():
+    return trains_grid() or any(trains_scope(s) for s in SCOPED_TABLES)
+
+
+def finished_runs():
+    """The grid's runs a rebuild reads as inputs: a record, its config unchanged and its data marker
+    there, so no job above it has a reason to run (their records stay inputs, as in `all`: the
+    aggregation's params, and so its rerun, are the same in both). Any other record on disk is read
+    as it is (`records_outside`)."""
+    return [
+        r
+        for r in RUNS
+        if not awaits_training(r.record, r.config_file) and os.path.exists(P.data_marker(r.dataset, r.data_size))
+    ]
 
 
 # ------------------------------------------------------------------------------------------ aggregation
@@ -318,6 +391,8 @@ def grid_records(wildcards, runs=ready_runs):
     record.json) left `evaluate` up to date: neither retrained nor dropped, its rows stayed in
     runs.csv and the tables. A missing input is such a reason for a target without outputs (`all`):
     the run trains again, and the aggregation and the tables are rebuilt from its new record."""
+    if not trains_grid():  # a rebuild: the finished runs (known from the start; no data check)
+        return [r.record for r in finished_runs() if not scoped_only(r)] if runs is ready_runs else []
     return [r.record for r in runs() if not scoped_only(r)]
 
 
@@ -362,6 +437,8 @@ def scope_records(wildcards, runs=ready_runs):
     """Records a scoped table needs: the available runs of its experiments (naming the table as the
     target trains only these; two inputs as in `grid_records`)."""
     exps = scope_experiments(wildcards.scope)
+    if not trains_scope(wildcards.scope):  # `all` or a rebuild: the study's finished runs, none trained
+        return [r.record for r in finished_runs() if exps & set(r.experiments)] if runs is ready_runs else []
     return [r.record for r in runs() if exps & set(r.experiments)]
 
 
@@ -439,7 +516,7 @@ def artefact_inputs(artefact):
         "hours": PAPER_HOURS,
         "measured": SCORE_RUNTIME_CSV,
         "table": f"results/tables/{TABLES[artefact.table].stem}.csv" if artefact.table else None,
-        "status": DATA_STATUS,  # which datasets were skipped for want of data (a table's notes say why)
+        "status": status_file,  # which datasets were skipped for want of data (a table's notes say why)
         "gpu": GPU_MEASURED if os.path.isdir(GPU_MEASURED) else None,  # the GPU runs' lines (report.bound), if any
         "panels": None,
         "scores": None,  # many files: below
@@ -560,6 +637,14 @@ def end_summary():
     lines = summary_lines(
         DATA_TARGETS, config, RUNS_CSV, since=STARTED, methods_missing_weights=WEIGHTS_MISSING, skipped_files=skipped
     )
+    if not trains_anything():  # a rebuild: what it left out, and the command that trains it
+        untrained = [r for r in RUNS if not scoped_only(r) and not os.path.exists(r.record)]
+        if untrained:
+            lines.append(
+                f"con2 workflow: a table rebuild trains nothing: {len(untrained)} run(s) of the grid have no record "
+                "yet and are not in the tables; `snakemake --cores N all` (with the grid's --config data_dir=DIR) "
+                "trains them"
+            )
     if lines and Path(MISSING_FILE).is_file():
         lines.insert(-1, f"con2 workflow: what is missing and how to get it, in one file: {MISSING_FILE}")
     return lines

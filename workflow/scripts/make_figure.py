@@ -18,7 +18,8 @@ def main() -> None:
     from con2.report.artefacts import FIGURES, FILE_INPUTS, ReportInputs
 
     artefact = FIGURES[snakemake.params.figure]
-    files = {name: str(getattr(snakemake.input, name)) for name in FILE_INPUTS if name in snakemake.input.keys()}
+    given = [name for name in FILE_INPUTS if name in snakemake.input.keys()]
+    files = {name: str(getattr(snakemake.input, name)) for name in given if str(getattr(snakemake.input, name))}
     dataset = str(getattr(snakemake.wildcards, "dataset", ""))
     panels = getattr(snakemake.params, "panels", ())
     inputs = ReportInputs.load(artefact, files, dict(snakemake.params.settings), dataset, panels)

@@ -19,7 +19,8 @@ def main() -> None:
     from con2.report.tables import build_table
 
     artefact = TABLES[snakemake.params.table]
-    files = {name: str(getattr(snakemake.input, name)) for name in FILE_INPUTS if name in snakemake.input.keys()}
+    given = [name for name in FILE_INPUTS if name in snakemake.input.keys()]
+    files = {name: str(getattr(snakemake.input, name)) for name in given if str(getattr(snakemake.input, name))}
     dataset = str(getattr(snakemake.wildcards, "dataset", ""))
     table = build_table(artefact.name, ReportInputs.load(artefact, files, dict(snakemake.params.settings), dataset))
     fault_point("table_build", table=artefact.name)  # tests: a kill with the job started, no output yet
