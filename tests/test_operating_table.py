@@ -79,3 +79,14 @@ def test_con2_metrics_fills_old_records_from_their_scores(tmp_path: Path, capsys
     pd.read_csv(scores_csv).assign(nnd=0.0).to_csv(scores_csv, index=False)  # scores that disagree with the record
     assert con2_main(["metrics", str(run)]) == 1
     assert "gives AUROC 50.00 for column 'nnd'" in capsys.readouterr().out
+
+
+def test_an_average_precision_interval_over_seeds_stays_within_0_and_100() -> None:
+    """Found on BR35H: SimCLR's SSD AP over 3 seeds printed "96.1 to 100.5"; the t-interval is clipped."""
+    from con2.report.operating import _ap_interval
+
+    group = pd.DataFrame({"normal_class": ["no"] * 3, "ap": [99.9, 97.0, 99.8]})
+    m, sd = group["ap"].mean(), group["ap"].std(ddof=1)
+    assert m + 4.3 * sd / np.sqrt(3) > 100  # the unclipped t-interval (t(0.975, 2) = 4.30) passes 100
+    lo, hi = _ap_interval(group).removesuffix(" (over seeds)").split(" to ")
+    assert float(hi) == 100.0 and 0 < float(lo) < m

@@ -66,13 +66,14 @@ def _cell(values: pd.Series) -> str:
 
 
 def _ap_interval(group: pd.DataFrame) -> str:
-    """One run: its stratified-bootstrap interval; several: the t-interval of the mean over seeds."""
+    """One run: its stratified-bootstrap interval; several: the t-interval of the mean over seeds,
+    clipped to [0, 100] (an average precision is a percentage: 96.1 to 100.5 read as a bug)."""
     if len(group) == 1:
         r = group.iloc[0]
         return f"{r['ap_lo']:.1f} to {r['ap_hi']:.1f} (bootstrap)"
     by_class = [g["ap"].to_numpy(dtype=float) for _, g in group.groupby("normal_class")]
     m = mean_interval(by_class)
-    return f"{m.lo:.1f} to {m.hi:.1f} (over seeds)" if np.isfinite(m.lo) else MISSING
+    return f"{max(0.0, m.lo):.1f} to {min(100.0, m.hi):.1f} (over seeds)" if np.isfinite(m.lo) else MISSING
 
 
 def operating_points(inputs: ReportInputs) -> Table:
