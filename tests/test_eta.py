@@ -3,30 +3,67 @@ prints it under Snakemake's progress (con2/grid/console.py)."""
 
 from __future__ import annotations
 
+import json
 import logging
+from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
 from con2.grid.console import GridProgress, install_grid_progress
-from con2.grid.eta import GridEta, PlannedRun, eta_line, format_duration, grid_eta, measured_rates, weigh_runs
+from con2.grid.eta import (
+    GridEta,
+    PlannedRun,
+    Spent,
+    eta_line,
+    format_duration,
+    grid_eta,
+    measured_rates,
+    spent,
+    weigh_runs,
+)
 from con2.grid.plan import images_per_run, views_per_image
 
 
-def reference_seconds(planned: list[PlannedRun], finished: dict[str, float], slots: int) -> float:
-    """Each unfinished run: its weight times the seconds per weight unit of the finished runs of its
-    method, else of all finished runs, else its own planned seconds; the sum over the job slots."""
+def reference_seconds(planned: list[PlannedRun], finished: dict[str, Any], slots: int) -> float:
+    """Each unfinished run: its training views times the training seconds per view, its scoring images
+    times the scoring seconds per image, plus the mean rest per run, each over the finished runs of its
+    method at its setting, else of its method, else of all finished runs (for a pace: the first such
+    group with units to divide by); before any run finished, its own planned seconds; the sum over
+    the job slots. A float is a wall time, all training; a mapping a record's timing."""
+
+    def parts(value: Any) -> tuple[float, float, float]:
+        if not isinstance(value, dict):
+            return float(value), 0.0, 0.0
+        train = value["fit_seconds"] + value["curve_seconds"]
+        return train, value["score_seconds"], max(0.0, value["wall_seconds"] - train - value["score_seconds"])
+
+    done = [q for q in planned if q.key in finished]
     total = 0.0
     for p in planned:
         if p.key in finished:
             continue
-        same = [q for q in planned if q.key in finished and q.method == p.method]
-        pool = same or [q for q in planned if q.key in finished]
-        if pool:
-            total += p.weight * sum(finished[q.key] for q in pool) / sum(q.weight for q in pool)
-        else:
+        if not done:
             assert p.prior_seconds is not None
             total += p.prior_seconds
+            continue
+        groups = [
+            [q for q in done if q.method == p.method and q.setting == p.setting],
+            [q for q in done if q.method == p.method],
+            done,
+        ]
+        train_pool = next(g for g in groups if sum(q.weight for q in g) > 0)
+        score_pool = next((g for g in groups if sum(q.score_images for q in g) > 0), [])
+        rest_pool = next(g for g in groups if g)
+        total += p.weight * sum(parts(finished[q.key])[0] for q in train_pool) / sum(q.weight for q in train_pool)
+        if score_pool:
+            total += (
+                p.score_images
+                * sum(parts(finished[q.key])[1] for q in score_pool)
+                / sum(q.score_images for q in score_pool)
+            )
+        total += sum(parts(finished[q.key])[2] for q in rest_pool) / len(rest_pool)
     return total / slots
 
 
@@ -50,6 +87,68 @@ def test_the_eta_is_the_reference_per_method_then_overall_then_planned(finished:
     assert eta.done == len(finished) and eta.total == 5
     assert eta.seconds_left == pytest.approx(reference_seconds(grid(), finished, slots))
     assert (eta.basis == "prior") == (not finished)
+
+
+def timing(fit: float, curve: float, score: float, wall: float) -> dict[str, float]:
+    return {"fit_seconds": fit, "curve_seconds": curve, "score_seconds": score, "wall_seconds": wall}
+
+
+def scored_grid() -> list[PlannedRun]:
+    """Training views, scoring images and settings as a grid of two datasets and two image sizes has
+    them: "d*" runs on a small set that scores much more than it trains, a zero-shot method (weight 1)."""
+    return [
+        PlannedRun("b1", "con2", 40_000.0, 50.0, 555 * 40.0, "28px"),
+        PlannedRun("b2", "con2", 40_000.0, 50.0, 555 * 40.0, "28px"),
+        PlannedRun("b64", "con2", 40_000.0, 250.0, 555 * 40.0, "64px"),
+        PlannedRun("d1", "con2", 4_000.0, 5.0, 1_800 * 40.0, "28px"),
+        PlannedRun("d2", "con2", 4_000.0, 5.0, 1_800 * 40.0, "28px"),
+        PlannedRun("s1", "simclr", 20_000.0, 20.0, 555 * 40.0, "28px"),
+        PlannedRun("z1", "zero_shot", 1.0, None, 555 * 40.0, "28px"),
+    ]
+
+
+@pytest.mark.parametrize(
+    "finished",
+    [
+        {"d1": timing(7.0, 1.0, 63.0, 75.0)},
+        {"d1": timing(7.0, 1.0, 63.0, 75.0), "b1": timing(60.0, 10.0, 20.0, 95.0)},
+        {"b64": timing(300.0, 40.0, 90.0, 440.0), "s1": timing(30.0, 5.0, 15.0, 52.0)},
+        {"b1": timing(60.0, 10.0, 20.0, 88.0), "z1": timing(0.0, 0.0, 312.0, 320.0), "d2": 70.0},
+    ],
+)
+@pytest.mark.parametrize("slots", [1, 2])
+def test_training_and_scoring_are_paced_apart_per_method_and_setting(finished: dict[str, Any], slots: int) -> None:
+    eta = grid_eta(scored_grid(), finished, slots)
+    assert eta.seconds_left == pytest.approx(reference_seconds(scored_grid(), finished, slots))
+
+
+def test_a_run_that_scores_more_than_it_trains_does_not_inflate_the_others() -> None:
+    """Issue 36: the first finished run was a digits run (fit 7 s, score 63 s); weighed by training
+    views alone, its wall time made every BreastMNIST run cost 10 times its training."""
+    eta = grid_eta(scored_grid()[:4], {"d1": timing(7.0, 1.0, 63.0, 75.0)}, 1)
+    per_view, per_image = 8.0 / 4_000, 63.0 / (1_800 * 40)
+    expected = 3 * (40_000 * per_view + 555 * 40 * per_image + 4.0)
+    assert eta.seconds_left == pytest.approx(expected)
+    assert eta.seconds_left < 3 * 40_000 * 75.0 / 4_000 / 2  # the old estimate: over twice as long
+    # a method that trains nothing still has its scoring to wait for
+    zero = grid_eta(scored_grid(), {"b1": timing(60.0, 10.0, 20.0, 95.0)}, 1)
+    without = grid_eta([p for p in scored_grid() if p.key != "z1"], {"b1": timing(60.0, 10.0, 20.0, 95.0)}, 1)
+    assert zero.seconds_left - without.seconds_left == pytest.approx(1 * 70 / 40_000 + 20.0 + 5.0)
+
+
+def test_a_record_timing_becomes_its_parts() -> None:
+    assert spent(timing(7.0, 1.0, 63.0, 75.0)) == Spent(8.0, 63.0, 4.0)
+    assert spent(timing(7.0, 1.0, 63.0, 60.0)) == Spent(8.0, 63.0, 0.0)  # a resumed run's wall: no negative rest
+    assert spent({"wall_seconds": 42.0}) == Spent(42.0)  # parts missing: the wall time is the pace
+    assert spent({"wall_seconds": 42.0, "fit_seconds": "x", "score_seconds": 10.0}) == Spent(0.0, 10.0, 32.0)
+    assert spent(30.0) == Spent(30.0) and spent(None) is None and spent({"fit_seconds": 5.0}) is None
+
+
+def test_no_planned_seconds_is_no_eta_rather_than_at_least_0_s() -> None:
+    """The test profile opened with "at least 0 s left": runs planned at 0 s are no basis."""
+    runs = [PlannedRun("a", "con2", 10.0, 0.0), PlannedRun("b", "simclr", 10.0, 0.0)]
+    eta = grid_eta(runs, {}, 2)
+    assert eta.seconds_left is None and "at least" not in eta_line(eta, 2)
 
 
 def test_before_any_run_a_run_without_planned_seconds_adds_nothing_to_the_floor() -> None:
@@ -109,6 +208,26 @@ def test_runs_are_weighed_by_their_planned_views_and_the_device_throughput() -> 
     assert weights["x"].weight == pytest.approx((images * 4 + images * 2 + images) / 3)  # unknown size: the mean
     assert all(p.prior_seconds is None for p in weigh_runs(runs[:2], None, "Intel Xeon").values())
     assert measured_rates("NVIDIA H200 NVL") and not measured_rates("Intel(R) Xeon(R) Platinum 8481C")
+
+
+def test_runs_are_weighed_by_their_scoring_images_from_the_split_manifest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Scoring images: (training + test images) x test-time views; the test images from the prepared
+    split's manifest, else taken as the training images (the sizes table has no test sizes)."""
+    from con2.data.cache import cache_dir
+    from con2.data.manifest import manifest_filename
+
+    monkeypatch.setenv("CON2_CACHE_DIR", str(tmp_path / "cache"))
+    runs = [run("c", "con2", "breastmnist", tta=40), run("s", "simclr", "breastmnist", tta=1)]
+    unprepared = weigh_runs(runs, tmp_path, None)
+    assert unprepared["c"].score_images == (399 + 399) * 40 and unprepared["s"].score_images == 399 + 399
+    assert unprepared["c"].setting == "28px"
+    folder = cache_dir(tmp_path, "breastmnist", 28) / "splits"
+    folder.mkdir(parents=True)
+    (folder / manifest_filename("1", 3)).write_text(json.dumps({"n_train": 390, "n_test": 156}))
+    prepared = weigh_runs(runs, tmp_path, None)
+    assert prepared["c"].score_images == (390 + 156) * 40 and prepared["s"].score_images == 390 + 156
 
 
 def test_the_filter_prints_the_line_under_progress_once_per_change() -> None:

@@ -1,27 +1,33 @@
-"""The whole grid's ETA in the workflow's progress (issue 27, point 3).
+"""The whole grid's ETA in the workflow's progress (issue 27, point 3; issue 36, point 2).
 
 Snakemake prints "N of M steps (x%) done" and each `con2 train` job its own ETA; neither says when
-the grid will be done. Each training run gets a weight, its planned training views (`con2 plan`'s
-arithmetic: images per run x encoder passes per image), and the seconds left are
+the grid will be done. A run's time has three parts, and each is weighed by what drives it:
 
-    sum over the runs not yet finished of weight x seconds per weight unit / parallel job slots
+- training (``timing.fit_seconds`` + ``curve_seconds``): its planned training views (`con2 plan`'s
+  arithmetic: images per run x encoder passes per image);
+- scoring (``score_seconds``): its scoring images, (training + test images) x test-time views
+  (``tta``): a digits run fits in 7 s and scores for 63 s, a zero-shot method trains nothing;
+- the rest of the wall time (data loading, model set-up): one per run.
 
-where seconds per weight unit is measured on the runs finished so far (their records'
-``timing.wall_seconds``: training, scoring, the learning curve), per method where that method has
-finished runs (a CSI view and a CON2 view do not cost the same once scoring is counted), else over
-all finished runs. Before any run has finished, each run's planned seconds stand in: its views at
-this device's measured throughput (``con2/resources/throughput.csv``, as `con2 plan` reads it;
-training steps alone, and nothing for a run whose views per image are unknown: a floor), where this
-device was measured; elsewhere the line says an ETA follows the first finished run. A method whose
-views per image are unknown (a baseline with its own rule) weighs its training images until one of
-its runs has finished. The arithmetic is pure; the workflow (``workflow/rules/common.smk``) gathers the runs and prints
-:func:`eta_line` after each finished training job.
+The seconds left are, over the runs not yet finished,
+
+    sum of (training views x training pace + scoring images x scoring pace + rest) / parallel job slots
+
+where each pace is measured on the finished runs (their records' ``timing``) of the same method at the
+same image size where there are such, else of the same method, else of all finished runs. Before
+any run has finished, each run's planned seconds stand in: its training views at this device's
+measured throughput (``con2/resources/throughput.csv``, as `con2 plan` reads it; training steps
+alone, and nothing for a run whose views per image are unknown: a floor), where this device was
+measured; elsewhere the line says an ETA follows the first finished run. A method whose views per
+image are unknown (a baseline with its own rule) weighs its training images until one of its runs
+has finished. The arithmetic is pure; the workflow (``workflow/rules/common.smk``) gathers the runs
+and prints :func:`eta_line` after each finished training job.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,6 +38,7 @@ from con2.grid.plan import (
     Rate,
     device_matches,
     estimate_rate,
+    held_out_sizes,
     images_per_run,
     read_rates,
     read_sizes,
@@ -44,24 +51,39 @@ from con2.grid.plan import (
 __all__ = [
     "GridEta",
     "PlannedRun",
+    "Spent",
     "eta_line",
     "format_duration",
     "grid_eta",
     "pace_seconds",
     "planned_run",
+    "spent",
     "weigh_runs",
 ]
 
 
 @dataclass(frozen=True)
 class PlannedRun:
-    """One training run of the grid: its key, method, weight (planned training views) and planned
-    seconds at this device's measured throughput (``None``: not measured here)."""
+    """One training run of the grid: its key, method, weight (planned training views), planned
+    seconds at this device's measured throughput (``None``: not measured here), scoring images
+    ((training + test images) x test-time views) and setting (its image size: paces are shared within it)."""
 
     key: str
     method: str
     weight: float
     prior_seconds: float | None = None
+    score_images: float = 0.0
+    setting: str = ""
+
+
+@dataclass(frozen=True)
+class Spent:
+    """A finished run's seconds: ``train`` (fit and learning curve), ``score`` and ``rest`` (wall time
+    minus both: data loading, model set-up)."""
+
+    train: float
+    score: float = 0.0
+    rest: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -76,16 +98,23 @@ class GridEta:
 
 
 def planned_run(
-    key: str, method: str, config: Mapping[str, Any], n_train: int, views_per_s: float | None = None
+    key: str,
+    method: str,
+    config: Mapping[str, Any],
+    n_train: int,
+    views_per_s: float | None = None,
+    n_test: int | None = None,
 ) -> PlannedRun:
-    """A run of the grid weighed by its planned training views (``config``: its resolved RunConfig
-    as a mapping, with ``epochs``, ``batch_size`` and ``params``; ``n_train``: its training images;
-    ``views_per_s``: this device's measured throughput at the run's setting, if any)."""
+    """A run of the grid weighed by its planned training views and scoring images (``config``: its
+    resolved RunConfig as a mapping, with ``epochs``, ``batch_size``, ``tta``, ``image_size`` and
+    ``params``; ``n_train``/``n_test``: its training and test images, ``n_test`` ``None``: unknown,
+    taken as ``n_train``; ``views_per_s``: this device's measured throughput at the run's setting, if any)."""
     images = images_per_run(n_train, int(config["batch_size"]), int(config["epochs"]), config.get("max_steps"))
     views = 0 if images == 0 else views_per_image(method, config.get("params") or {})
     weight = float(max(1, images * (views or 1)))
     prior = weight / views_per_s if views is not None and views_per_s else None
-    return PlannedRun(key, method, weight, prior)
+    scored = (n_train + (n_train if n_test is None else n_test)) * max(1, int(config.get("tta") or 1))
+    return PlannedRun(key, method, weight, prior, float(scored), f"{config.get('image_size', '')}px")
 
 
 def measured_rates(device: str) -> list[Rate]:
@@ -105,15 +134,18 @@ def weigh_runs(runs: Sequence[Any], data_dir: Path | None, device: str | None) -
     table = read_sizes(SIZES_CSV)
     known, _ = sized_runs(runs, table, data_dir)
     n_train, _ = train_sizes(known, table, data_dir) if known else ({}, {})
+    n_test = held_out_sizes(known, data_dir)
     rates = measured_rates(device) if device else []
     out: dict[str, PlannedRun] = {}
     for run in known:
         cfg = run.config
         views_per_s = estimate_rate(rates, *setting_of(cfg)).views_per_s if rates else None
-        out[run.key] = planned_run(run.key, run.method, cfg, n_train[(run.dataset, run.normal_class)], views_per_s)
+        key = (run.dataset, run.normal_class)
+        out[run.key] = planned_run(run.key, run.method, cfg, n_train[key], views_per_s, n_test.get(key))
     mean = sum(p.weight for p in out.values()) / len(out) if out else 1.0
+    scored = sum(p.score_images for p in out.values()) / len(out) if out else 0.0
     for run in runs:
-        out.setdefault(run.key, PlannedRun(run.key, run.method, mean))
+        out.setdefault(run.key, PlannedRun(run.key, run.method, mean, score_images=scored))
     return out
 
 
@@ -125,31 +157,60 @@ def pace_seconds(value: Any) -> float | None:
     return float(value) if math.isfinite(value) and value > 0 else None
 
 
-def grid_eta(planned: Sequence[PlannedRun], finished: Mapping[str, float | None], slots: int) -> GridEta:
-    """The ETA of ``planned`` with ``finished`` ({run key: wall seconds, or ``None`` for a record
-    without them}) done, ``slots`` jobs at a time (module docstring). A run whose wall seconds are no
-    pace (:func:`pace_seconds`) counts as done and sets no pace."""
+def spent(timing: Any) -> Spent | None:
+    """A finished run's record ``timing`` (or its wall seconds alone, all counted as training) as
+    :class:`Spent`; ``None`` where its wall seconds are no pace (:func:`pace_seconds`). A part that
+    is missing or no number counts as 0; the rest is never negative."""
+    if not isinstance(timing, Mapping):
+        wall = pace_seconds(timing)
+        return None if wall is None else Spent(wall)
+    wall = pace_seconds(timing.get("wall_seconds"))
+    if wall is None:
+        return None
+    train = sum(pace_seconds(timing.get(k)) or 0.0 for k in ("fit_seconds", "curve_seconds"))
+    score = pace_seconds(timing.get("score_seconds")) or 0.0
+    if train + score == 0:
+        return Spent(wall)  # a record without its parts: its wall time is the pace, as before
+    return Spent(train, score, max(0.0, wall - train - score))
+
+
+def grid_eta(planned: Sequence[PlannedRun], finished: Mapping[str, Any], slots: int) -> GridEta:
+    """The ETA of ``planned`` with ``finished`` ({run key: its record's ``timing`` mapping, its wall
+    seconds, or ``None`` for a record without them}) done, ``slots`` jobs at a time (module docstring).
+    A run whose wall seconds are no pace (:func:`spent`) counts as done and sets no pace."""
     by_key = {p.key: p for p in planned}
-    measured = {k: seconds for k, v in finished.items() if k in by_key and (seconds := pace_seconds(v)) is not None}
+    measured = {k: s for k, v in finished.items() if k in by_key and (s := spent(v)) is not None}
     done = [by_key[k] for k in measured]
     left = [p for p in planned if p.key not in finished]
     n_done = len(planned) - len(left)
-
-    def rate(runs: Iterable[PlannedRun]) -> float | None:
-        runs = list(runs)
-        weight = sum(p.weight for p in runs)
-        return sum(measured[p.key] for p in runs) / weight if runs and weight > 0 else None
-
-    overall = rate(done)
-    per_method = {m: rate(p for p in done if p.method == m) for m in {p.method for p in done}}
-    if overall is None and left and all(p.prior_seconds is None for p in left):
+    if not done and left and sum(p.prior_seconds or 0.0 for p in left) <= 0:
         return GridEta(n_done, len(planned), None, "an ETA once a training run has finished")
+
+    def pools(p: PlannedRun) -> list[list[PlannedRun]]:
+        """The finished runs whose pace ``p`` takes: same method and setting, same method, all."""
+        same = [q for q in done if q.method == p.method]
+        return [[q for q in same if q.setting == p.setting], same, done]
+
+    def pace(p: PlannedRun, part: str, units: str) -> float:
+        for pool in pools(p):
+            n = sum(getattr(q, units) for q in pool)
+            if n > 0:
+                return sum(getattr(measured[q.key], part) for q in pool) / n
+        return 0.0
+
+    def rest(p: PlannedRun) -> float:
+        pool = next(pool for pool in pools(p) if pool)
+        return sum(measured[q.key].rest for q in pool) / len(pool)
+
     seconds = 0.0
     for p in left:
-        r = per_method.get(p.method) or overall
-        seconds += p.weight * r if r is not None else float(p.prior_seconds or 0.0)
+        if done:
+            train, score = p.weight * pace(p, "train", "weight"), p.score_images * pace(p, "score", "score_images")
+            seconds += train + score + rest(p)
+        else:
+            seconds += float(p.prior_seconds or 0.0)
     # "prior": the training steps alone at this device's throughput (no scoring, no data preparation)
-    basis = "prior" if overall is None else f"the pace of the {len(done)} finished run{'s' if len(done) != 1 else ''}"
+    basis = "prior" if not done else f"the pace of the {len(done)} finished run{'s' if len(done) != 1 else ''}"
     return GridEta(n_done, len(planned), seconds / max(1, slots), basis)
 
 

@@ -369,21 +369,46 @@ def read_sizes(path: Path) -> dict[tuple[str, str], tuple[int, str]]:
     return dict(pairs)
 
 
-def manifest_size(data_dir: Path, dataset: str, normal_class: str, size: int) -> int | None:
-    """``n_train`` of a prepared split's manifest (prepared cache of ``data_dir``'s data, any seed), or ``None``."""
+def manifest_counts(data_dir: Path, dataset: str, normal_class: str, size: int) -> tuple[int, int | None] | None:
+    """``(n_train, n_test)`` of a prepared split's manifest (prepared cache of ``data_dir``'s data, any seed;
+    ``n_test`` ``None`` where the manifest lacks it), or ``None`` without a readable manifest."""
     from con2.data.cache import cache_dir  # lazy: numpy and PIL only when a data folder is read for its sizes
     from con2.data.manifest import manifest_filename  # lazy: numpy only when a data folder is read for its sizes
+
+    def count(value: Any) -> int | None:
+        return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
     folder = cache_dir(data_dir, dataset, size) / "splits"
     stem = manifest_filename(normal_class, 0).rsplit("__seed", 1)[0]
     for path in sorted(folder.glob(f"{stem}__seed*.json")):
         try:
-            n_train = json.loads(path.read_text())["n_train"]
+            manifest = json.loads(path.read_text())
+            n_train = count(manifest["n_train"])
         except (OSError, ValueError, KeyError, TypeError):
             continue
-        if isinstance(n_train, int) and not isinstance(n_train, bool) and n_train > 0:
-            return n_train  # else a damaged manifest (n_train null, text, 0): the sizes table stands in
-    return None
+        if n_train is not None:
+            return n_train, count(manifest.get("n_test"))
+    return None  # no manifest, or a damaged one (n_train null, text, 0): the sizes table stands in
+
+
+def manifest_size(data_dir: Path, dataset: str, normal_class: str, size: int) -> int | None:
+    """``n_train`` of a prepared split's manifest (prepared cache of ``data_dir``'s data, any seed), or ``None``."""
+    counts = manifest_counts(data_dir, dataset, normal_class, size)
+    return counts[0] if counts else None
+
+
+def held_out_sizes(runs: Iterable[Any], data_dir: Path | None) -> dict[tuple[str, str], int]:
+    """Test-set size of every (dataset, normal class) of ``runs`` whose prepared split manifest says it
+    (the sizes table has none)."""
+    out: dict[tuple[str, str], int] = {}
+    for run in runs:
+        key = (run.dataset, run.normal_class)
+        if data_dir is None or key in out:
+            continue
+        counts = manifest_counts(data_dir, *key, run.data_size)
+        if counts and counts[1] is not None:
+            out[key] = counts[1]
+    return out
 
 
 def train_sizes(

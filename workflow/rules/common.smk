@@ -567,7 +567,7 @@ def caption(name):
 # is estimated), printed under Snakemake's "N of M steps" by a filter on its logger (the Snakefile's
 # onstart installs it).
 _PLANNED = {}  # run key -> PlannedRun (weighed once)
-_WALL = {}  # run key -> wall seconds of a record written since the workflow started (None: not in it)
+_SPENT = {}  # run key -> the timing of a record written since the workflow started (None: not in it)
 
 
 @functools.cache
@@ -614,16 +614,16 @@ def grid_eta_line():
     if new:
         _PLANNED.update(weigh_runs(new, DATA_DIR if DATA_DIR.is_dir() else None, device_name()))
     for r in runs:
-        if r.key in _WALL:
+        if r.key in _SPENT:
             continue
         try:
             if os.stat(r.record).st_mtime < STARTED:
                 continue
-            _WALL[r.key] = (json.loads(Path(r.record).read_text()).get("timing") or {}).get("wall_seconds")
+            _SPENT[r.key] = json.loads(Path(r.record).read_text()).get("timing")
         except (OSError, ValueError, AttributeError):
             continue
     slots = training_slots()
-    return eta_line(grid_eta([_PLANNED[r.key] for r in runs], _WALL, slots), slots)
+    return eta_line(grid_eta([_PLANNED[r.key] for r in runs], _SPENT, slots), slots)
 
 
 # ------------------------------------------------------------------------------------------ the end
