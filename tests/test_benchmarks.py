@@ -349,3 +349,33 @@ def test_gpu_fidelity_alarm_stops_a_busy_run_once():
     disarm = gf.arm_alarm(0.2)
     disarm()  # finished in time: nothing fires
     gf.time.sleep(0.4)
+
+
+def test_eta_accuracy_reads_every_eta_format_and_scores_from_the_first_quarter_on():
+    """benchmarks/eta_accuracy.py: the durations con2.grid.eta prints read back, and the report's
+    ratios are the ETA over the time left until the last training run finished."""
+    from con2.grid.eta import format_duration
+
+    eta = load_script("eta_accuracy")
+    for seconds in (12, 59, 60, 840, 3600, 7320, 36000):
+        assert eta.duration_seconds(format_duration(seconds)) == pytest.approx(seconds, abs=30)
+    with pytest.raises(ValueError, match="not a duration"):
+        eta.duration_seconds("soon")
+    log = [
+        "100.0 Building DAG of jobs...",
+        "110.0 con2 grid: 0 of 8 training runs done; at least 2 min left (2 at a time: the training steps ...)",
+        "200.0 con2 grid: 1 of 8 training runs done; about 20 min left (2 at a time; ...)",
+        "400.0 con2 grid: 2 of 8 training runs done; about 10 min left (2 at a time; ...)",
+        "700.0 con2 grid: 6 of 8 training runs done; about 4 min left (2 at a time; ...)",
+        "1000.0 con2 grid: 8 of 8 training runs done",
+        "1030.0 Finished jobs.",
+    ]
+    lines, last = eta.parse(log)
+    assert [(x.done, x.eta, x.floor) for x in lines] == [
+        (0, 120.0, True), (1, 1200.0, False), (2, 600.0, False), (6, 240.0, False), (8, None, False)
+    ]  # fmt: skip
+    rows = eta.report(lines, last)
+    # scored: 2 of 8 (600 s for 600 s left: 1.00) and 6 of 8 (240 s for 300 s: 0.80); 1 of 8 is before the first quarter
+    assert rows[-1] == (
+        "from the first quarter of the 8 runs on: 2 ETA line(s), ETA/actual 0.80 to 1.00, largest error -20%"
+    )
