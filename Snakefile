@@ -124,7 +124,7 @@ onstart:
     # (`snakemake ... &` in a script) stays ignored: `kill PID` stops that one (con2/run/signals.py)
     terminate_jobs_on_sigint()
     # the whole grid's ETA under Snakemake's progress, and once before the first job
-    _progress = install_grid_progress(snakemake_logger, grid_eta_line)
+    _progress = install_grid_progress(snakemake_logger, grid_eta_line, JOB_STARTED)
     try:  # as its later updates (con2.grid.console.GridProgress): an ETA never stops the workflow
         _progress.last = grid_eta_line()
     except Exception as exc:

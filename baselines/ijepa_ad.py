@@ -316,10 +316,12 @@ class IJepaAD(Method):
         self.ema_momentum.fill_(momentum_at(progress, self.params.ema))
         return {"loss": loss}
 
-    def score(self, train: Tensor, test: Tensor, device: torch.device) -> MethodScores:
+    def score(
+        self, train: Tensor, test: Tensor, device: torch.device, validation: Tensor | None = None
+    ) -> MethodScores:
         """The shared test-time loop, after the last step's EMA update."""
         self.settle_ema()
-        return super().score(train, test, device)
+        return super().score(train, test, device, validation)
 
     def scoring(self) -> ScoringSpec:
         """S_NND: ``-max_m cos(f(x), f(x_m))`` on the pooled encoder output, averaged over the test-time views."""

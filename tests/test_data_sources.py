@@ -73,6 +73,28 @@ def test_medmnist_split_is_official_and_seed_free(data_dir: Path) -> None:
     assert counts(a) == (6, 3, 5)
 
 
+def test_medmnist_validation_normals_are_the_val_splits_normals_outside_the_split_checksum(data_dir: Path) -> None:
+    """Issue 35: the normal images of MedMNIST's val split come with the run's data (never trained on),
+    listed in the manifest beside the split but outside ``split_sha256``; a holdout dataset has none."""
+    path = write_medmnist_npz(data_dir / "pneumoniamnist.npz", {"train": [6, 4], "val": [3, 2], "test": [3, 5]})
+    a = load_one_class("pneumoniamnist", data_dir)
+    raw = np.load(path)
+    normal_val = raw["val_images"][raw["val_labels"][:, 0] == 0]
+    assert a.val is not None and a.val.shape == (3, 28, 28, 1)
+    np.testing.assert_array_equal(a.val[..., 0], normal_val)
+    assert a.manifest["val_ids"] == ["val/0", "val/1", "val/2"] and a.manifest["n_val"] == 3
+    assert not set(a.manifest["val_ids"]) & set(a.manifest["train_ids"] + a.manifest["test_ids"])
+    arrays = dict(raw)
+    arrays["val_images"] = 255 - arrays["val_images"]  # other validation images, the same split otherwise
+    np.savez_compressed(path, **arrays)
+    b = load_one_class("pneumoniamnist", data_dir, verify=True)
+    assert b.manifest["split_sha256"] == a.manifest["split_sha256"]
+    assert b.manifest["val_pixels_sha256"] != a.manifest["val_pixels_sha256"]
+    make_br35h(data_dir, n_no=10, n_yes=6)
+    holdout = load_one_class("br35h", data_dir, seed=0)
+    assert holdout.val is not None and len(holdout.val) == 0 and holdout.manifest["n_val"] == 0
+
+
 # --------------------------------------------------------------------------- Kaggle folder datasets
 
 

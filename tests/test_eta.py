@@ -142,6 +142,9 @@ def test_a_record_timing_becomes_its_parts() -> None:
     assert spent({"wall_seconds": 42.0}) == Spent(42.0)  # parts missing: the wall time is the pace
     assert spent({"wall_seconds": 42.0, "fit_seconds": "x", "score_seconds": 10.0}) == Spent(0.0, 10.0, 32.0)
     assert spent(30.0) == Spent(30.0) and spent(None) is None and spent({"fit_seconds": 5.0}) is None
+    # the workflow's own clock of the job (start-up and imports included) is where the rest comes from
+    assert spent({**timing(3.0, 1.0, 1.0, 6.0), "job_seconds": 14.0}) == Spent(4.0, 1.0, 9.0)
+    assert spent({**timing(3.0, 1.0, 1.0, 6.0), "job_seconds": 2.0}) == Spent(4.0, 1.0, 1.0)  # never below wall
 
 
 def test_no_planned_seconds_is_no_eta_rather_than_at_least_0_s() -> None:
@@ -249,6 +252,11 @@ def test_the_filter_prints_the_line_under_progress_once_per_change() -> None:
         logger.info(None, extra={"event": progress, "done": done})
     logger.info("other")  # not a progress record: nothing added
     assert seen == [":run 1 done", f"{progress}:None", f"{progress}:None", ":run 2 done", f"{progress}:None", ":other"]
+    started: dict[str, float] = {}
+    noting = install_grid_progress(logger, lambda: None, started)
+    job_info = SimpleNamespace(value="job_info")
+    logger.info("job", extra={"event": job_info, "output": ["results/runs/a/record.json", "b.csv (temp)"]})
+    assert set(started) == {"results/runs/a/record.json", "b.csv"} and noting.started is started
     broken = install_grid_progress(logger, lambda: 1 / 0)  # an ETA never stops the workflow
     logger.info(None, extra={"event": progress})
     assert broken.last == "con2 grid: no ETA (ZeroDivisionError: division by zero)"

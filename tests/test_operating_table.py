@@ -9,11 +9,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from scipy.stats import binomtest
 from sklearn.metrics import average_precision_score
-from test_uncertainty import CONFIG, VARIANT, synthetic_scores, write_runs
+from test_uncertainty import CONFIG, VARIANT, synthetic_scores, validation_scores, write_runs
 
 from con2.cli.main import main as con2_main
 from con2.report.artefacts import ReportInputs
+from con2.report.format import MISSING
 from con2.report.operating import operating_points
 
 
@@ -50,6 +52,54 @@ def test_operating_points_table_against_sklearn_and_a_sweep(tmp_path: Path, old:
         per_run = table.data[(table.data["method"] == method) & (table.data["score"] == score)]
         assert per_run.sort_values("seed")["ap"].to_numpy() == pytest.approx(aps)
     assert table.data["problem"].eq("").all()
+
+
+def rates_at_validation_threshold(y: np.ndarray, s: np.ndarray, val: np.ndarray) -> tuple[float, float]:
+    """(sensitivity, specificity) in % on the test set of the smallest validation score that keeps at
+    least 95% of the validation normals at or below it, found by trying every validation score."""
+    t = min(v for v in val if (val <= v).mean() >= 0.95)
+    return 100 * float((s[y == 1] > t).mean()), 100 * float((s[y == 0] <= t).mean())
+
+
+def test_the_validation_threshold_columns_against_a_sweep_and_exact_intervals(tmp_path: Path) -> None:
+    """Issue 35: runs that scored validation normals get the test rates of the threshold set on them
+    (a sweep over the validation scores here), mean ± std over seeds, and for one run the exact
+    binomial interval (scipy's Clopper-Pearson); runs without validation scores show the missing mark."""
+    runs = write_runs(tmp_path, validation={"con2": 40})
+    table = operating_points(ReportInputs(config=CONFIG, runs=runs))
+    sens_at = table.columns.index("Sens at val threshold (%)")
+    spec_at = table.columns.index("Spec at val threshold (%)")
+    by_label = {r[1]: r for r in table.rows}
+    sens, spec = [], []
+    for seed in (0, 1, 2):
+        y, scores = synthetic_scores(seed)
+        a, b = rates_at_validation_threshold(y, scores[("con2", "nnd")], validation_scores(seed, "con2", 40)["nnd"])
+        sens.append(a)
+        spec.append(b)
+    assert by_label["CON2 (NND)"][sens_at] == f"{np.mean(sens):.1f} ± {np.std(sens, ddof=1):.1f}"
+    assert by_label["CON2 (NND)"][spec_at] == f"{np.mean(spec):.1f} ± {np.std(spec, ddof=1):.1f}"
+    assert by_label["SimCLR (kNN)"][sens_at] == by_label["SimCLR (kNN)"][spec_at] == MISSING
+    simclr = table.data[table.data["method"] == "simclr"]
+    assert simclr["val_problem"].eq("no validation images scored").all()
+
+    one = write_runs(tmp_path / "one", seeds=(0,), validation={"con2": 40})
+    row = next(r for r in operating_points(ReportInputs(config=CONFIG, runs=one)).rows if r[1] == "CON2 (NND)")
+    y, scores = synthetic_scores(0)
+    n_pos = int((y == 1).sum())
+    k = round(sens[0] / 100 * n_pos)
+    ci = binomtest(k, n_pos).proportion_ci(0.95, method="exact")
+    assert row[sens_at] == f"{sens[0]:.1f} [{100 * ci.low:.1f}, {100 * ci.high:.1f}]"
+
+
+def test_validation_scores_that_disagree_with_their_record_are_named(tmp_path: Path) -> None:
+    runs = write_runs(tmp_path, seeds=(0,), validation={"con2": 40})
+    run = tmp_path / "results" / "runs" / "breastmnist" / "1" / "con2" / VARIANT["con2"] / "seed0"
+    pd.read_csv(run / "validation_scores.csv").head(30).to_csv(run / "validation_scores.csv", index=False)
+    table = operating_points(ReportInputs(config=CONFIG, runs=runs))
+    row = next(r for r in table.rows if r[1] == "CON2 (NND)")
+    assert row[table.columns.index("Sens at val threshold (%)")] == MISSING
+    problems = table.data[table.data["method"] == "con2"]["val_problem"]
+    assert problems.str.contains("holds 30 row").all() and problems.str.contains("scored 40 validation").all()
 
 
 def test_a_run_without_scores_is_named_not_guessed(tmp_path: Path) -> None:
@@ -90,3 +140,17 @@ def test_an_average_precision_interval_over_seeds_stays_within_0_and_100() -> No
     assert m + 4.3 * sd / np.sqrt(3) > 100  # the unclipped t-interval (t(0.975, 2) = 4.30) passes 100
     lo, hi = _ap_interval(group).removesuffix(" (over seeds)").split(" to ")
     assert float(hi) == 100.0 and 0 < float(lo) < m
+
+
+def test_con2_metrics_prints_the_validation_threshold_where_the_run_scored_its_validation_images(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    write_runs(tmp_path, seeds=(0,), validation={"con2": 40})
+    run = tmp_path / "results" / "runs" / "breastmnist" / "1" / "con2" / VARIANT["con2"] / "seed0"
+    assert con2_main(["metrics", str(run), "--score", "nnd", "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)["runs"][str(run)]["nnd"]["from_validation"]
+    y, scores = synthetic_scores(0)
+    sens, spec = rates_at_validation_threshold(y, scores[("con2", "nnd")], validation_scores(0, "con2", 40)["nnd"])
+    assert (got["sensitivity"], got["specificity"]) == pytest.approx((sens, spec))
+    assert con2_main(["metrics", str(run), "--score", "nnd"]) == 0
+    assert f"at the validation threshold {got['threshold']:.4g}: sensitivity {sens:.1f}" in capsys.readouterr().out

@@ -138,6 +138,31 @@ def test_build_record_computes_aurocs_and_refuses_bad_input():
         build_record(labels=np.array([0, 1]), scores={"s": np.array([0.1])}, **kw)
 
 
+def test_a_record_counts_its_validation_scores_and_the_file_never_outlives_them(tmp_path):
+    """Issue 35: n_val and val_sha256 in the record (validated by the schema), one vector per test
+    column or a clear error, and a re-scoring without validation images removes the older file."""
+    from con2.run.records import validate_record
+
+    kw = dict(dataset="d", normal_class="0", method="m", variant="v", seed=1, n_train=4, config={"a": 1})
+    labels, scores = np.array([0, 0, 1, 1]), {"s": np.array([0.1, 0.4, 0.35, 0.8]), "t": np.zeros(4)}
+    record = build_record(
+        labels=labels, scores=scores, validation={"s": np.ones(3), "t": np.ones(3)}, val_sha256="cd", **kw
+    )
+    validate_record(record)
+    assert (record["n_val"], record["val_sha256"]) == (3, "cd")
+    assert build_record(labels=labels, scores=scores, validation={}, **kw)["n_val"] == 0  # a dataset without val
+    assert "n_val" not in build_record(labels=labels, scores=scores, **kw)  # not scored at all (external)
+    for bad in ({"s": np.ones(3)}, {"s": np.ones(3), "t": np.ones(2)}, {"s": np.ones((3, 2)), "t": np.ones((3, 2))}):
+        with pytest.raises(RecordError, match="validation scores must be one vector per test score column"):
+            build_record(labels=labels, scores=scores, validation=bad, **kw)
+    rd = RunDir(tmp_path / "run")
+    rd.path.mkdir()
+    rd.write_validation_scores({"s": np.array([0.5, 0.25]), "t": np.zeros(2)})
+    assert rd.validation_scores.read_text().splitlines() == ["index,s,t", "0,0.5,0.0", "1,0.25,0.0"]
+    rd.write_validation_scores({})
+    assert not rd.validation_scores.exists()
+
+
 def test_every_record_names_its_cpu(tmp_path, monkeypatch):
     """Issue 19, point 13: identical numbers hold on the same kind of CPU only, so each record
     stores the CPU's model name (the schema's optional `cpu`) beside `precision`."""

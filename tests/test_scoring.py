@@ -177,6 +177,30 @@ def test_a_scorer_without_test_time_views_uses_the_identity_view_once(tiny):
     assert sorted(out.scores) == ["all", "all@encoder/matched/csi", "once"]  # CSI's views: tta scorers only
 
 
+@pytest.mark.parametrize("n_val", [3, 12])  # 12: more validation than training images (CSI's views per index)
+def test_validation_images_score_as_if_they_were_the_test_set_and_change_no_test_score(tiny, n_val):
+    """Issue 35: the normal validation images get every column, each exactly what scoring them as the
+    test set gives (same views, same training bank), and adding them changes no test score, no
+    diagnostic and no feature array."""
+    method = tiny_con2(tiny)
+    method.cfg = dataclasses.replace(method.cfg, csi_views=2)
+    train, test, val = images(9, 1), images(5, 2), images(n_val, 3)
+    alone = method.score(train, test, CPU)
+    both = method.score(train, test, CPU, val)
+    as_test = method.score(train, val, CPU)
+    assert alone.validation == {} and list(both.validation) == list(both.scores)
+    for col in alone.scores:
+        np.testing.assert_array_equal(both.scores[col], alone.scores[col])
+        np.testing.assert_allclose(both.validation[col], as_test.scores[col], rtol=1e-5, atol=1e-6)
+        assert both.validation[col].shape == (n_val,)
+    assert both.extras == alone.extras
+    assert (
+        all(np.array_equal(both.arrays[k], alone.arrays[k]) for k in alone.arrays)
+        and both.arrays.keys() == alone.arrays.keys()
+    )
+    assert method.score(train, test, CPU, val[:0]).validation == {}  # no validation images: none scored
+
+
 def test_plans_split_or_cross_the_views_over_contexts():
     ctx = [lambda x: x, lambda x: 255 - x]
     split = split_plan(4, ctx, seed=0)

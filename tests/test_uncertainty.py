@@ -288,11 +288,25 @@ def synthetic_scores(seed: int) -> tuple[np.ndarray, dict[tuple[str, str], np.nd
     return y, {k: latent + shift * y + 0.7 * rng.normal(size=len(y)) for k, shift in SHIFTS.items()}
 
 
+def validation_scores(seed: int, method: str, n: int) -> dict[str, np.ndarray]:
+    """Scores of ``n`` normal validation images for ``method``'s columns (normals: no shift)."""
+    rng = np.random.default_rng(1000 + seed)
+    return {s: rng.normal(size=n) for (m, s) in SHIFTS if m == method}
+
+
 def write_runs(
-    root: Path, seeds=(0, 1, 2), with_scores: bool = True, old: bool = False, classes=("1",)
+    root: Path,
+    seeds=(0, 1, 2),
+    with_scores: bool = True,
+    old: bool = False,
+    classes=("1",),
+    validation: dict[str, int] | None = None,
 ) -> pd.DataFrame:
+    """Records (and scores.csv) of CON2 and SimCLR runs on synthetic scores; ``validation``: method ->
+    validation images scored (validation_scores.csv and the record's n_val)."""
     from con2.report.collect import collect_runs, load_runs
     from con2.run.records import build_record, write_record
+    from con2.run.rundir import RunDir
 
     paths = []
     for seed, cls in itertools.product(seeds, classes):
@@ -300,6 +314,8 @@ def write_runs(
         for method in ("con2", "simclr"):
             cols = {s: v for (m, s), v in scores.items() if m == method}
             params = {"contexts": ["invert"]} if method == "con2" else {}
+            n_val = (validation or {}).get(method, 0)
+            val = validation_scores(seed, method, n_val) if n_val else None
             rec = build_record(
                 dataset="breastmnist",
                 normal_class=cls,
@@ -311,6 +327,7 @@ def write_runs(
                 n_train=100,
                 config={"image_size": 28, "width": 16, "tta": 4, "params": params},
                 training={"epochs": 10},
+                validation=val,
             )
             if old:  # as written before intervals existed
                 rec["schema_version"] = 1
@@ -319,6 +336,8 @@ def write_runs(
             write_record(rec, run / "record.json")
             if with_scores:
                 pd.DataFrame({"index": np.arange(len(y)), "label": y, **cols}).to_csv(run / "scores.csv", index=False)
+            if val:
+                RunDir(run).write_validation_scores(val)
             paths.append(run / "record.json")
     collect_runs(paths).to_csv(root / "runs.csv", index=False)
     return load_runs(root / "runs.csv")

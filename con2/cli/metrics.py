@@ -1,6 +1,8 @@
 """``con2 metrics``: a finished run's operating points from its ``scores.csv``, without retraining or
-re-scoring (:mod:`con2.maths.operating`): average precision with its interval and the sensitivity at
-95% specificity, per score column. Records of any schema version work: only the scores are read.
+re-scoring (:mod:`con2.maths.operating`): average precision with its interval, the sensitivity at
+95% specificity and, where the run scored normal validation images (``validation_scores.csv``), the
+test rates of the threshold set on them, per score column. Records of any schema version work: only
+the scores are read.
 """
 
 from __future__ import annotations
@@ -24,7 +26,12 @@ def run_metrics(run_dir: Path, scores: list[str] | None = None) -> dict[str, Any
     """
     from con2.maths.metrics import auroc  # lazy: scikit-learn and scipy only when the command runs
     from con2.maths.operating import operating_points  # lazy: scipy, as above
-    from con2.report.scores import expected_of_record, read_run_scores, scores_file  # lazy: pandas, as above
+    from con2.report.scores import (  # lazy: pandas, as above
+        expected_of_record,
+        read_run_scores,
+        read_validation_scores,
+        scores_file,
+    )
     from con2.run.records import RecordError, read_record  # lazy: jsonschema, as above
 
     record_path = run_dir / RECORD
@@ -44,7 +51,8 @@ def run_metrics(run_dir: Path, scores: list[str] | None = None) -> dict[str, Any
     out = {}
     for column in scores or columns:
         values = frame[column].to_numpy(dtype=np.float64)
-        out[column] = {"auroc": auroc(labels, values), **operating_points(labels, values)}
+        validation, _ = read_validation_scores(record_path, column, record.get("n_val"))
+        out[column] = {"auroc": auroc(labels, values), **operating_points(labels, values, validation)}
     return out
 
 
@@ -57,6 +65,13 @@ def _text(run: str, metrics: dict[str, Any]) -> list[str]:
             f"sensitivity {at['sensitivity']:.1f} at specificity {at['specificity']:.1f} "
             f"(test threshold {at['threshold']:.4g})"
         )
+        val = m.get("from_validation")
+        if val:
+            lines.append(
+                f"    at the validation threshold {val['threshold']:.4g}: sensitivity {val['sensitivity']:.1f} "
+                f"[{val['sensitivity_lo']:.1f}, {val['sensitivity_hi']:.1f}], specificity {val['specificity']:.1f} "
+                f"[{val['specificity_lo']:.1f}, {val['specificity_hi']:.1f}]"
+            )
     return lines
 
 

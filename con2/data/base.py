@@ -29,6 +29,8 @@ class OneClassData:
         train: uint8 ``[N, H, W, C]``, normal training images only (may be a read-only memmap).
         test: uint8 ``[M, H, W, C]`` (may be a read-only memmap).
         test_labels: int64 ``[M]``, 1 = anomaly, 0 = normal.
+        val: uint8 ``[V, H, W, C]``, the normal validation images (MedMNIST's ``val`` split; ``V`` = 0
+            for a dataset without one): scored to set a threshold, never trained on.
         manifest: the split manifest (see :func:`con2.data.manifest.split_manifest`): sample ids
             of both splits, seed, size and checksums; ``None`` only for hand-built containers.
     """
@@ -38,10 +40,12 @@ class OneClassData:
     train: np.ndarray
     test: np.ndarray
     test_labels: np.ndarray
+    val: np.ndarray | None = field(default=None, compare=False, repr=False)
     manifest: dict[str, Any] | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
-        for name, arr in (("train", self.train), ("test", self.test)):
+        arrays = [("train", self.train), ("test", self.test)] + ([("val", self.val)] if self.val is not None else [])
+        for name, arr in arrays:
             if arr.dtype != np.uint8 or arr.ndim != 4 or arr.shape[-1] not in (1, 3):
                 raise DataError(
                     f"{self.name}: {name} images must be uint8 [N, H, W, C] with C in (1, 3), "

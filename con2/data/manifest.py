@@ -5,7 +5,9 @@ arrays), the test labels, the seed and the size, plus the sha256 of the prepared
 cut from, the sha256 of the training and test images themselves (``pixels_sha256``, see
 :func:`pixels_digest`) and a sha256 over the ids, labels and those images (``split_sha256``), which a
 run record stores to prove two runs saw the same images: equal for the same images wherever their
-files lie, different for other images under the same ids.
+files lie, different for other images under the same ids. The validation normals (``val_ids``, with
+their own ``val_pixels_sha256``) are listed beside them and left out of ``split_sha256``: they set
+a threshold only, and a split's identity is what a method trains and is tested on.
 """
 
 from __future__ import annotations
@@ -43,9 +45,12 @@ def split_manifest(
     images_sha256: str | None,
     source: dict[str, Any] | None = None,
     pixels_sha256: str | None = None,
+    val_ids: Sequence[str] = (),
+    val_pixels_sha256: str | None = None,
 ) -> dict[str, Any]:
     """Build the manifest dict of one split (see the module docstring); ``pixels_sha256``:
-    :func:`pixels_digest` of the training and test images, part of ``split_sha256``."""
+    :func:`pixels_digest` of the training and test images, part of ``split_sha256``; ``val_ids`` and
+    ``val_pixels_sha256``: the validation normals and their digest, outside ``split_sha256``."""
     body = {
         "dataset": dataset,
         "normal_class": normal_class,
@@ -61,6 +66,9 @@ def split_manifest(
         "images_sha256": images_sha256,
         "source": {k: v for k, v in (source or {}).items() if k != "files"},  # not the per-file hashes
         "pixels_sha256": pixels_sha256,
+        "n_val": len(val_ids),
+        "val_ids": [str(i) for i in val_ids],
+        "val_pixels_sha256": val_pixels_sha256,
     }
     keys = ("dataset", "normal_class", "size", "train_ids", "test_ids", "test_labels", "pixels_sha256")
     canonical = {k: body[k] for k in keys}

@@ -28,7 +28,7 @@ from con2.data.base import DataError, DatasetMissing, OneClassData
 from con2.data.cache import Found, Prepared, cache_root, take
 from con2.data.manifest import manifest_filename, pixels_digest, split_manifest, write_manifest
 from con2.data.source import DatasetInfo, Source, resolve_data_dir
-from con2.data.splits import one_class_split
+from con2.data.splits import one_class_split, validation_normals
 from con2.errors import read_failure
 
 __all__ = [
@@ -401,6 +401,8 @@ def load_one_class(
         )
     check_both_classes(info, normal_name, test_labels, source.get("location", "the data"))
     train, test = take(images, train_idx), take(images, test_idx)
+    val_idx = validation_normals(splits, labels, normal_idx, info.protocol)
+    val = take(images, val_idx)
     manifest = split_manifest(
         info.name,
         normal_name,
@@ -413,6 +415,8 @@ def load_one_class(
         sha,
         source,
         pixels_digest(train, test),
+        ids[val_idx].tolist(),
+        pixels_digest(val) if len(val_idx) else None,
     )
     if directory is not None:
         try:
@@ -425,6 +429,7 @@ def load_one_class(
         train=train,
         test=test,
         test_labels=test_labels,
+        val=val,
         manifest=manifest,
     )
 

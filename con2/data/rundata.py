@@ -75,6 +75,7 @@ def load_run_data(cfg: RunConfig, verify: bool = False) -> OneClassData:
             data,
             train=center_crop_array(data.train, cfg.center_crop),
             test=center_crop_array(data.test, cfg.center_crop),
+            val=None if data.val is None else center_crop_array(data.val, cfg.center_crop),
         )
     return data
 

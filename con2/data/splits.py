@@ -4,11 +4,15 @@ Two protocols (spec/datasets.md):
 
 - ``official``: train on the normal images of the source ``train`` split; test on every image of
   the source ``test`` split (MedMNIST, Pneumonia, Melanoma, Muffin vs Chihuahua, Dogs vs Cats,
-  CIFAR, ImageNet30). Other source splits (``val``) are not used.
+  CIFAR, ImageNet30). The normal images of the source ``val`` split (MedMNIST's) are the
+  validation normals (:func:`validation_normals`): scored, never trained on, they set a threshold
+  without the test labels; other ``val`` images are not used.
 - ``holdout``: for datasets without an official split (Kvasir, BR35H, digits). Each class is
   split by ranking its sample ids by ``sha256(f"{seed}:{id}")``: the first ``test_fraction`` of
   every class goes to the held-out part. Train = held-in normals; test = held-out normals plus
-  the anomalies (all of them, or only the held-out ones with ``all_anomalies=False``).
+  the anomalies (all of them, or only the held-out ones with ``all_anomalies=False``). No
+  validation normals: carving them from the training normals would change what every method
+  trains on and every published comparison.
 
 Hash ranking makes a split depend only on the ids and the seed: not on file order, numpy's RNG
 version or which other files exist.
@@ -80,3 +84,14 @@ def one_class_split(
         raise ValueError(f"unknown split protocol {protocol!r}")
     test_idx = np.flatnonzero(test)
     return np.flatnonzero(train), test_idx, (~is_normal[test_idx]).astype(np.int64)
+
+
+def validation_normals(
+    splits: Sequence[str] | np.ndarray, classes: Sequence[int] | np.ndarray, normal: Sequence[int], protocol: str
+) -> np.ndarray:
+    """Sorted int64 indices of the normal images of the source ``val`` split under the ``official``
+    protocol (``[V]``, empty where the source has none); always empty under ``holdout`` (module docstring)."""
+    if protocol != "official":
+        return np.zeros(0, dtype=np.int64)
+    is_normal = np.isin(np.asarray(classes), np.asarray(list(normal)))
+    return np.flatnonzero((np.asarray(splits) == "val") & is_normal).astype(np.int64)

@@ -18,7 +18,8 @@ interface) and these summaries' text, never which jobs run.
 
 :class:`GridProgress`, installed by the Snakefile's ``onstart``, follows each of Snakemake's
 "N of M steps (x%) done" records with the grid's ETA line (:mod:`con2.grid.eta`) when a training
-run has finished since the last one it printed.
+run has finished since the last one it printed, and notes when each job started (its job-info
+record), so the ETA knows a job's whole time, the process's start-up and imports included.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
+import time
 from collections.abc import Callable
 
 __all__ = [
@@ -132,19 +134,33 @@ def install_short_reasons(logger: logging.Logger) -> None:
         logger.addFilter(ShortReasons())
 
 
+def event_name(record: logging.LogRecord) -> str:
+    """The Snakemake log event of ``record`` ("progress", "job_info", ...), lower case; "" for none."""
+    event = getattr(record, "event", None)
+    return "" if event is None else str(getattr(event, "value", event)).lower()
+
+
 class GridProgress(logging.Filter):
     """After each progress record (Snakemake's ``event`` "progress"), logs ``line()`` on the same
     logger when it differs from the last line logged (a step that finished no training run adds
-    nothing). ``line`` returns ``None`` for nothing to say; an error in it is never Snakemake's."""
+    nothing). ``line`` returns ``None`` for nothing to say; an error in it is never Snakemake's.
+    ``started``: filled with {output file: time.time() when its job started} from job-info records."""
 
-    def __init__(self, logger: logging.Logger, line: Callable[[], str | None]) -> None:
+    def __init__(
+        self, logger: logging.Logger, line: Callable[[], str | None], started: dict[str, float] | None = None
+    ) -> None:
         super().__init__()
         self.logger, self.line = logger, line
         self.last: str | None = None
+        self.started: dict[str, float] = {} if started is None else started
 
     def filter(self, record: logging.LogRecord) -> bool:
-        event = getattr(record, "event", None)
-        if event is not None and str(getattr(event, "value", event)).lower() == "progress":
+        event = event_name(record)
+        if event == "job_info":
+            now = time.time()
+            for name in getattr(record, "output", None) or ():
+                self.started[str(name).split(" (")[0]] = now  # "path (temp)": Snakemake's annotations cut
+        if event == "progress":
             try:
                 text = self.line()
             except Exception as exc:  # an ETA must never stop a workflow
@@ -155,10 +171,13 @@ class GridProgress(logging.Filter):
         return True
 
 
-def install_grid_progress(logger: logging.Logger, line: Callable[[], str | None]) -> GridProgress:
-    """Add a :class:`GridProgress` printing ``line()`` to ``logger`` (replacing an earlier one)."""
+def install_grid_progress(
+    logger: logging.Logger, line: Callable[[], str | None], started: dict[str, float] | None = None
+) -> GridProgress:
+    """Add a :class:`GridProgress` printing ``line()`` to ``logger`` (replacing an earlier one), noting job
+    starts in ``started``."""
     for f in [f for f in logger.filters if isinstance(f, GridProgress)]:
         logger.removeFilter(f)
-    progress = GridProgress(logger, line)
+    progress = GridProgress(logger, line, started)
     logger.addFilter(progress)
     return progress

@@ -7,7 +7,10 @@ the grid will be done. A run's time has three parts, and each is weighed by what
   arithmetic: images per run x encoder passes per image);
 - scoring (``score_seconds``): its scoring images, (training + test images) x test-time views
   (``tta``): a digits run fits in 7 s and scores for 63 s, a zero-shot method trains nothing;
-- the rest of the wall time (data loading, model set-up): one per run.
+- the rest of the job's time (process start-up and imports, data loading, model set-up): one per run;
+  the job's time is the workflow's own clock from the job's start to its record (``job_seconds``),
+  where it was seen start, else the record's ``wall_seconds`` (which starts after the imports: a
+  test-profile run's 3 s of wall time took 10 s as a job).
 
 The seconds left are, over the runs not yet finished,
 
@@ -78,8 +81,8 @@ class PlannedRun:
 
 @dataclass(frozen=True)
 class Spent:
-    """A finished run's seconds: ``train`` (fit and learning curve), ``score`` and ``rest`` (wall time
-    minus both: data loading, model set-up)."""
+    """A finished run's seconds: ``train`` (fit and learning curve), ``score`` and ``rest`` (the job's
+    time, else the wall time, minus both: start-up, data loading, model set-up)."""
 
     train: float
     score: float = 0.0
@@ -160,18 +163,20 @@ def pace_seconds(value: Any) -> float | None:
 def spent(timing: Any) -> Spent | None:
     """A finished run's record ``timing`` (or its wall seconds alone, all counted as training) as
     :class:`Spent`; ``None`` where its wall seconds are no pace (:func:`pace_seconds`). A part that
-    is missing or no number counts as 0; the rest is never negative."""
+    is missing or no number counts as 0; the rest is never negative. ``timing["job_seconds"]``
+    (added by the workflow, not a record field): the job's own time, which the rest is taken from."""
     if not isinstance(timing, Mapping):
         wall = pace_seconds(timing)
         return None if wall is None else Spent(wall)
     wall = pace_seconds(timing.get("wall_seconds"))
     if wall is None:
         return None
+    job = max(wall, pace_seconds(timing.get("job_seconds")) or 0.0)
     train = sum(pace_seconds(timing.get(k)) or 0.0 for k in ("fit_seconds", "curve_seconds"))
     score = pace_seconds(timing.get("score_seconds")) or 0.0
     if train + score == 0:
-        return Spent(wall)  # a record without its parts: its wall time is the pace, as before
-    return Spent(train, score, max(0.0, wall - train - score))
+        return Spent(job)  # a record without its parts: its time is the pace, as before
+    return Spent(train, score, max(0.0, job - train - score))
 
 
 def grid_eta(planned: Sequence[PlannedRun], finished: Mapping[str, Any], slots: int) -> GridEta:

@@ -114,6 +114,9 @@ class Method(nn.Module):
         """Scalar extras for the record from identity-view features ``{(split, context): {space: [n, d]}}``."""
         return {}
 
-    def score(self, train: Tensor, test: Tensor, device: torch.device) -> MethodScores:
-        """Score uint8 ``test [M, C, H, W]`` against the normal ``train [n, C, H, W]`` (CPU tensors)."""
-        return score_method(self, train, test, device)
+    def score(
+        self, train: Tensor, test: Tensor, device: torch.device, validation: Tensor | None = None
+    ) -> MethodScores:
+        """Score uint8 ``test [M, C, H, W]`` against the normal ``train [n, C, H, W]`` (CPU tensors); the
+        normal ``validation [V, C, H, W]`` images too where given (``MethodScores.validation``)."""
+        return score_method(self, train, test, device, validation)

@@ -136,8 +136,8 @@ class Con2(Method):
             ) from None
         self.context_choice = choice
 
-    def score(self, train: Tensor, test: Tensor, device: torch.device):
-        out = super().score(train, test, device)
+    def score(self, train: Tensor, test: Tensor, device: torch.device, validation: Tensor | None = None):
+        out = super().score(train, test, device, validation)
         if self.context_choice is not None:  # the record says which context `best` chose, and why
             extras: dict[str, Any] = out.extras  # typed dict[str, float] in MethodScores; the record takes any value
             extras["chosen_context"] = self.context_choice["context"]

@@ -67,6 +67,7 @@ RUN_COLUMNS = [
     "n_train",
     "n_test",
     "n_anomalous",
+    "n_val",  # normal validation images scored (record n_val; NaN: none scored, or a record older than issue 35)
     "device",
     "machine",
     "threads",
@@ -156,6 +157,7 @@ def record_rows(
         "n_train": record["n_train"],
         "n_test": record["n_test"],
         "n_anomalous": record["n_anomalous"],
+        "n_val": record.get("n_val", np.nan),
         "device": record.get("device"),
         "machine": machine_of(record),
         "threads": cfg.get("threads"),

@@ -1,7 +1,9 @@
 """The ``operating_points`` table (issue 35): what a threshold buys beyond AUROC, per dataset and method.
 
 Computed at aggregation time from each run's ``scores.csv`` (:mod:`con2.maths.operating`), so a record
-written before this table existed gets its operating points without retraining or re-scoring. One row
+written before this table existed gets its operating points without retraining or re-scoring; the
+threshold set on the validation normals needs their scores (``validation_scores.csv``, written by runs
+since issue 35 where the dataset has a validation split; an older run gets them by re-scoring). One row
 per dataset and method (each method's main variant and headline score, the floors first); each cell
 is the mean ± std over the runs (seeds, and normal classes where several), the CSV keeps every run.
 """
@@ -21,7 +23,7 @@ from con2.report.artefacts import ReportInputs
 from con2.report.format import MISSING, Table
 from con2.report.methods import method_names
 from con2.report.missing import no_runs
-from con2.report.scores import expected_of_row, read_run_scores, scores_file
+from con2.report.scores import expected_of_row, read_run_scores, read_validation_scores, scores_file
 from con2.report.select import headline, main_runs, ordered_datasets, report_block
 
 RUN_COLUMNS = ["dataset", "normal_class", "method", "variant", "score", "seed", "record"]
@@ -38,8 +40,9 @@ def run_points(row: pd.Series | dict[str, Any]) -> dict[str, Any]:
     labels = frame["label"].to_numpy()
     if len(np.unique(labels)) != 2:
         return {"problem": "the test set lacks normals or anomalies"}
-    p = points_of(labels, frame[str(row["score"])].to_numpy(dtype=np.float64))
-    ap, at = p["ap"], p["at_specificity"]
+    validation, no_validation = read_validation_scores(row["record"], str(row["score"]), row.get("n_val"))
+    p = points_of(labels, frame[str(row["score"])].to_numpy(dtype=np.float64), validation)
+    ap, at, val = p["ap"], p["at_specificity"], p["from_validation"] or {}
     return {
         "problem": "",
         "ap": ap["ap"],
@@ -48,7 +51,20 @@ def run_points(row: pd.Series | dict[str, Any]) -> dict[str, Any]:
         "sensitivity_at_95": at["sensitivity"],
         "specificity_at_95": at["specificity"],
         "threshold_at_95": at["threshold"],
+        **{f"val_{k}": val.get(k, np.nan) for k in VAL_KEYS},
+        "val_problem": no_validation,
     }
+
+
+VAL_KEYS = (
+    "threshold",
+    "sensitivity",
+    "sensitivity_lo",
+    "sensitivity_hi",
+    "specificity",
+    "specificity_lo",
+    "specificity_hi",
+)
 
 
 def operating_frame(runs: pd.DataFrame, config: Mapping[str, Any]) -> pd.DataFrame:
@@ -63,6 +79,18 @@ def _cell(values: pd.Series) -> str:
     if not v.size:
         return MISSING
     return f"{v.mean():.1f} ± {v.std(ddof=1):.1f}" if v.size > 1 else f"{v[0]:.1f}"
+
+
+def _rate_cell(group: pd.DataFrame, name: str) -> str:
+    """A rate at the validation threshold: one run, the value and its exact (Clopper-Pearson) 95%
+    interval; several, mean ± std; no run with validation scores, the missing mark."""
+    g = group[np.isfinite(group[f"val_{name}"].to_numpy(dtype=float))]
+    if g.empty:
+        return MISSING
+    if len(g) == 1:
+        r = g.iloc[0]
+        return f"{r[f'val_{name}']:.1f} [{r[f'val_{name}_lo']:.1f}, {r[f'val_{name}_hi']:.1f}]"
+    return _cell(g[f"val_{name}"])
 
 
 def _ap_interval(group: pd.DataFrame) -> str:
@@ -95,7 +123,7 @@ def operating_points(inputs: ReportInputs) -> Table:
             every = on_d[(on_d["method"] == m) & (on_d["score"] == s)]
             g = every[every["problem"] == ""]
             if g.empty:  # every run of it left out: the row stays, saying so
-                rows.append([dataset_label(d), names.pair_label(m, s), *[MISSING] * 4, f"0 of {len(every)} runs"])
+                rows.append([dataset_label(d), names.pair_label(m, s), *[MISSING] * 6, f"0 of {len(every)} runs"])
                 continue
             over = f"{g['normal_class'].nunique()}×{g.groupby('normal_class')['seed'].nunique().min()}"
             rows.append(
@@ -106,6 +134,8 @@ def operating_points(inputs: ReportInputs) -> Table:
                     _ap_interval(g),
                     _cell(g["sensitivity_at_95"]),
                     _cell(g["specificity_at_95"]),
+                    _rate_cell(g, "sensitivity"),
+                    _rate_cell(g, "specificity"),
                     over,
                 ]
             )
@@ -116,8 +146,12 @@ def operating_points(inputs: ReportInputs) -> Table:
         "Sens at 95% spec: the sensitivity (%) at the test threshold that keeps at least 95% of the normal test images "
         "normal (Spec: the specificity it gives). The threshold is chosen with the test labels, so it is the best any "
         "threshold can do: an upper bound for a reader who must fix it in advance.",
-        "Not shown: a threshold set on validation normals (the records hold test scores only; "
-        "con2.maths.operating.operating_points takes them where a run scores its validation split).",
+        "At val threshold: the threshold a reader can fix in advance, without the test labels: the 95th percentile "
+        "of the normal validation images' scores (MedMNIST's val split, scored with the test images since issue 35), "
+        "and the test sensitivity and specificity it gives, [exact Clopper-Pearson 95% interval] for one run. "
+        f"{MISSING}: no validation images scored: a dataset without a validation split (BR35H, Kvasir, digits: "
+        "carving one from the training normals would change what every method trains on) or a run older than "
+        "issue 35 (re-score it: `con2 evaluate`).",
         "Computed from each run's scores.csv when the table is built: older records get these numbers too "
         "(`con2 metrics RUN_DIR` prints one run's).",
         "Mean ± std over the runs; Over: normal classes × seeds.",
@@ -125,7 +159,17 @@ def operating_points(inputs: ReportInputs) -> Table:
     problems = list(dict.fromkeys(problems))  # one line per run, not per score
     if problems:
         notes.append(f"Left out ({len(problems)}): " + "; ".join(problems[:5]) + ("; ..." if len(problems) > 5 else ""))
-    header = ["Dataset", "Method", "AP (%)", "AP 95% interval", "Sens at 95% spec (%)", "Spec (%)", "Over"]
+    header = [
+        "Dataset",
+        "Method",
+        "AP (%)",
+        "AP 95% interval",
+        "Sens at 95% spec (%)",
+        "Spec (%)",
+        "Sens at val threshold (%)",
+        "Spec at val threshold (%)",
+        "Over",
+    ]
     return Table(
         "operating_points",
         "Operating points: average precision and sensitivity at 95% specificity, from the scores",

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from con2.run.rundir import SCORES
+from con2.run.rundir import SCORES, VALIDATION
 
 # percent points: half the last digit the tables print (a stored AUROC rounded to one decimal passes)
 AUROC_TOLERANCE = 0.05
@@ -172,3 +172,33 @@ def scores_problem(record: Mapping[str, Any], path: str | Path) -> str | None:
     if not scores.found or not scores.problem:
         return None
     return f"its {SCORES} {scores.problem}"
+
+
+def validation_file(record: str | Path) -> Path:
+    """The ``validation_scores.csv`` beside a ``record.json``."""
+    return Path(str(record)).parent / VALIDATION
+
+
+def read_validation_scores(record: str | Path, column: str, n_val: Any) -> tuple[np.ndarray | None, str]:
+    """``(scores [V], "")`` of ``column`` in the ``validation_scores.csv`` beside ``record``, checked
+    against the record's ``n_val``; else ``(None, why)``: no validation images scored (a dataset
+    without a validation split, a record older than issue 35, an external program), or a file that
+    disagrees with its record."""
+    n = as_count(pd.to_numeric(n_val, errors="coerce"))
+    if not n:
+        return None, "no validation images scored"
+    path = validation_file(record)
+    try:
+        table = pd.read_csv(path)
+    except FileNotFoundError:
+        return None, f"no {VALIDATION} beside the record (its n_val is {n})"
+    except (OSError, ValueError) as exc:
+        return None, f"{path} cannot be read ({type(exc).__name__})"
+    if len(table) != n:
+        return None, f"{path} holds {len(table)} row(s); its record scored {n} validation image(s)"
+    if column not in table.columns:
+        return None, f"{path} has no column {column!r}"
+    values = pd.to_numeric(table[column], errors="coerce").to_numpy(dtype=np.float64)
+    if not np.all(np.isfinite(values)):
+        return None, f"{path}: {int((~np.isfinite(values)).sum())} non-finite value(s) in {column!r}"
+    return values, ""

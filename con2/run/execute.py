@@ -240,15 +240,18 @@ def execute(
     torch.manual_seed(cfg.seed)  # model initialisation
     method = build_method(cfg)
     n_views = len(method.test_plan())
-    batches, _ = check_scoring_work(cfg, n_views, len(data.train), len(data.test))
+    n_val = 0 if data.val is None else len(data.val)
+    batches, _ = check_scoring_work(cfg, n_views, len(data.train), len(data.test) + n_val)
     if cfg.progress:  # the size of the scoring pass, up front
+        val_text = f" + {n_val} validation" if n_val else ""
         print(
-            f"scoring will encode {n_views} view(s) x ({len(data.train)} + {len(data.test)}) images in "
+            f"scoring will encode {n_views} view(s) x ({len(data.train)} + {len(data.test)}{val_text}) images in "
             f"{batches:,} batches of {cfg.eval_batch_size}",
             flush=True,
         )
 
     train_images, test_images = to_tensor(data.train), to_tensor(data.test)
+    val_images = to_tensor(data.val) if data.val is not None and len(data.val) else None
     source = rd.checkpoint if train or weights is None else Path(weights)
     state = None  # the checkpoint a resume continues or a re-scoring loads: it fixes what prepare decided
     if not train:
@@ -283,7 +286,7 @@ def execute(
 
     t_score = time.perf_counter()
     with scoring_progress(scoring_printer() if cfg.progress else None):
-        out = method.score(train_images, test_images, device)
+        out = method.score(train_images, test_images, device, val_images)
     score_seconds = time.perf_counter() - t_score
 
     if not train:
@@ -291,6 +294,7 @@ def execute(
             copy_checkpoint(source, rd.checkpoint)
         rd.write_config(cfg)
     rd.write_scores(data.test_labels, out.scores)
+    rd.write_validation_scores(out.validation)
     if out.arrays:
         rd.write_features(out.arrays)
     manifest = data.manifest or {}
@@ -323,6 +327,8 @@ def execute(
         device=str(device),
         peak_memory_mb=_peak_memory_mb(device),
         curve=curve.record() if curve is not None else None,
+        validation=out.validation if val_images is not None else None,
+        val_sha256=manifest.get("val_pixels_sha256"),
     )
     rd.write_record(record)
     return record

@@ -98,6 +98,10 @@ RECORD_SCHEMA: dict[str, Any] = {
         "n_train": {"type": "integer", "minimum": 1},
         "n_test": {"type": "integer", "minimum": 1},
         "n_anomalous": {"type": "integer", "minimum": 0},
+        # since issue 35: the normal validation images scored into validation_scores.csv (0: none; absent in
+        # older records) and the sha256 of their pixels (con2.data.manifest)
+        "n_val": {"type": "integer", "minimum": 0},
+        "val_sha256": {"type": ["string", "null"]},
         "epochs": {"type": "integer"},
         "steps": {"type": "integer"},
         "resumed_from_epoch": {"type": ["integer", "null"]},
@@ -253,6 +257,8 @@ def build_record(
     device: str = "external",
     peak_memory_mb: float | None = None,
     curve: Mapping[str, Any] | None = None,
+    validation: Mapping[str, np.ndarray] | None = None,
+    val_sha256: str | None = None,
 ) -> dict[str, Any]:
     """The one-run record (schema: :data:`con2.run.records.RECORD_SCHEMA`) of any run, ours or external.
 
@@ -273,9 +279,12 @@ def build_record(
             ``bfloat16-autocast``: CPUs with native bf16 train in bf16 under ``amp``, others in fp32).
         curve: the learning curve (:mod:`con2.training.curve`): ``{"views", "points": [{"epoch", "seconds",
             "auroc": {column: %}, "extras"}]}``.
+        validation: score name -> ``[V]`` scores of the normal validation images (the columns of
+            ``scores``; ``None``: none scored, no ``n_val`` in the record); ``val_sha256``: their pixels' sha256.
 
     Raises:
-        RecordError: no scores, a score of another length than ``labels``, or labels of one class.
+        RecordError: no scores, a score of another length than ``labels``, labels of one class, or
+            validation scores whose columns or lengths disagree.
     """
     import numpy as np  # lazy: numpy only when a record is built, never when one is read
 
@@ -288,6 +297,13 @@ def build_record(
     for name, s in scores.items():
         if np.shape(s) != labels.shape:
             raise RecordError(f"{where}: score {name!r} has shape {np.shape(s)}, labels {labels.shape}")
+    if validation is not None:
+        lengths = {np.shape(v) for v in validation.values()}
+        if validation and (set(validation) != set(scores) or len(lengths) != 1 or len(next(iter(lengths))) != 1):
+            raise RecordError(
+                f"{where}: validation scores must be one vector per test score column ({sorted(scores)}), "
+                f"got {sorted(validation)} of shapes {sorted(lengths)}"
+            )
     if len(np.unique(labels)) != 2:
         raise RecordError(f"{where}: the test labels hold one class only; an AUROC needs normal (0) and anomalous (1)")
     times = {"fit_seconds": 0.0, "score_seconds": 0.0, "wall_seconds": 0.0, **(timing or {})}
@@ -327,6 +343,9 @@ def build_record(
     for key in ("epochs", "steps", "resumed_from_epoch", "precision"):
         if training and key in training:
             record[key] = training[key]
+    if validation is not None:
+        record["n_val"] = len(next(iter(validation.values()))) if validation else 0
+        record["val_sha256"] = val_sha256
     if scoring is not None:
         record["scoring"] = json.loads(json.dumps(scoring))
     if method_card is not None:

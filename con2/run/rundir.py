@@ -5,6 +5,8 @@ Layout of a run directory::
     config.yaml      the resolved configuration (written before training starts)
     checkpoint.pt    weights + optimiser state (the resume point; tensors and plain values only)
     scores.csv       per-sample test scores (index, label, one column per score)
+    validation_scores.csv  the normal validation images' scores (index, one column per score), where
+                     the dataset has a validation split (MedMNIST's): a threshold without test labels
     features.npz     identity-view representations per split and context (float16)
     curve.csv        the learning curve (``score_at``): one row per scored epoch, AUROC per column
     record.json      the one-run record, written last: present = run complete
@@ -55,8 +57,9 @@ RECORD, CHECKPOINT, SCORES, FEATURES, CONFIG, LOCK = (
     ".lock",
 )
 CURVE = "curve.csv"
+VALIDATION = "validation_scores.csv"
 # The files a run directory holds (besides its lock): what `con2 evaluate --out` refuses to write over.
-RUN_FILES = (RECORD, CHECKPOINT, SCORES, FEATURES, CONFIG, CURVE)
+RUN_FILES = (RECORD, CHECKPOINT, SCORES, FEATURES, CONFIG, CURVE, VALIDATION)
 
 # What a command does with a run directory (see RunDir.plan).
 TRAIN, COMPLETE, REPLACE = "train", "complete", "replace"
@@ -96,6 +99,7 @@ class RunDir:
     features = property(lambda self: self.path / FEATURES)
     config = property(lambda self: self.path / CONFIG)
     curve = property(lambda self: self.path / CURVE)
+    validation_scores = property(lambda self: self.path / VALIDATION)
 
     @contextmanager
     def lock(self) -> Iterator[None]:
@@ -222,6 +226,19 @@ class RunDir:
             {"index": np.arange(len(labels)), "label": labels, **{k: np.asarray(v) for k, v in scores.items()}}
         )
         write_text_atomic(self.scores, table.to_csv(index=False))
+
+    def write_validation_scores(self, scores: Mapping[str, np.ndarray]) -> None:
+        """``validation_scores.csv``: index, one column per score (``[V]`` each, the normal validation
+        images); a run without any removes an older file, so it never outlives its scores."""
+        import numpy as np  # lazy: numpy and pandas only when scores are written
+        import pandas as pd  # lazy: numpy and pandas only when scores are written
+
+        if not scores:
+            self.validation_scores.unlink(missing_ok=True)
+            return
+        n = len(next(iter(scores.values())))
+        table = pd.DataFrame({"index": np.arange(n), **{k: np.asarray(v) for k, v in scores.items()}})
+        write_text_atomic(self.validation_scores, table.to_csv(index=False))
 
     def write_features(self, arrays: Mapping[str, np.ndarray]) -> None:
         """``features.npz`` (compressed)."""

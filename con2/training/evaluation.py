@@ -92,13 +92,15 @@ class MethodScores:
     """Per-sample anomaly scores (``[M]`` each, higher = more anomalous) and what goes with them.
 
     ``scores`` has one column per (score, reading): the headline reading under the score's name.
-    ``scoring`` describes the columns for the record (see ``ScoringSpec.describe``).
+    ``scoring`` describes the columns for the record (see ``ScoringSpec.describe``). ``validation``:
+    the same columns for the normal validation images (``[V]`` each; empty where none were scored).
     """
 
     scores: dict[str, np.ndarray]
     extras: dict[str, Any] = field(default_factory=dict)  # numbers; CON2 (Best) adds its chosen context
     arrays: dict[str, np.ndarray] = field(default_factory=dict)  # saved to features.npz
     scoring: dict[str, Any] = field(default_factory=dict)
+    validation: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -381,12 +383,19 @@ def scoring_progress(report: ScoringProgress | None) -> Iterator[None]:
 
 
 @torch.no_grad()
-def score_method(method: Method, train: Tensor, test: Tensor, device: torch.device) -> MethodScores:
+def score_method(
+    method: Method, train: Tensor, test: Tensor, device: torch.device, validation: Tensor | None = None
+) -> MethodScores:
     """Score uint8 ``test [M, C, H, W]`` against the normal ``train [n, C, H, W]`` under every reading.
 
+    ``validation``: uint8 ``[V, C, H, W]`` normal validation images, scored the same way (same views,
+    same training bank; each image's score depends on the training images only), for a threshold
+    set without the test labels; they enter neither the diagnostics nor ``features.npz``.
+
     Returns the method's :class:`~con2.methods.MethodScores`: one column per (score, reading),
-    the ``scoring`` description for the record, the method's diagnostics, and the identity-view
-    encoder features (L2-normalised, float16) per split and context for ``features.npz``.
+    the ``scoring`` description for the record, the method's diagnostics, the identity-view
+    encoder features (L2-normalised, float16) per split and context for ``features.npz``, and the
+    validation images' columns.
     """
     cfg = method.cfg
     spec = replace(method.scoring(), csi=getattr(cfg, "csi_views", 0) > 0)
@@ -416,6 +425,7 @@ def score_method(method: Method, train: Tensor, test: Tensor, device: torch.devi
                     s = scorer.fn(te[reading.feature], ref[reading.feature], context).double().cpu()
                     _accumulate(sums, spec.column(score, reading), s)
 
+    val = validation if validation is not None and len(validation) else None
     plan = method.test_plan()
     csi = [r for r in readings if r.views == "csi"]
     report = _PROGRESS.get()
@@ -429,10 +439,13 @@ def score_method(method: Method, train: Tensor, test: Tensor, device: torch.devi
             report(done, total)
 
     sums: dict[str, Tensor] = {}
+    val_sums: dict[str, Tensor] = {}
     for tv in plan:
         te, tr = run(test, tv.view, tv.pixels), run(train, tv.view, tv.pixels)
         tr_orig = run(train, tv.view, tv.original) if need_original and tv.context != 0 else tr
         add(sums, fixed, te, tr, tr_orig, tv.context)
+        if val is not None:
+            add(val_sums, fixed, run(val, tv.view, tv.pixels), tr, tr_orig, tv.context)
         passed()
     divisor = {spec.column(s, r): len(plan) for r in fixed for s in spec.scorers}
 
@@ -440,12 +453,13 @@ def score_method(method: Method, train: Tensor, test: Tensor, device: torch.devi
         contexts = method.test_contexts()
         height, width = train.shape[-2:]
         for c, fn in enumerate(contexts):
-            views = csi_image_views(
-                max(len(train), len(test)), cfg.csi_views, height, width, method.view_params, cfg.tta_seed, c
-            )
+            n_images = max(len(train), len(test), 0 if val is None else len(val))  # image i's views: seeded by i
+            views = csi_image_views(n_images, cfg.csi_views, height, width, method.view_params, cfg.tta_seed, c)
             mean: dict[str, dict[str, Tensor]] = {}
             for v in views:
                 parts = {"te": run(test, v, fn), "tr": run(train, v, fn)}
+                if val is not None:
+                    parts["va"] = run(val, v, fn)
                 if need_original and c != 0:
                     parts["tr_orig"] = run(train, v, identity)
                 for key, feats in parts.items():
@@ -455,6 +469,8 @@ def score_method(method: Method, train: Tensor, test: Tensor, device: torch.devi
                 passed()
             mean = {key: {k: f / len(views) for k, f in feats.items()} for key, feats in mean.items()}
             add(sums, csi, mean["te"], mean["tr"], mean.get("tr_orig", mean["tr"]), c)
+            if val is not None:
+                add(val_sums, csi, mean["va"], mean["tr"], mean.get("tr_orig", mean["tr"]), c)
         divisor.update({spec.column(s, r): len(contexts) for r in csi for s in spec.scorers})
 
     # Identity views in every context: tta=False scorers, diagnostics and features.npz.
@@ -463,23 +479,29 @@ def score_method(method: Method, train: Tensor, test: Tensor, device: torch.devi
         for split, imgs in (("train", train), ("test", test))
         for c, fn in enumerate(method.test_contexts())
     }
+    val_ident = run(val, IDENTITY_VIEW, method.test_contexts()[0]) if val is not None else None
     passed()
-    scores: dict[str, np.ndarray] = {}
-    for reading in readings:
-        for score, scorer in spec.scorers.items():
-            col = spec.column(score, reading)
-            if scorer.tta:
-                scores[col] = (sums[col] / divisor[col]).float().numpy()
-            elif spec.computes(score, reading):
-                feat = reading.feature
-                scores[col] = scorer.fn(ident["test", 0][feat], ident["train", 0][feat], 0).float().cpu().numpy()
-    scores = {col: scores[col] for col in spec.columns()}
+
+    def columns(summed: dict[str, Tensor], ident_test: dict[str, Tensor]) -> dict[str, np.ndarray]:
+        out: dict[str, np.ndarray] = {}
+        for reading in readings:
+            for score, scorer in spec.scorers.items():
+                col = spec.column(score, reading)
+                if scorer.tta:
+                    out[col] = (summed[col] / divisor[col]).float().numpy()
+                elif spec.computes(score, reading):
+                    feat = reading.feature
+                    out[col] = scorer.fn(ident_test[feat], ident["train", 0][feat], 0).float().cpu().numpy()
+        return {col: out[col] for col in spec.columns()}
+
+    scores = columns(sums, ident["test", 0])
+    val_scores = columns(val_sums, val_ident) if val_ident is not None else {}
     arrays = {
         f"{split}_context{c}": F.normalize(feats["encoder"], dim=1).cpu().numpy().astype(np.float16)
         for (split, c), feats in ident.items()
     }
     extras = method.diagnostics({key: {k: v.cpu() for k, v in feats.items()} for key, feats in ident.items()})
-    return MethodScores(scores=scores, extras=extras, arrays=arrays, scoring=spec.describe())
+    return MethodScores(scores=scores, extras=extras, arrays=arrays, scoring=spec.describe(), validation=val_scores)
 
 
 @contextmanager

@@ -568,6 +568,7 @@ def caption(name):
 # onstart installs it).
 _PLANNED = {}  # run key -> PlannedRun (weighed once)
 _SPENT = {}  # run key -> the timing of a record written since the workflow started (None: not in it)
+JOB_STARTED = {}  # output file -> when its job started (con2.grid.console.GridProgress notes it)
 
 
 @functools.cache
@@ -619,7 +620,10 @@ def grid_eta_line():
         try:
             if os.stat(r.record).st_mtime < STARTED:
                 continue
-            _SPENT[r.key] = json.loads(Path(r.record).read_text()).get("timing")
+            timing = json.loads(Path(r.record).read_text()).get("timing")
+            if isinstance(timing, dict) and r.record in JOB_STARTED:  # the job's own clock: start-up included
+                timing = {**timing, "job_seconds": os.stat(r.record).st_mtime - JOB_STARTED[r.record]}
+            _SPENT[r.key] = timing
         except (OSError, ValueError, AttributeError):
             continue
     slots = training_slots()
