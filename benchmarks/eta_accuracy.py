@@ -10,7 +10,12 @@ log's last line):
 
     python benchmarks/eta_accuracy.py report grid.log
 
-It prints one row per ETA line (runs done, the ETA, the time actually left, the ratio) and the
+or replay the ETA that :mod:`con2.grid.eta` computes now on that finished grid (its records' timings
+and the jobs' start times in the log), to try a change of the arithmetic without training again:
+
+    python benchmarks/eta_accuracy.py replay grid.log --results results --slots 2
+
+Either prints one row per ETA line (runs done, the ETA, the time actually left, the ratio) and the
 largest error from the first quarter of the runs on: the acceptance of issue 36 asks for +-30%.
 "at least" lines (before any run finished: a floor, the training steps alone) are listed, not scored.
 """
@@ -18,6 +23,7 @@ largest error from the first quarter of the runs on: the acceptance of issue 36 
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import sys
 import time
@@ -108,15 +114,79 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("stamp", help="copy stdin to stdout, each line stamped with the time")
     rep = sub.add_parser("report", help="compare a stamped log's ETA lines with the time actually left")
     rep.add_argument("log", type=Path)
+    rpl = sub.add_parser("replay", help="the ETA lines con2.grid.eta would print now, replayed on a finished grid")
+    rpl.add_argument("log", type=Path, help="the grid's stamped console log (its 'Job N: train ...' lines)")
+    rpl.add_argument("--results", type=Path, default=Path("results"), help="the results folder it wrote")
+    rpl.add_argument("--slots", type=int, default=2, help="training jobs at a time (--cores / threads)")
+    rpl.add_argument("--data-dir", type=Path, default=None, help="its data_dir (split manifests: test sizes)")
     args = parser.parse_args(argv)
     if args.command == "stamp":
         for line in stamp(sys.stdin):
             sys.stdout.write(line)
             sys.stdout.flush()
         return 0
+    if args.command == "replay":
+        lines = replay(args.log, args.results, args.slots, args.data_dir)
+        print("\n".join(report(lines, lines[-1].at if lines else 0.0)))
+        return 0
     lines, last = parse(args.log.read_text(errors="replace").splitlines())
     print("\n".join(report(lines, last if last is not None else 0.0)))
     return 0
+
+
+JOB = re.compile(r"Job (\d+): train (\S+)/(\S+) (\S+)/(\S+) seed (\d+)")
+
+
+def replay(log: Path, results: Path, slots: int, data_dir: Path | None) -> list[EtaLine]:
+    """The ETA lines that :mod:`con2.grid.eta` as it is now would have printed during a finished grid:
+    the training jobs and their start times from the stamped ``log``, their records (timing, resolved
+    config, the time each was written) under ``results/runs``; at each record, the ETA of the jobs
+    not yet finished from those finished, each with the job's own time (start to record)."""
+    from types import SimpleNamespace
+
+    from con2.grid.eta import grid_eta, weigh_runs
+
+    started: dict[str, float] = {}
+    stamps = []
+    for raw in log.read_text(errors="replace").splitlines():
+        head, _, rest = raw.partition(" ")
+        try:
+            stamps.append(float(head))
+        except ValueError:
+            continue
+        m = JOB.search(rest)
+        if m:
+            dataset, cls, method, variant, seed = m.group(2, 3, 4, 5, 6)
+            path = results / "runs" / dataset / cls / method / variant / f"seed{seed}" / "record.json"
+            started.setdefault(str(path), float(head))
+    runs, done = [], []
+    for path in started:
+        p = Path(path)
+        if not p.is_file() or not stamps[0] <= p.stat().st_mtime <= stamps[-1]:
+            continue  # not written by this grid (a later grid wrote it again, or it never finished)
+        record = json.loads(p.read_text())
+        cfg = record["config"]
+        runs.append(
+            SimpleNamespace(
+                key=path,
+                method=record["method"],
+                dataset=record["dataset"],
+                normal_class=str(record["normal_class"]),
+                data_size=int(cfg.get("data_size") or cfg["image_size"]),
+                config=cfg,
+            )
+        )
+        timing = {**record["timing"], "job_seconds": p.stat().st_mtime - started[path]}
+        done.append((p.stat().st_mtime, path, timing))
+    planned = list(weigh_runs(runs, data_dir, None).values())
+    done.sort()
+    out = [EtaLine(min(started.values()), 0, len(planned), None, False)] if done else []
+    finished: dict[str, dict] = {}
+    for at, path, timing in done:
+        finished[path] = timing
+        eta = grid_eta(planned, finished, slots)
+        out.append(EtaLine(at, eta.done, eta.total, eta.seconds_left if eta.done < eta.total else None, False))
+    return out
 
 
 if __name__ == "__main__":

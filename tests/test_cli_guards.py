@@ -23,7 +23,7 @@ from test_hostile_inputs import ROOT, TEST_CONFIG, assert_one_line, cli, snakema
 from con2.cli.main import main
 from con2.config import MAX_CONFIG_DEPTH, MAX_LAYER_SIZE, MAX_THREADS, MAX_WIDTH, check_size
 from con2.errors import ConfigError
-from con2.grid.eta import PlannedRun, eta_line, grid_eta, weigh_runs
+from con2.grid.eta import PlannedRun, eta_line, grid_eta, view_cost, weigh_runs
 from con2.grid.experiments import expand_grid
 from con2.grid.plan import SIZES_CSV, THROUGHPUT_COLUMNS, manifest_size, read_sizes
 
@@ -126,7 +126,8 @@ def test_a_damaged_split_manifest_is_no_size_and_the_table_stands_in(
     n = (table.get(("digits", "0")) or table[("digits", "*")])[0]
     simclr = next(r for r in runs if r.method == "simclr" and r.normal_class == "0")
     steps = max(1, n // simclr.config["batch_size"]) * simclr.config["batch_size"] * simclr.config["epochs"]
-    assert planned[simclr.key].weight == steps * 2  # the sizes table's n_train, two views per image
+    # the sizes table's n_train, two views per image, each costing its size and width (con2.grid.eta.view_cost)
+    assert planned[simclr.key].weight == pytest.approx(steps * 2 * view_cost(simclr.config))
 
 
 def test_con2_plan_with_a_damaged_manifest_plans_from_the_sizes_table(

@@ -163,6 +163,26 @@ def test_before_any_run_a_run_without_planned_seconds_adds_nothing_to_the_floor(
     assert eta.seconds_left == pytest.approx(reference_seconds(grid(), {"a": 30.0}, 1) + 500 * 0.3)
 
 
+def test_a_method_of_unknown_cost_is_named_not_priced_until_one_of_its_runs_finished() -> None:
+    """I-JEPA-AD's ViT took 688 s where a ResNet pace said 30 s: a run whose views per image are
+    unknown is left out of the sum and named on the line until its own method has a pace."""
+    runs = [
+        *grid(),
+        PlannedRun("f", "ijepa_ad", 500.0, None, 100.0, priced=False),
+        PlannedRun("g", "ijepa_ad", 500.0, None, 100.0, priced=False),
+    ]
+    eta = grid_eta(runs, {"a": 30.0}, 1)
+    assert eta.seconds_left == pytest.approx(reference_seconds(grid(), {"a": 30.0}, 1))
+    assert eta.unpriced == {"ijepa_ad": 2}
+    assert eta_line(eta, 1).endswith(
+        "from the pace of the 1 finished run; plus 2 ijepa_ad runs, priced once one of its method has finished)"
+    )
+    paced = grid_eta(runs, {"a": 30.0, "f": 250.0}, 1)  # its own pace now: 0.5 s per unit
+    assert paced.unpriced == {} and paced.seconds_left == pytest.approx(
+        reference_seconds(runs, {"a": 30.0, "f": 250.0}, 1)
+    )
+
+
 def test_without_a_measured_device_the_eta_waits_for_the_first_run_and_ends_at_zero() -> None:
     unmeasured = [PlannedRun(p.key, p.method, p.weight) for p in grid()]
     eta = grid_eta(unmeasured, {}, 2)
@@ -206,6 +226,7 @@ def test_runs_are_weighed_by_their_planned_views_and_the_device_throughput() -> 
     assert weights["c"].weight == images * views_per_image("con2", {"contexts": ["invert"]}) == images * 4
     assert weights["s"].weight == images * 2
     assert weights["u"].weight == images and weights["u"].prior_seconds is None  # views unknown: its images
+    assert not weights["u"].priced and weights["c"].priced
     # the measured row: 207.7 images/s of 4 views each at 28 px, width 16, batch 64
     assert weights["c"].prior_seconds == pytest.approx(images * 4 / (207.7 * 4))
     assert weights["x"].weight == pytest.approx((images * 4 + images * 2 + images) / 3)  # unknown size: the mean

@@ -64,10 +64,10 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return wd
 
 
-def test_the_report_opens_on_the_verdict_table1_and_the_key_figures(built: Path) -> None:
+def test_the_report_opens_on_table1_then_the_verdict_and_the_key_figures(built: Path) -> None:
     desc = landing(built / "results/report.html")
     text = text_of(desc)
-    # the verdict: the reproduction report's opening line, first on the page
+    # the verdict: the reproduction report's opening line, right after Table 1
     lines = [line for line in (built / "results/tables/reproduction.md").read_text().splitlines() if line.strip()]
     verdict = next(line for line in lines if line.startswith("**Verdict:**"))
     assert md_text(verdict) in text
@@ -83,8 +83,8 @@ def test_the_report_opens_on_the_verdict_table1_and_the_key_figures(built: Path)
     # the key figures: the per-class and learning-curve PNGs, inline (the report stays self-contained)
     figures = re.findall(r'aria-label="([^"]+)"[^>]*background-image: url\(\'data:image/png,', desc)
     assert figures == ["per_class_digits.png", "learning_curve_digits.png"]
-    # in that order, before the page's other text and the profile
-    order = [text.index(md_text(verdict)), text.index(cells[-1]), text.index("About this report")]
+    # in that order, before the page's other text and the profile: Table 1 on the first screen (issue 36)
+    order = [text.index(cells[-1]), text.index(md_text(verdict)), text.index("About this report")]
     assert order == sorted(order)
     # every other result one click away: a link to each category of the menu
     for category in ("Figures", "Runs", "Tables"):

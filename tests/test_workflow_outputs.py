@@ -222,7 +222,7 @@ def test_html_report_has_tables_and_figures(tiny_run: Path, tmp_path: Path) -> N
             if note.startswith("- "):  # each Markdown note (and list line of the lead) is in the page
                 assert note[2:].replace("**", "").replace("`", "") in text, (name, note)
     natural = base64.b64decode(embedded["natural_summary.html"]["data_uri"].split("base64,", 1)[1]).decode()
-    assert "Budget of ours: 1 epochs at 16 px" in natural and re.search(
+    assert "Budget of ours: 1 epoch at 16 px" in natural and re.search(
         r"<td class=num>\d+\.\d( ± \d+\.\d)? \[", natural
     )
     assert not re.search(r"\d+\.\d{5,}", natural)  # no unrounded number (the CSV's 57.87385129490392)

@@ -7,6 +7,9 @@ the grid will be done. A run's time has three parts, and each is weighed by what
   arithmetic: images per run x encoder passes per image);
 - scoring (``score_seconds``): its scoring images, (training + test images) x test-time views
   (``tta``): a digits run fits in 7 s and scores for 63 s, a zero-shot method trains nothing;
+
+both in units of a view at 28 px and width 16 (:func:`view_cost`), so the pace of the 16 px
+digits runs, which finish first, prices the 28 px BreastMNIST runs;
 - the rest of the job's time (process start-up and imports, data loading, model set-up): one per run;
   the job's time is the workflow's own clock from the job's start to its record (``job_seconds``),
   where it was seen start, else the record's ``wall_seconds`` (which starts after the imports: a
@@ -22,16 +25,18 @@ any run has finished, each run's planned seconds stand in: its training views at
 measured throughput (``con2/resources/throughput.csv``, as `con2 plan` reads it; training steps
 alone, and nothing for a run whose views per image are unknown: a floor), where this device was
 measured; elsewhere the line says an ETA follows the first finished run. A method whose views per
-image are unknown (a baseline with its own rule) weighs its training images until one of its runs
-has finished. The arithmetic is pure; the workflow (``workflow/rules/common.smk``) gathers the runs
-and prints :func:`eta_line` after each finished training job.
+image are unknown (I-JEPA-AD's ViT, a baseline with its own rule) cannot be priced from the others
+(I-JEPA-AD's one run took 688 s where a ResNet pace said 30 s): its runs are left out of the sum
+and named on the line until one of them has finished. The arithmetic is pure; the workflow
+(``workflow/rules/common.smk``) gathers the runs and prints :func:`eta_line` after each finished
+training job.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -77,6 +82,7 @@ class PlannedRun:
     prior_seconds: float | None = None
     score_images: float = 0.0
     setting: str = ""
+    priced: bool = True  # False: its views per image are unknown, its cost is its own method's pace only
 
 
 @dataclass(frozen=True)
@@ -91,13 +97,33 @@ class Spent:
 
 @dataclass(frozen=True)
 class GridEta:
-    """Where the grid stands: ``done`` of ``total`` runs, ``seconds_left`` (``None``: no basis yet)
-    and what the estimate rests on (``basis``: a few words, or "prior" before any run finished)."""
+    """Where the grid stands: ``done`` of ``total`` runs, ``seconds_left`` (``None``: no basis yet),
+    what the estimate rests on (``basis``: a few words, or "prior" before any run finished) and the
+    runs left out of it (``unpriced``: {method: runs}, methods whose cost is not known yet)."""
 
     done: int
     total: int
     seconds_left: float | None
     basis: str
+    unpriced: Mapping[str, int] = field(default_factory=dict)
+
+
+REFERENCE_SIZE, REFERENCE_WIDTH = 28, 16  # a view of this size and width costs 1 unit
+# A view's cost grows as the image side to this power. Measured on the 2-core EPYC (default profile,
+# issue 36): from 16 to 28 px (x1.75 side, x3.1 pixels) a training view cost x1.5 and a scoring
+# image x1.3: small images do not fill a CPU's vector units, so the pixel count (power 2, `con2
+# plan`'s scaling, right for large images on a GPU) priced the BreastMNIST runs at twice their time,
+# and no scaling (power 0) at two thirds of it.
+SIZE_POWER = 1.0
+
+
+def view_cost(config: Mapping[str, Any]) -> float:
+    """The cost of one view of a run (``config``: its resolved RunConfig as a mapping) relative to a view
+    at 28 px through a width-16 encoder: ``(side / 28) ** SIZE_POWER x (width / 16) ** 2`` (1 where
+    either is not stated)."""
+    size = float(config.get("image_size") or REFERENCE_SIZE)
+    width = float(config.get("width") or REFERENCE_WIDTH)
+    return (size / REFERENCE_SIZE) ** SIZE_POWER * (width / REFERENCE_WIDTH) ** 2
 
 
 def planned_run(
@@ -108,16 +134,19 @@ def planned_run(
     views_per_s: float | None = None,
     n_test: int | None = None,
 ) -> PlannedRun:
-    """A run of the grid weighed by its planned training views and scoring images (``config``: its
-    resolved RunConfig as a mapping, with ``epochs``, ``batch_size``, ``tta``, ``image_size`` and
-    ``params``; ``n_train``/``n_test``: its training and test images, ``n_test`` ``None``: unknown,
-    taken as ``n_train``; ``views_per_s``: this device's measured throughput at the run's setting, if any)."""
+    """A run of the grid weighed by its planned training views and scoring images, each times
+    :func:`view_cost` (``config``: its resolved RunConfig as a mapping, with ``epochs``, ``batch_size``,
+    ``tta``, ``image_size``, ``width`` and ``params``; ``n_train``/``n_test``: its training and test
+    images, ``n_test`` ``None``: unknown, taken as ``n_train``; ``views_per_s``: this device's measured
+    throughput at the run's setting, if any)."""
     images = images_per_run(n_train, int(config["batch_size"]), int(config["epochs"]), config.get("max_steps"))
     views = 0 if images == 0 else views_per_image(method, config.get("params") or {})
-    weight = float(max(1, images * (views or 1)))
-    prior = weight / views_per_s if views is not None and views_per_s else None
+    planned_views = float(max(1, images * (views or 1)))
+    prior = planned_views / views_per_s if views is not None and views_per_s else None
     scored = (n_train + (n_train if n_test is None else n_test)) * max(1, int(config.get("tta") or 1))
-    return PlannedRun(key, method, weight, prior, float(scored), f"{config.get('image_size', '')}px")
+    cost = view_cost(config)
+    setting = f"{config.get('image_size', '')}px"
+    return PlannedRun(key, method, planned_views * cost, prior, scored * cost, setting, priced=views is not None)
 
 
 def measured_rates(device: str) -> list[Rate]:
@@ -207,8 +236,13 @@ def grid_eta(planned: Sequence[PlannedRun], finished: Mapping[str, Any], slots: 
         pool = next(pool for pool in pools(p) if pool)
         return sum(measured[q.key].rest for q in pool) / len(pool)
 
+    finished_methods = {p.method for p in done}
+    unpriced: dict[str, int] = {}
     seconds = 0.0
     for p in left:
+        if done and not p.priced and p.method not in finished_methods:
+            unpriced[p.method] = unpriced.get(p.method, 0) + 1  # no pace of its own yet: named, not guessed
+            continue
         if done:
             train, score = p.weight * pace(p, "train", "weight"), p.score_images * pace(p, "score", "score_images")
             seconds += train + score + rest(p)
@@ -216,7 +250,7 @@ def grid_eta(planned: Sequence[PlannedRun], finished: Mapping[str, Any], slots: 
             seconds += float(p.prior_seconds or 0.0)
     # "prior": the training steps alone at this device's throughput (no scoring, no data preparation)
     basis = "prior" if not done else f"the pace of the {len(done)} finished run{'s' if len(done) != 1 else ''}"
-    return GridEta(n_done, len(planned), seconds / max(1, slots), basis)
+    return GridEta(n_done, len(planned), seconds / max(1, slots), basis, unpriced)
 
 
 def format_duration(seconds: float) -> str:
@@ -242,4 +276,8 @@ def eta_line(eta: GridEta, slots: int) -> str:
             f"{head}; at least {format_duration(eta.seconds_left)} left ({slots} at a time: the training steps "
             "alone at this device's measured throughput; the pace of the finished runs from the first one on)"
         )
-    return f"{head}; about {format_duration(eta.seconds_left)} left ({slots} at a time; from {eta.basis})"
+    plus = ""
+    if eta.unpriced:
+        runs = ", ".join(f"{n} {m} run{'s' if n != 1 else ''}" for m, n in sorted(eta.unpriced.items()))
+        plus = f"; plus {runs}, priced once one of its method has finished"
+    return f"{head}; about {format_duration(eta.seconds_left)} left ({slots} at a time; from {eta.basis}{plus})"

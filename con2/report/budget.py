@@ -33,7 +33,7 @@ def _usual(values: Mapping[str, Any], unit: str, names: Mapping[str, str] | None
     counts = pd.Series(list(shown_values.values())).value_counts()
     usual = counts.index[0]
     others = [f"{(names or {}).get(k, k)} {_num(v)}" for k, v in shown_values.items() if v != usual]
-    unit = unit[:-1] if unit == "seeds" and usual == 1 else unit  # "1 seed", "3 seeds"
+    unit = unit[:-1] if unit in ("seeds", "epochs") and usual == 1 else unit  # "1 seed", "3 seeds", "1 epoch"
     return f"{_num(usual)} {unit}".strip() + (f" ({', '.join(others)})" if others else "")
 
 

@@ -64,6 +64,7 @@ def reproduction(inputs: ReportInputs) -> Table:
     inv_d = {v: k for k, v in dataset_names(config).items()}
     ran = set(runs["dataset"]) if not runs.empty else set()
     elsewhere: dict[str, int] = {}  # paper dataset -> its numbers, for datasets with no run here: CSV only
+    not_run: dict[str, int] = {}  # paper method -> its numbers on datasets run here, for methods not run: CSV only
     for r in paper.to_dict("records"):
         st, what = _ours_for_paper_row(runs, r, config, names)
         pstd = r["auroc_std"] if pd.notna(r["auroc_std"]) else np.nan
@@ -94,6 +95,9 @@ def reproduction(inputs: ReportInputs) -> Table:
         )
         if inv_d.get(r["dataset"], r["dataset"]) not in ran:
             elsewhere[r["dataset"]] = elsewhere.get(r["dataset"], 0) + 1
+            continue
+        if note == "not run":  # a method this profile does not run: a count under the table, not a row
+            not_run[r["method"]] = not_run.get(r["method"], 0) + 1
             continue
         rows.append(
             [
@@ -135,6 +139,11 @@ def reproduction(inputs: ReportInputs) -> Table:
         ]
     else:
         notes_elsewhere = []
+    if not_run:
+        notes_elsewhere.append(
+            f"Not listed: the {sum(not_run.values())} published numbers of methods this profile does not run "
+            f"({', '.join(sorted(not_run))}) on its datasets; every one is in reproduction.csv."
+        )
     notes = [
         *notes_elsewhere,
         f"{CELL_NOTE} Differences and 'within std' use the shown (rounded) values. A paper number without a std "
