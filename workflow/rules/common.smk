@@ -3,9 +3,11 @@
 # (Functions only: Snakemake's linter wants functions and rules in separate files.)
 
 import atexit
+import collections
 import functools
 import glob
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -126,6 +128,29 @@ def run_of(wildcards, method=None):
         return RUN_INDEX[key]
     except KeyError:
         raise WorkflowError(f"{key} is not a run of this profile's grid (see `experiments` in the config)") from None
+
+
+@functools.cache
+def _train_priorities():
+    """{run key: Snakemake priority} of the grid's runs (con2.grid.eta's weights, sizes from the sizes
+    table): a method whose cost is unknown first, then the larger runs."""
+    from con2.grid.eta import weigh_runs  # lazy: the weights are needed once, when the DAG is built
+
+    planned = weigh_runs(RUNS, None, None)
+    return {
+        key: 1000 if not p.priced else int(round(10 * math.log10(1.0 + p.weight + p.score_images)))
+        for key, p in planned.items()
+    }
+
+
+def train_priority(wildcards):
+    """Longest first (issue 36): a run of a method whose cost the ETA cannot price (I-JEPA-AD's ViT)
+    starts at once, so its pace is known early, then the runs by planned cost. A grid whose longest
+    run starts last ends with one job slot idle (the default profile: I-JEPA-AD's 688 s at the end)."""
+    try:
+        return _train_priorities().get(run_of(wildcards).key, 0)
+    except Exception:  # a priority never stops the workflow: an unplannable grid runs in Snakemake's order
+        return 0
 
 
 def run_config_file(wildcards):
@@ -644,10 +669,12 @@ def end_summary():
     if not trains_anything():  # a rebuild: what it left out, and the command that trains it
         untrained = [r for r in RUNS if not scoped_only(r) and not os.path.exists(r.record)]
         if untrained:
+            by_dataset = collections.Counter(r.dataset for r in untrained)
+            where = ", ".join(f"{d} {n}" for d, n in sorted(by_dataset.items()))
             lines.append(
                 f"con2 workflow: a table rebuild trains nothing: {len(untrained)} run(s) of the grid have no record "
-                "yet and are not in the tables; `snakemake --cores N all` (with the grid's --config data_dir=DIR) "
-                "trains them"
+                f"yet ({where}) and are not in the tables; `snakemake --cores N all` (with the grid's --config "
+                "data_dir=DIR, where their data are) trains them"
             )
     if lines and Path(MISSING_FILE).is_file():
         lines.insert(-1, f"con2 workflow: what is missing and how to get it, in one file: {MISSING_FILE}")

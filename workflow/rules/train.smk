@@ -54,6 +54,7 @@ rule train:
     wildcard_constraints:
         method=method_regex(CLI_METHODS),
     threads: config.get("threads", 1)
+    priority: train_priority
     resources:
         gpu=train_resource("gpu", 0),
         mem_mb=train_resource("mem_mb", 4000),
