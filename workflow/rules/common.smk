@@ -130,6 +130,9 @@ def run_of(wildcards, method=None):
         raise WorkflowError(f"{key} is not a run of this profile's grid (see `experiments` in the config)") from None
 
 
+DATA_PRIORITY = 2000  # above every train_priority: a dataset is checked and prepared before training starts
+
+
 @functools.cache
 def _train_priorities():
     """{run key: Snakemake priority} of the grid's runs (con2.grid.eta's weights, sizes from the sizes

@@ -15,6 +15,7 @@ rule prepare_data:
         "results/logs/prepare_data/{dataset}_{size}px.log",
     message:
         "data {wildcards.dataset} at {wildcards.size} px"
+    priority: DATA_PRIORITY  # before any training: the longest runs (train_priority) wait for their data
     conda:
         "../envs/con2.yaml"
     script:

@@ -28,6 +28,7 @@ rule run_config:
     wildcard_constraints:
         method=method_regex(CLI_METHODS),
         config_hash=P.CONFIG_HASH_REGEX,
+    priority: train_priority  # its train job's: a train job is ready only once its config is written
     conda:
         "../envs/con2.yaml"
     shell:
