@@ -179,6 +179,13 @@ def validation_file(record: str | Path) -> Path:
     return Path(str(record)).parent / VALIDATION
 
 
+@lru_cache(maxsize=256)
+def _validation_table(path: str, stamp: tuple[int, int]) -> pd.DataFrame:
+    """A ``validation_scores.csv`` as it is at ``stamp`` (mtime ns, size): read once for all its
+    score columns, as :func:`_checked` reads a ``scores.csv`` (callers only read the frame)."""
+    return pd.read_csv(path)
+
+
 def read_validation_scores(record: str | Path, column: str, n_val: Any) -> tuple[np.ndarray | None, str]:
     """``(scores [V], "")`` of ``column`` in the ``validation_scores.csv`` beside ``record``, checked
     against the record's ``n_val``; else ``(None, why)``: no validation images scored (a dataset
@@ -189,7 +196,8 @@ def read_validation_scores(record: str | Path, column: str, n_val: Any) -> tuple
         return None, "no validation images scored"
     path = validation_file(record)
     try:
-        table = pd.read_csv(path)
+        st = path.stat()
+        table = _validation_table(str(path), (st.st_mtime_ns, st.st_size))
     except FileNotFoundError:
         return None, f"no {VALIDATION} beside the record (its n_val is {n})"
     except (OSError, ValueError) as exc:
