@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 LINE = re.compile(r"con2 grid: (\d+) of (\d+) training runs done(?:; (about|at least) (.+?) left)?")
-DURATION = re.compile(r"^(?:(\d+) h )?(?:(\d+) min)?(?:(\d+) s)?$")
+DURATION = re.compile(r"^(?:(\d+) h ?)?(?:(\d+) min ?)?(?:(\d+) s)?$")
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,7 @@ class EtaLine:
 
 
 def duration_seconds(text: str) -> float:
-    """ "2 h 02 min", "14 min", "45 s" (con2.grid.eta.format_duration's output) as seconds."""
+    """ "2 h 02 min", "14 min", "4 min 30 s", "45 s" (con2.grid.eta.format_duration's output) as seconds."""
     m = DURATION.match(text.strip())
     if not m or not any(m.groups()):
         raise ValueError(f"not a duration: {text!r}")
@@ -184,7 +184,8 @@ def replay(log: Path, results: Path, slots: int, data_dir: Path | None) -> list[
     finished: dict[str, dict] = {}
     for at, path, timing in done:
         finished[path] = timing
-        eta = grid_eta(planned, finished, slots)
+        running = {k: at - t for k, t in started.items() if t <= at and k not in finished}
+        eta = grid_eta(planned, finished, slots, running)
         out.append(EtaLine(at, eta.done, eta.total, eta.seconds_left if eta.done < eta.total else None, False))
     return out
 

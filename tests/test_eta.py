@@ -19,6 +19,7 @@ from con2.grid.eta import (
     eta_line,
     format_duration,
     grid_eta,
+    makespan,
     measured_rates,
     spent,
     weigh_runs,
@@ -26,12 +27,27 @@ from con2.grid.eta import (
 from con2.grid.plan import images_per_run, views_per_image
 
 
-def reference_seconds(planned: list[PlannedRun], finished: dict[str, Any], slots: int) -> float:
+def reference_makespan(running: list[float], queued: list[float], slots: int) -> float:
+    """As a scheduler runs them: the jobs in flight hold a slot each until their seconds left are over;
+    each queued job, longest first, waits for the first slot to be free and holds it for its seconds;
+    the answer is when the last slot is free."""
+    busy = sorted(running)[:slots] + [0.0] * max(0, slots - len(running))
+    waiting = sorted(running)[slots:] + sorted(queued, reverse=True)
+    while waiting:
+        now = min(busy)  # the next moment a slot is free
+        busy[busy.index(now)] = now + waiting.pop(0)
+    return max(busy)
+
+
+def reference_seconds(
+    planned: list[PlannedRun], finished: dict[str, Any], slots: int, running: dict[str, float] | None = None
+) -> float:
     """Each unfinished run: its training views times the training seconds per view, its scoring images
     times the scoring seconds per image, plus the mean rest per run, each over the finished runs of its
-    method at its setting, else of its method, else of all finished runs (for a pace: the first such
-    group with units to divide by); before any run finished, its own planned seconds; the sum over
-    the job slots. A float is a wall time, all training; a mapping a record's timing."""
+    method at its setting, else of its method, else of all finished runs of a method whose views are
+    known (for a pace: the first such group with units to divide by); before any run finished, its own
+    planned seconds; less the seconds it has been running. Then how long the slots take for them
+    (:func:`reference_makespan`). A float is a wall time, all training; a mapping a record's timing."""
 
     def parts(value: Any) -> tuple[float, float, float]:
         if not isinstance(value, dict):
@@ -40,31 +56,36 @@ def reference_seconds(planned: list[PlannedRun], finished: dict[str, Any], slots
         return train, value["score_seconds"], max(0.0, value["wall_seconds"] - train - value["score_seconds"])
 
     done = [q for q in planned if q.key in finished]
-    total = 0.0
+    running = running or {}
+    flying, queued = [], []
     for p in planned:
         if p.key in finished:
             continue
         if not done:
             assert p.prior_seconds is not None
-            total += p.prior_seconds
-            continue
-        groups = [
-            [q for q in done if q.method == p.method and q.setting == p.setting],
-            [q for q in done if q.method == p.method],
-            done,
-        ]
-        train_pool = next(g for g in groups if sum(q.weight for q in g) > 0)
-        score_pool = next((g for g in groups if sum(q.score_images for q in g) > 0), [])
-        rest_pool = next(g for g in groups if g)
-        total += p.weight * sum(parts(finished[q.key])[0] for q in train_pool) / sum(q.weight for q in train_pool)
-        if score_pool:
-            total += (
-                p.score_images
-                * sum(parts(finished[q.key])[1] for q in score_pool)
-                / sum(q.score_images for q in score_pool)
-            )
-        total += sum(parts(finished[q.key])[2] for q in rest_pool) / len(rest_pool)
-    return total / slots
+            total = p.prior_seconds
+        else:
+            groups = [
+                [q for q in done if q.method == p.method and q.setting == p.setting],
+                [q for q in done if q.method == p.method],
+                [q for q in done if q.priced] or done,
+            ]
+            train_pool = next(g for g in groups if sum(q.weight for q in g) > 0)
+            score_pool = next((g for g in groups if sum(q.score_images for q in g) > 0), [])
+            rest_pool = next(g for g in groups if g)
+            total = p.weight * sum(parts(finished[q.key])[0] for q in train_pool) / sum(q.weight for q in train_pool)
+            if score_pool:
+                total += (
+                    p.score_images
+                    * sum(parts(finished[q.key])[1] for q in score_pool)
+                    / sum(q.score_images for q in score_pool)
+                )
+            total += sum(parts(finished[q.key])[2] for q in rest_pool) / len(rest_pool)
+        if p.key in running:
+            flying.append(max(0.0, total - running[p.key]))
+        else:
+            queued.append(total)
+    return reference_makespan(flying, queued, slots)
 
 
 def grid() -> list[PlannedRun]:
@@ -136,6 +157,52 @@ def test_a_run_that_scores_more_than_it_trains_does_not_inflate_the_others() -> 
     assert zero.seconds_left - without.seconds_left == pytest.approx(1 * 70 / 40_000 + 20.0 + 5.0)
 
 
+@pytest.mark.parametrize("seed", range(20))
+def test_the_slots_time_is_the_reference_and_within_grahams_bounds(seed: int) -> None:
+    """Jobs in flight and queued on 1 to 4 slots: the time the slots take is the reference scheduler's,
+    never below the longest job or the work per slot and never above the work per slot plus the
+    longest job (Graham's bound for list scheduling); one slot takes the sum."""
+    import random
+
+    rng = random.Random(seed)
+    slots = rng.randint(1, 4)
+    running = [rng.uniform(0, 300) for _ in range(rng.randint(0, slots))]
+    queued = [rng.uniform(1, 600) for _ in range(rng.randint(0, 12))]
+    got = makespan(running, queued, slots)
+    assert got == pytest.approx(reference_makespan(running, queued, slots))
+    work, longest = sum(running) + sum(queued), max([0.0, *running, *queued])
+    assert max(longest, work / slots) - 1e-9 <= got <= work / slots + longest + 1e-9
+    assert makespan(running, queued, 1) == pytest.approx(work)
+
+
+def test_runs_in_flight_count_what_is_left_of_them_and_the_last_run_is_not_shared() -> None:
+    """Issue 36: "5 of 7 ... about 10 s left" for 6 s. The work left was divided over the slots as if
+    every run started now: the two runs in flight had been running for seconds, and the last run of
+    a grid has a slot to itself, not half of one."""
+    runs = [PlannedRun(k, "con2", 100.0) for k in "abcde"]
+    finished = {"a": 20.0}  # 0.2 s per unit: 20 s per run
+    assert grid_eta(runs, finished, 2).seconds_left == pytest.approx(40.0)  # 4 runs of 20 s on 2 slots
+    running = {"b": 15.0, "c": 12.0}
+    eta = grid_eta(runs, finished, 2, running)
+    # b ends in 5 s, c in 8 s; d then e take the slot that frees first: d from 5 to 25, e from 8 to 28
+    assert eta.seconds_left == pytest.approx(28.0) == reference_seconds(runs, finished, 2, running)
+    overdue = grid_eta(runs, {**finished, "b": 20.0, "c": 20.0, "d": 20.0}, 2, {"e": 45.0})
+    assert overdue.seconds_left == 0  # past its estimate: nothing left of it, never negative
+    last = grid_eta(runs, {**finished, "b": 20.0, "c": 20.0, "d": 20.0}, 2)
+    assert last.seconds_left == pytest.approx(20.0)  # one run on two slots: its own time, not half of it
+
+
+def test_a_method_of_unknown_cost_never_sets_the_pace_of_another() -> None:
+    """The default profile's third line said 2,490 s for 1,332: I-JEPA-AD's ViT (325 s of scoring) set
+    the pace of every method that had not finished a run yet."""
+    runs = [*grid(), PlannedRun("f", "ijepa_ad", 100.0, None, priced=False)]
+    with_vit = grid_eta(runs, {"a": 30.0, "f": 700.0}, 1)
+    assert with_vit.seconds_left == pytest.approx(grid_eta(grid(), {"a": 30.0}, 1).seconds_left)
+    assert with_vit.seconds_left == pytest.approx(reference_seconds(runs, {"a": 30.0, "f": 700.0}, 1))
+    alone = grid_eta(runs, {"f": 700.0}, 1)  # the only pace there is: taken rather than none
+    assert alone.seconds_left == pytest.approx(7.0 * (100 + 300 + 200 + 50 + 80))
+
+
 def test_a_record_timing_becomes_its_parts() -> None:
     assert spent(timing(7.0, 1.0, 63.0, 75.0)) == Spent(8.0, 63.0, 4.0)
     assert spent(timing(7.0, 1.0, 63.0, 60.0)) == Spent(8.0, 63.0, 0.0)  # a resumed run's wall: no negative rest
@@ -157,7 +224,8 @@ def test_no_planned_seconds_is_no_eta_rather_than_at_least_0_s() -> None:
 def test_before_any_run_a_run_without_planned_seconds_adds_nothing_to_the_floor() -> None:
     runs = [*grid(), PlannedRun("f", "own_rule_method", 500.0)]  # views per image unknown: no planned seconds
     eta = grid_eta(runs, {}, 2)
-    assert eta.basis == "prior" and eta.seconds_left == pytest.approx((4 + 12 + 8 + 2 + 3) / 2)
+    # 2 slots, longest first: 12 then 3 on one (15 s), 8, 4 and 2 on the other (14 s)
+    assert eta.basis == "prior" and eta.seconds_left == pytest.approx(15.0)
     # once a run of another method finished, it gets the overall pace like every other
     eta = grid_eta(runs, {"a": 30.0}, 1)
     assert eta.seconds_left == pytest.approx(reference_seconds(grid(), {"a": 30.0}, 1) + 500 * 0.3)
@@ -190,7 +258,7 @@ def test_without_a_measured_device_the_eta_waits_for_the_first_run_and_ends_at_z
     # one finished run: the others follow its pace; a record without timing counts as done, unmeasured
     eta = grid_eta(unmeasured, {"a": 50.0, "e": None}, 1)
     assert eta.done == 2 and eta.seconds_left == pytest.approx(0.5 * (300 + 200 + 50))
-    assert "about 5 min left (1 at a time; from the pace of the 1 finished run)" in eta_line(eta, 1)
+    assert "about 4 min 40 s left (1 at a time; from the pace of the 1 finished run)" in eta_line(eta, 1)
     done = grid_eta(unmeasured, dict.fromkeys("abcde", 1.0), 2)
     assert done.seconds_left == 0 and eta_line(done, 2) == "con2 grid: 5 of 5 training runs done"
 
@@ -203,8 +271,9 @@ def test_the_line_says_what_the_estimate_rests_on() -> None:
         "con2 grid: 12 of 42 training runs done; about 2 h 02 min left (2 at a time; from the pace of the 12 "
         "finished runs)"
     )
-    assert [format_duration(s) for s in (0.4, 59.4, 89, 3599, 3600, 36000)] == [
-        "0 s", "59 s", "1 min", "1 h 00 min", "1 h 00 min", "10 h 00 min"
+    assert [format_duration(s) for s in (0.4, 59.4, 60, 89, 274, 594, 596, 3599, 3600, 36000)] == [
+        "0 s", "59 s", "1 min 00 s", "1 min 30 s", "4 min 30 s", "9 min 50 s", "10 min", "1 h 00 min",
+        "1 h 00 min", "10 h 00 min",
     ]  # fmt: skip
 
 

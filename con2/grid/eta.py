@@ -15,12 +15,18 @@ digits runs, which finish first, prices the 28 px BreastMNIST runs;
   where it was seen start, else the record's ``wall_seconds`` (which starts after the imports: a
   test-profile run's 3 s of wall time took 10 s as a job).
 
-The seconds left are, over the runs not yet finished,
+Each run not yet finished costs
 
-    sum of (training views x training pace + scoring images x scoring pace + rest) / parallel job slots
+    training views x training pace + scoring images x scoring pace + rest
 
 where each pace is measured on the finished runs (their records' ``timing``) of the same method at the
-same image size where there are such, else of the same method, else of all finished runs. Before
+same image size where there are such, else of the same method, else of all finished runs whose views
+are known (I-JEPA-AD's ViT, 325 s of scoring where a ResNet takes 48, never prices another method). A
+run in flight costs what is left of it (its cost less the seconds since its job started, never below
+0). The seconds left are the time the parallel job slots take for these (:func:`makespan`): the runs
+in flight first, then the others, the longest first as the workflow's priorities start them, each on
+the slot that frees first; not the sum over the slots, which gave the last run of a grid half a slot
+and a run that had run for minutes its whole cost again. Before
 any run has finished, each run's planned seconds stand in: its training views at this device's
 measured throughput (``con2/resources/throughput.csv``, as `con2 plan` reads it; training steps
 alone, and nothing for a run whose views per image are unknown: a floor), where this device was
@@ -34,6 +40,7 @@ training job.
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -63,6 +70,7 @@ __all__ = [
     "eta_line",
     "format_duration",
     "grid_eta",
+    "makespan",
     "pace_seconds",
     "planned_run",
     "spent",
@@ -208,10 +216,33 @@ def spent(timing: Any) -> Spent | None:
     return Spent(train, score, max(0.0, job - train - score))
 
 
-def grid_eta(planned: Sequence[PlannedRun], finished: Mapping[str, Any], slots: int) -> GridEta:
+def makespan(running: Sequence[float], queued: Sequence[float], slots: int) -> float:
+    """Seconds until the last of the jobs ends when ``slots`` run at a time: ``running``, the seconds
+    left of the jobs in flight (each holds a slot from now), then ``queued`` (each job's seconds), the
+    longest first (the workflow's priorities), each to the slot that frees first (Snakemake starts a
+    job as soon as a slot is free)."""
+    free = sorted(running)[: max(1, slots)]
+    busy = sorted(running)[max(1, slots) :]  # more in flight than slots (a cluster's queue): queued first
+    free += [0.0] * (max(1, slots) - len(free))
+    heapq.heapify(free)
+    end = max(free)
+    for seconds in [*busy, *sorted(queued, reverse=True)]:
+        start = heapq.heappop(free)
+        heapq.heappush(free, start + seconds)
+        end = max(end, start + seconds)
+    return end
+
+
+def grid_eta(
+    planned: Sequence[PlannedRun],
+    finished: Mapping[str, Any],
+    slots: int,
+    running: Mapping[str, float] | None = None,
+) -> GridEta:
     """The ETA of ``planned`` with ``finished`` ({run key: its record's ``timing`` mapping, its wall
-    seconds, or ``None`` for a record without them}) done, ``slots`` jobs at a time (module docstring).
-    A run whose wall seconds are no pace (:func:`spent`) counts as done and sets no pace."""
+    seconds, or ``None`` for a record without them}) done, ``slots`` jobs at a time and ``running``
+    ({run key: seconds since its job started}) in flight (module docstring). A run whose wall seconds
+    are no pace (:func:`spent`) counts as done and sets no pace."""
     by_key = {p.key: p for p in planned}
     measured = {k: s for k, v in finished.items() if k in by_key and (s := spent(v)) is not None}
     done = [by_key[k] for k in measured]
@@ -220,10 +251,14 @@ def grid_eta(planned: Sequence[PlannedRun], finished: Mapping[str, Any], slots: 
     if not done and left and sum(p.prior_seconds or 0.0 for p in left) <= 0:
         return GridEta(n_done, len(planned), None, "an ETA once a training run has finished")
 
+    # the pace of a method whose views are unknown (I-JEPA-AD's ViT: 325 s of scoring where a ResNet
+    # takes 48) is its own, never another method's
+    comparable = [q for q in done if q.priced] or done
+
     def pools(p: PlannedRun) -> list[list[PlannedRun]]:
-        """The finished runs whose pace ``p`` takes: same method and setting, same method, all."""
+        """The finished runs whose pace ``p`` takes: same method and setting, same method, all priced."""
         same = [q for q in done if q.method == p.method]
-        return [[q for q in same if q.setting == p.setting], same, done]
+        return [[q for q in same if q.setting == p.setting], same, comparable]
 
     def pace(p: PlannedRun, part: str, units: str) -> float:
         for pool in pools(p):
@@ -236,27 +271,35 @@ def grid_eta(planned: Sequence[PlannedRun], finished: Mapping[str, Any], slots: 
         pool = next(pool for pool in pools(p) if pool)
         return sum(measured[q.key].rest for q in pool) / len(pool)
 
+    def seconds(p: PlannedRun) -> float:
+        if not done:
+            return float(p.prior_seconds or 0.0)
+        return p.weight * pace(p, "train", "weight") + p.score_images * pace(p, "score", "score_images") + rest(p)
+
     finished_methods = {p.method for p in done}
     unpriced: dict[str, int] = {}
-    seconds = 0.0
+    flying, queued = [], []
+    elapsed = running or {}
     for p in left:
         if done and not p.priced and p.method not in finished_methods:
             unpriced[p.method] = unpriced.get(p.method, 0) + 1  # no pace of its own yet: named, not guessed
-            continue
-        if done:
-            train, score = p.weight * pace(p, "train", "weight"), p.score_images * pace(p, "score", "score_images")
-            seconds += train + score + rest(p)
+        elif p.key in elapsed:
+            flying.append(max(0.0, seconds(p) - elapsed[p.key]))
         else:
-            seconds += float(p.prior_seconds or 0.0)
+            queued.append(seconds(p))
     # "prior": the training steps alone at this device's throughput (no scoring, no data preparation)
     basis = "prior" if not done else f"the pace of the {len(done)} finished run{'s' if len(done) != 1 else ''}"
-    return GridEta(n_done, len(planned), seconds / max(1, slots), basis, unpriced)
+    return GridEta(n_done, len(planned), makespan(flying, queued, slots), basis, unpriced)
 
 
 def format_duration(seconds: float) -> str:
-    """``seconds`` as "45 s", "12 min", "3 h 05 min"."""
+    """``seconds`` as "45 s", "4 min 30 s" (under 10 min: to 10 s, so the last minutes are not off by half
+    a minute in two), "12 min", "3 h 05 min"."""
     if seconds < 60:
         return f"{max(0, round(seconds))} s"
+    if seconds < 595:
+        tens = round(seconds / 10)
+        return f"{tens // 6} min {10 * (tens % 6):02d} s"
     minutes = round(seconds / 60)
     if minutes < 60:
         return f"{minutes} min"

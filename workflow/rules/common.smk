@@ -654,8 +654,10 @@ def grid_eta_line():
             _SPENT[r.key] = timing
         except (OSError, ValueError, AttributeError):
             continue
+    now = time.time()  # the runs in flight: how long each has run (what is left of it is what counts)
+    running = {r.key: now - JOB_STARTED[r.record] for r in runs if r.key not in _SPENT and r.record in JOB_STARTED}
     slots = training_slots()
-    return eta_line(grid_eta([_PLANNED[r.key] for r in runs], _SPENT, slots), slots)
+    return eta_line(grid_eta([_PLANNED[r.key] for r in runs], _SPENT, slots, running), slots)
 
 
 # ------------------------------------------------------------------------------------------ the end
