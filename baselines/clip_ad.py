@@ -18,6 +18,7 @@ the model is open_clip's architecture with QuickGELU, every state-dict key and s
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import torch
@@ -52,7 +53,9 @@ def build_clip(params: ClipADParams) -> CLIP:
 
 
 @torch.no_grad()
-def class_embeddings(model: CLIP, tokenizer, normal: list[str], anomalous: list[str]) -> Tensor:
+def class_embeddings(
+    model: CLIP, tokenizer: Callable[[list[str]], Tensor], normal: list[str], anomalous: list[str]
+) -> Tensor:
     """``[2, d]``: the normalised mean of each class's normalised prompt embeddings (normal, anomalous)."""
     rows = [
         F.normalize(model.encode_text(tokenizer(texts), normalize=True).mean(0), dim=-1)

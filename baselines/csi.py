@@ -32,7 +32,7 @@ fixed views (same seed), i.e. views shared with the other methods.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 
 import torch
@@ -208,7 +208,7 @@ class CSI(Method):
             for k in range(N_ROTATIONS)
         ]
 
-    def feature_spaces(self):
+    def feature_spaces(self) -> Mapping[str, nn.Module | None]:
         return {"encoder": None, "csi": _ProjectionAndRotation(self.head, self.rotation_head)}
 
     def scoring(self) -> ScoringSpec:
@@ -221,7 +221,7 @@ class CSI(Method):
         reading = Reading("csi", "matched")
         return ScoringSpec({"csi": Scorer(score)}, (reading,), reading)
 
-    def diagnostics(self, identity_features) -> dict[str, float]:
+    def diagnostics(self, identity_features: Mapping[tuple[str, int], Mapping[str, Tensor]]) -> dict[str, float]:
         """Rotation accuracy of the rotation head on the identity views of the training images."""
         correct = total = 0
         for k in range(N_ROTATIONS):

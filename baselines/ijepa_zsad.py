@@ -20,6 +20,7 @@ average-pooled embeddings with the normal training set as the index. Here:
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 from torch import Tensor, nn
@@ -60,7 +61,7 @@ class PooledIJepa(nn.Module):
         return self.model(pixel_values=self.prep(x)).last_hidden_state.mean(dim=1)
 
 
-def preprocessing(folder, image_size: int) -> PretrainedInput:
+def preprocessing(folder: Path, image_size: int) -> PretrainedInput:
     """The model's input size, mean and std from its ``preprocessor_config.json`` (ImageNet's where absent)."""
     mean, std = IMAGENET_MEAN, IMAGENET_STD
     path = folder / "preprocessor_config.json"

@@ -118,7 +118,9 @@ def test_progress_knows_its_step_total_from_the_start_and_gives_the_grids_eta(ti
     assert grid[-1] == (str(n), str(n), ""), grid
     paced = [g for g in grid if "from the pace of the" in g[2]]
     assert paced and all(
-        re.fullmatch(r"; about \d+ (s|min|min \d0 s) left \(2 at a time; from the pace of the \d+ finished runs?\)", g[2])
+        re.fullmatch(
+            r"; about \d+ (s|min|min \d0 s) left \(2 at a time; from the pace of the \d+ finished runs?\)", g[2]
+        )
         for g in paced
     ), paced
     assert [int(g[0]) for g in grid] == sorted(int(g[0]) for g in grid)  # done only grows

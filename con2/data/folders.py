@@ -71,7 +71,7 @@ def folder_table(
     recipe: str,
     channels: int,
     recursive: bool = False,
-):
+) -> SourceTable:
     """A :class:`~con2.data.cache.SourceTable` of a class-folder tree.
 
     Args:

@@ -281,7 +281,7 @@ def dogs_cats_table(name: str, location: Path, recipe: str, channels: int) -> So
         fp = fingerprint(location, files)
         sources = tuple(files)
 
-        def read(i: int):
+        def read(i: int) -> Image.Image:
             return open_image(files[i])
     else:
         names = sorted(_check_dogs_cats_zip(name, location, ""))
@@ -290,7 +290,7 @@ def dogs_cats_table(name: str, location: Path, recipe: str, channels: int) -> So
         sources = (location,)
         handle: dict[str, zipfile.ZipFile] = {}
 
-        def read(i: int):
+        def read(i: int) -> Image.Image:
 
             zf = handle.setdefault("zf", zipfile.ZipFile(location))
             with zf.open(names[i]) as f, Image.open(io.BytesIO(f.read())) as img:

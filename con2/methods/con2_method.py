@@ -35,7 +35,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
 from con2.errors import ConfigError
 from con2.maths.augment import contexts_for, multi_context_names, normalize, to_float
@@ -46,7 +46,7 @@ from con2.methods.base import Method
 from con2.methods.con2_spec import BEST, FEATURES, SPEC, Con2Params
 from con2.methods.contexts import NoBasisToChoose, choose_context, uint8_to_unit
 from con2.methods.spec import MethodSettings
-from con2.training.evaluation import REFERENCES, ContextFn, Reading, Scorer, ScoringSpec, quantize
+from con2.training.evaluation import REFERENCES, ContextFn, MethodScores, Reading, Scorer, ScoringSpec, quantize
 from con2.training.models import encoder_dim, projection_head
 
 CHOICE_KEY = "context_choice"  # the checkpoint entry of CON2 (Best)'s choice (JSON)
@@ -136,7 +136,9 @@ class Con2(Method):
             ) from None
         self.context_choice = choice
 
-    def score(self, train: Tensor, test: Tensor, device: torch.device, validation: Tensor | None = None):
+    def score(
+        self, train: Tensor, test: Tensor, device: torch.device, validation: Tensor | None = None
+    ) -> MethodScores:
         out = super().score(train, test, device, validation)
         if self.context_choice is not None:  # the record says which context `best` chose, and why
             extras: dict[str, Any] = out.extras  # typed dict[str, float] in MethodScores; the record takes any value
@@ -205,7 +207,7 @@ class Con2(Method):
     def test_contexts(self) -> list[ContextFn]:
         return self.contexts
 
-    def feature_spaces(self):
+    def feature_spaces(self) -> Mapping[str, nn.Module | None]:
         return {"encoder": None, "content": self.content_head, "context": self.context_head}
 
     def scoring(self) -> ScoringSpec:
@@ -218,7 +220,7 @@ class Con2(Method):
         readings = tuple(Reading(f, r) for f in FEATURES for r in REFERENCES)
         return ScoringSpec(scorers, readings, Reading(self.params.score_features, self.params.score_reference))
 
-    def diagnostics(self, identity_features) -> dict[str, float]:
+    def diagnostics(self, identity_features: Mapping[tuple[str, int], Mapping[str, Tensor]]) -> dict[str, float]:
         test = [identity_features["test", c]["encoder"] for c in range(self.n_contexts)]
         feats = torch.nn.functional.normalize(torch.cat(test), dim=1).numpy()
         labels = torch.arange(self.n_contexts).repeat_interleave(len(test[0])).numpy()

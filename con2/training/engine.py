@@ -226,7 +226,7 @@ def refuse_broken_cpu_bf16_convolutions(model: nn.Module) -> Iterator[None]:
     the module and the fix before that convolution runs, so nothing is updated or written.
     """
 
-    def hook_for(name: str):
+    def hook_for(name: str) -> Callable[[nn.Module, tuple], None]:
         def hook(module: nn.Module, args: tuple) -> None:
             x = args[0]
             if isinstance(x, Tensor) and x.dim() == 4 and tuple(x.shape[-2:]) == (1, 1):

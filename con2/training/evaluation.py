@@ -417,7 +417,14 @@ def score_method(
     fixed = [r for r in readings if r.views == "fixed"]
     need_original = any(r.reference == "original" for r in readings)
 
-    def add(sums: dict[str, Tensor], rs: Sequence[Reading], te, tr, tr_orig, context: int) -> None:
+    def add(
+        sums: dict[str, Tensor],
+        rs: Sequence[Reading],
+        te: Mapping[str, Tensor],
+        tr: Mapping[str, Tensor],
+        tr_orig: Mapping[str, Tensor],
+        context: int,
+    ) -> None:
         for reading in rs:
             ref = tr if reading.reference == "matched" else tr_orig
             for score, scorer in spec.scorers.items():
