@@ -71,7 +71,14 @@ def main() -> None:
     tag = "_".join(s.replace("=", "-").replace(".", "") for s in a.set) or "default"
     out = Path(a.out) / tag
 
-    rows = {"nnd": [], "lh": [], "silhouette": [], "nnd_no_tta": [], "lh_no_tta": [], "fit_s": []}
+    rows: dict[str, list[float]] = {
+        "nnd": [],
+        "lh": [],
+        "silhouette": [],
+        "nnd_no_tta": [],
+        "lh_no_tta": [],
+        "fit_s": [],
+    }
     for seed in a.seeds:
         rec = one([*base, f"seed={seed}"], out / f"seed{seed}")
         notta_dir = out / f"seed{seed}_no_tta"

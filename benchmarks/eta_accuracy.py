@@ -157,8 +157,8 @@ def replay(log: Path, results: Path, slots: int, data_dir: Path | None) -> list[
         m = JOB.search(rest)
         if m:
             dataset, cls, method, variant, seed = m.group(2, 3, 4, 5, 6)
-            path = results / "runs" / dataset / cls / method / variant / f"seed{seed}" / "record.json"
-            started.setdefault(str(path), float(head))
+            record_file = results / "runs" / dataset / cls / method / variant / f"seed{seed}" / "record.json"
+            started.setdefault(str(record_file), float(head))
     runs, done = [], []
     for path in started:
         p = Path(path)

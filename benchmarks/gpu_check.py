@@ -39,7 +39,7 @@ import torch
 from throughput import load_images, measure
 
 from con2.config import make_config
-from con2.data import DataError, load_one_class
+from con2.data import DataError, OneClassData, load_one_class
 from con2.maths.metrics import auroc
 from con2.methods import build_method
 from con2.run.execute import train_settings
@@ -107,7 +107,7 @@ def steps_that_fit(total_steps: int, steps_per_second: float, seconds: float) ->
     return max(1, int(0.9 * seconds * steps_per_second))
 
 
-def breastmnist_data(cfg_values: dict[str, Any], data_dir: str):
+def breastmnist_data(cfg_values: dict[str, Any], data_dir: str) -> tuple[OneClassData, int]:
     """The file at the training size if present, else the 28 px one (resampled by the views): ``(data, data_size)``."""
     size = cfg_values["image_size"]
     try:

@@ -14,22 +14,24 @@ Example::
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import torch
 from throughput import build_ours, config_for, load_images, parser, sync
 from torch.profiler import ProfilerActivity, profile, record_function
 
+from con2.methods.base import Method
 from con2.training.engine import select_device
 
 REGIONS = ("forward", "views", "encoder forward", "backward", "optimizer")
 LABELS = {"views": "  views (in forward)", "encoder forward": "  encoder (in forward)"}
 
 
-def label_encoder(method: torch.nn.Module) -> None:
+def label_encoder(method: Method) -> None:
     """Wrap the encoder's forward in a profiler range (this script only; the engine does not know encoders)."""
     forward = method.encoder.forward
 
-    def labelled(*args, **kwargs):
+    def labelled(*args: Any, **kwargs: Any) -> Any:
         with record_function("encoder forward"):
             return forward(*args, **kwargs)
 
@@ -71,11 +73,12 @@ def main() -> None:
     cuda = device.type == "cuda"
     print("\n| part | CPU ms/step | " + ("device ms/step | " if cuda else "") + "share of step |")
     print("|---|---:|" + ("---:|" if cuda else "") + "---:|")
-    rows = {
+    rows: dict[str, tuple[float, float]] = {
         name: (per(events[name].cpu_time_total), per(events[name].device_time_total)) if name in events else (0.0, 0.0)
         for name in REGIONS
     }
-    rest = tuple(rows["forward"][i] - rows["views"][i] - rows["encoder forward"][i] for i in range(2))
+    cpu_rest, dev_rest = (rows["forward"][i] - rows["views"][i] - rows["encoder forward"][i] for i in range(2))
+    rest = (cpu_rest, dev_rest)
     rows = {
         **{k: rows[k] for k in REGIONS[:3]},
         "  heads, loss, contexts (rest of forward)": rest,

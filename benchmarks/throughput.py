@@ -27,7 +27,7 @@ import json
 import statistics
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -38,6 +38,8 @@ from con2.data import load_one_class
 from con2.maths.augment import contexts_for
 from con2.maths.losses import alpha_schedule, batch_labels, content_loss, context_loss
 from con2.methods import build_method
+from con2.methods.base import Method
+from con2.methods.con2_method import Con2
 from con2.run.provenance import cpu_model
 from con2.training.engine import (
     TrainSettings,
@@ -106,7 +108,7 @@ class PerImageViews(torch.utils.data.Dataset):
         return torch.stack([torch.stack([self.view(c) for c in ctx]) for _ in range(2)])
 
 
-def plain_loss(method: torch.nn.Module, views: torch.Tensor) -> torch.Tensor:
+def plain_loss(method: Con2, views: torch.Tensor) -> torch.Tensor:
     """CON2's loss on a plain batch ``[N, 2, K, 3, S, S]`` (laid out view, context, image like ours)."""
     n, _, k = views.shape[:3]
     device = next(method.parameters()).device
@@ -128,7 +130,7 @@ def sync(device: torch.device) -> None:
 class Ours:
     """Our step, set up exactly as ``fit`` sets it up."""
 
-    method: torch.nn.Module
+    method: Method
     resident: torch.Tensor
     optimizer: torch.optim.Optimizer
     scheduler: Any
@@ -159,13 +161,13 @@ def build_ours(cfg: RunConfig, images: torch.Tensor, device: torch.device, compi
 class Plain:
     """The per-image reference: Dataset + DataLoader, float32, default memory format."""
 
-    method: torch.nn.Module
+    method: Con2
     dataset: PerImageViews
     optimizer: torch.optim.Optimizer
     batch: int
     workers: int
 
-    def loader(self, steps: int):
+    def loader(self, steps: int) -> torch.utils.data.DataLoader:
         sampler = torch.utils.data.RandomSampler(self.dataset, replacement=True, num_samples=self.batch * steps)
         return torch.utils.data.DataLoader(
             self.dataset, batch_size=self.batch, sampler=sampler, num_workers=self.workers, drop_last=True
@@ -188,7 +190,7 @@ class Plain:
 
 def build_plain(cfg: RunConfig, images: torch.Tensor, device: torch.device, workers: int) -> Plain:
     torch.manual_seed(0)
-    method = build_method(cfg).to(device).train()
+    method = cast(Con2, build_method(cfg)).to(device).train()  # the benchmark's config is CON2's
     optimizer = torch.optim.AdamW(method.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     return Plain(
         method, PerImageViews(images, cfg.image_size, method.context_names), optimizer, cfg.batch_size, workers
