@@ -7,7 +7,7 @@ import dataclasses
 import numpy as np
 import pandas as pd
 import pytest
-from test_core_errors import error_of, train
+from test_errors import error_of, train
 
 from con2.cli.main import main
 from con2.methods import all_methods, get_spec
