@@ -221,16 +221,12 @@ def makespan(running: Sequence[float], queued: Sequence[float], slots: int) -> f
     left of the jobs in flight (each holds a slot from now), then ``queued`` (each job's seconds), the
     longest first (the workflow's priorities), each to the slot that frees first (Snakemake starts a
     job as soon as a slot is free)."""
-    free = sorted(running)[: max(1, slots)]
-    busy = sorted(running)[max(1, slots) :]  # more in flight than slots (a cluster's queue): queued first
-    free += [0.0] * (max(1, slots) - len(free))
+    n, flying = max(1, slots), sorted(running)
+    free = flying[:n] + [0.0] * (n - len(flying[:n]))  # when each slot frees
     heapq.heapify(free)
-    end = max(free)
-    for seconds in [*busy, *sorted(queued, reverse=True)]:
-        start = heapq.heappop(free)
-        heapq.heappush(free, start + seconds)
-        end = max(end, start + seconds)
-    return end
+    for seconds in [*flying[n:], *sorted(queued, reverse=True)]:  # more in flight than slots: queued first
+        heapq.heappush(free, heapq.heappop(free) + seconds)
+    return max(free)
 
 
 def grid_eta(
