@@ -65,11 +65,11 @@ rule all:
     trained by `snakemake studies` or by naming their table."""
     localrule: True
     input:
-        TABLE_FILES,
-        STUDY_FILES,  # as their records stand: a study table never shows an older profile's runs
-        FIGURE_FILES,
-        grid_records,  # a deleted run's record: trained again (common.smk, `grid_records` says why)
-        checked_grid_records,
+        W.table_files,
+        W.study_files,  # as their records stand: a study table never shows an older profile's runs
+        W.figure_files,
+        W.grid_records,  # a deleted run's record: trained again (con2.workflow.session, `grid_records` says why)
+        W.checked_grid_records,
     message:
         "every table and figure of the profile"
 
@@ -78,20 +78,20 @@ rule studies:
     """The scoped tables of `report.scopes` (the fidelity study), each training only its own runs."""
     localrule: True
     input:
-        STUDY_FILES,
-        study_records,  # as in `all`
-        study_checked_records,
+        W.study_files,
+        W.study_records,  # as in `all`
+        W.study_checked_records,
     message:
-        "the studies: " + ", ".join(SCOPED_TABLES)
+        "the studies: " + ", ".join(W.scopes)
 
 
 rule runs:
     """Only the runs of the grid (records), no tables."""
     localrule: True
     input:
-        all_grid_records,
-        all_checked_records,
-        status_input,
+        W.all_grid_records,
+        W.all_checked_records,
+        W.status_input,
     message:
         "every run of the grid"
 
@@ -105,13 +105,13 @@ include: "workflow/rules/figures.smk"
 
 # Baselines with their own rules: workflow/rules/methods/<method>.smk (found by glob) and the
 # config's extra_rules; each writes results/runs/{dataset}/{normal_class}/<method>/{variant}/seed{seed}/record.json.
-for _rule_file in OWN_RULE_FILES:
+for _rule_file in W.own_rule_files:
 
     include: _rule_file
 
 
 # The grid's ETA: after each finished training job, one line under Snakemake's "N of M steps" (how it
-# is estimated: con2/grid/eta.py).
+# is estimated: con2/workflow/eta.py).
 # SIGTERM (`timeout`, a cluster's time limit, `kill PID`) stops the running jobs, each `con2 train`
 # leaving its checkpoint, and then Snakemake, as Ctrl-C does; Snakemake's own handler would wait for
 # them to finish, hours for a training run (con2/run/signals.py says why and how). Installed here: after
@@ -124,9 +124,9 @@ onstart:
     # (`snakemake ... &` in a script) stays ignored: `kill PID` stops that one (con2/run/signals.py)
     terminate_jobs_on_sigint()
     # the whole grid's ETA under Snakemake's progress, and once before the first job
-    _progress = install_grid_progress(snakemake_logger, grid_eta_line, JOB_STARTED)
-    try:  # as its later updates (con2.grid.console.GridProgress): an ETA never stops the workflow
-        _progress.last = grid_eta_line()
+    _progress = install_grid_progress(snakemake_logger, PROGRESS.line, PROGRESS.job_started)
+    try:  # as its later updates (con2.workflow.console.GridProgress): an ETA never stops the workflow
+        _progress.last = PROGRESS.line()
     except Exception as exc:
         _progress.last = f"con2 grid: no ETA ({type(exc).__name__}: {exc})"
     if _progress.last:
@@ -136,8 +136,8 @@ onstart:
 # The last lines of every run: datasets skipped (why, and the command that fixes it) and records
 # aggregated from outside this profile's grid.
 onsuccess:
-    print_at_exit(end_summary())
+    print_at_exit(end_lines(W))
 
 
 onerror:
-    print_at_exit(end_summary())
+    print_at_exit(end_lines(W))

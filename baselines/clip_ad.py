@@ -28,8 +28,8 @@ from torch import Tensor, nn
 from baselines.clip_ad_spec import SPEC, TINY, ClipADParams, prompts
 from baselines.zero_shot import PretrainedInput, ZeroShotMethod, require
 from con2 import weights
+from con2.methods.scoring import Scorer, ScoringSpec
 from con2.methods.spec import MethodSettings
-from con2.training.evaluation import Scorer, ScoringSpec
 
 if TYPE_CHECKING:  # open_clip is optional, imported where a model is built (untyped: Any to mypy)
     from open_clip import CLIP

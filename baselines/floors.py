@@ -14,8 +14,8 @@ from torch import Tensor, nn
 from baselines.floors_spec import PIXEL_SPEC, RANDOM_SPEC, FloorParams
 from baselines.zero_shot import ZeroShotMethod
 from con2.maths.scores import nnd_scores
+from con2.methods.scoring import Scorer, ScoringSpec
 from con2.methods.spec import MethodSettings
-from con2.training.evaluation import Scorer, ScoringSpec
 
 
 class RawPixels(nn.Module):

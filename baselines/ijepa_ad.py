@@ -45,12 +45,12 @@ from torch import Tensor, nn
 
 from baselines.ijepa_ad_spec import SPEC, IJepaADParams, block_size, min_keep_for, patch_size_for
 from con2.errors import ConfigError
-from con2.maths.augment import ViewAugment, ViewParams, normalize, to_float
 from con2.maths.scores import nnd_scores
 from con2.methods.base import Method, MethodScores
+from con2.methods.scoring import Scorer, ScoringSpec
 from con2.methods.spec import MethodSettings
-from con2.training.evaluation import Scorer, ScoringSpec
 from con2.training.models import encoder_dim
+from con2.transforms.augment import ViewAugment, ViewParams, normalize, to_float
 
 if TYPE_CHECKING:  # timm is imported where a model is built
     from timm.models.vision_transformer import Block, VisionTransformer

@@ -29,8 +29,8 @@ from baselines.ijepa_zsad_spec import SPEC, IJepaZSADParams
 from baselines.zero_shot import PretrainedInput, ZeroShotMethod, require
 from con2 import weights
 from con2.maths.scores import nnd_scores
+from con2.methods.scoring import Scorer, ScoringSpec
 from con2.methods.spec import MethodSettings
-from con2.training.evaluation import Scorer, ScoringSpec
 
 if TYPE_CHECKING:  # transformers is optional, imported where a model is built
     from transformers import IJepaModel

@@ -38,10 +38,10 @@ from torch import Tensor, nn
 
 from baselines.panda_spec import SPEC, PandaParams
 from con2 import weights
-from con2.maths.augment import IDENTITY_VIEW, normalize, to_float
 from con2.methods.base import Method
+from con2.methods.scoring import Scorer, ScoringSpec, TestView, features, identity
 from con2.methods.spec import MethodSettings
-from con2.training.evaluation import Scorer, ScoringSpec, TestView, features, identity
+from con2.transforms.augment import IDENTITY_VIEW, normalize, to_float
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)

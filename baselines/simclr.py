@@ -26,8 +26,8 @@ from baselines.simclr_spec import SPEC, SimCLRParams
 from con2.maths.losses import nt_xent
 from con2.maths.scores import knn_scores, mahalanobis_scores
 from con2.methods.base import Method
+from con2.methods.scoring import Scorer, ScoringSpec
 from con2.methods.spec import MethodSettings
-from con2.training.evaluation import Scorer, ScoringSpec
 from con2.training.models import encoder_dim, projection_head
 
 

@@ -64,12 +64,12 @@ from torch import Tensor, nn
 from baselines.csi import rotate_all
 from baselines.unicon_ha_spec import SPEC, UniConHAParams
 from con2.errors import ConfigError
-from con2.maths.augment import ViewAugment, ViewParams, normalize, to_float
 from con2.maths.scores import nnd_scores
 from con2.methods.base import Method
+from con2.methods.scoring import Scorer, ScoringSpec
 from con2.methods.spec import MethodSettings
-from con2.training.evaluation import Scorer, ScoringSpec
 from con2.training.models import encoder_dim, projection_head
+from con2.transforms.augment import ViewAugment, ViewParams, normalize, to_float
 
 N_STAGES = 4
 

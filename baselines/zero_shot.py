@@ -22,9 +22,9 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from con2.errors import ConfigError
-from con2.maths.augment import IDENTITY_VIEW
 from con2.methods.base import Method
-from con2.training.evaluation import TestView
+from con2.methods.scoring import TestView
+from con2.transforms.augment import IDENTITY_VIEW
 
 PIP_EXTRA = "pip install 'con2-bench[pretrained]'"
 

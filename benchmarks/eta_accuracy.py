@@ -10,7 +10,7 @@ log's last line):
 
     python benchmarks/eta_accuracy.py report grid.log
 
-or replay the ETA that :mod:`con2.grid.eta` computes now on that finished grid (its records' timings
+or replay the ETA that :mod:`con2.workflow.eta` computes now on that finished grid (its records' timings
 and the jobs' start times in the log), to try a change of the arithmetic without training again:
 
     python benchmarks/eta_accuracy.py replay grid.log --results results --slots 2
@@ -48,7 +48,7 @@ class EtaLine:
 
 
 def duration_seconds(text: str) -> float:
-    """ "2 h 02 min", "14 min", "4 min 30 s", "45 s" (con2.grid.eta.format_duration's output) as seconds."""
+    """ "2 h 02 min", "14 min", "4 min 30 s", "45 s" (con2.workflow.eta.format_duration's output) as seconds."""
     m = DURATION.match(text.strip())
     if not m or not any(m.groups()):
         raise ValueError(f"not a duration: {text!r}")
@@ -114,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("stamp", help="copy stdin to stdout, each line stamped with the time")
     rep = sub.add_parser("report", help="compare a stamped log's ETA lines with the time actually left")
     rep.add_argument("log", type=Path)
-    rpl = sub.add_parser("replay", help="the ETA lines con2.grid.eta would print now, replayed on a finished grid")
+    rpl = sub.add_parser("replay", help="the ETA lines con2.workflow.eta would print now, replayed on a finished grid")
     rpl.add_argument("log", type=Path, help="the grid's stamped console log (its 'Job N: train ...' lines)")
     rpl.add_argument("--results", type=Path, default=Path("results"), help="the results folder it wrote")
     rpl.add_argument("--slots", type=int, default=2, help="training jobs at a time (--cores / threads)")
@@ -138,13 +138,13 @@ JOB = re.compile(r"Job (\d+): train (\S+)/(\S+) (\S+)/(\S+) seed (\d+)")
 
 
 def replay(log: Path, results: Path, slots: int, data_dir: Path | None) -> list[EtaLine]:
-    """The ETA lines that :mod:`con2.grid.eta` as it is now would have printed during a finished grid:
+    """The ETA lines that :mod:`con2.workflow.eta` as it is now would have printed during a finished grid:
     the training jobs and their start times from the stamped ``log``, their records (timing, resolved
     config, the time each was written) under ``results/runs``; at each record, the ETA of the jobs
     not yet finished from those finished, each with the job's own time (start to record)."""
     from types import SimpleNamespace
 
-    from con2.grid.eta import grid_eta, weigh_runs
+    from con2.workflow.eta import grid_eta, weigh_runs
 
     started: dict[str, float] = {}
     stamps = []

@@ -5,7 +5,7 @@ Both sides train the same CON2 model (encoder + two heads, same loss) on the sam
 * ours: ``con2.training.engine.train_step``, the function ``fit`` calls, with ``fit``'s model preparation
   and optimiser (channels-last, bfloat16 autocast on CUDA, fused AdamW on CUDA, optional
   ``torch.compile``): the uint8 training set lives on the device, each step gathers its batch
-  there, and the contexts and the batched views (``con2.maths.views``) run on the whole batch;
+  there, and the contexts and the batched views (``con2.transforms.views``) run on the whole batch;
 * plain: a ``Dataset`` whose ``__getitem__`` applies a torchvision ``transforms.v2`` pipeline to one
   image at a time (context, then two random views), batched by a ``DataLoader`` (the usual
   SimCLR reference-code layout), float32, default memory format, plain AdamW.
@@ -35,7 +35,6 @@ import torchvision.transforms.v2 as T
 
 from con2.config import RunConfig, make_config
 from con2.data import load_one_class
-from con2.maths.augment import contexts_for
 from con2.maths.losses import alpha_schedule, batch_labels, content_loss, context_loss
 from con2.methods import build_method
 from con2.methods.base import Method
@@ -50,6 +49,7 @@ from con2.training.engine import (
     select_device,
     train_step,
 )
+from con2.transforms.augment import contexts_for
 
 # Dense (no sparsity) bf16 tensor-core peaks in TFLOP/s from the vendors' data sheets; the first
 # name contained in torch.cuda.get_device_name() wins, so specific names come first.

@@ -4,7 +4,8 @@ import pytest
 import torch
 
 from con2.errors import ConfigError
-from con2.maths.augment import (
+from con2.methods.scoring import tta_plan
+from con2.transforms.augment import (
     FixedView,
     ViewAugment,
     context_fn,
@@ -16,7 +17,6 @@ from con2.maths.augment import (
     to_float,
     vflip,
 )
-from con2.training.evaluation import tta_plan
 
 
 @pytest.fixture

@@ -21,11 +21,11 @@ from baselines.csi import CSI, csi_scores, random_hflip, rotate_all, rotation_co
 from baselines.simclr import SimCLR
 from con2.config import make_config
 from con2.errors import ConfigError
-from con2.maths.augment import IDENTITY_VIEW, normalize, to_float
 from con2.maths.losses import nt_xent
 from con2.maths.scores import knn_scores, mahalanobis_scores
 from con2.methods import build_method, get_method
-from con2.training.evaluation import tta_plan, view_features
+from con2.methods.scoring import tta_plan, view_features
+from con2.transforms.augment import IDENTITY_VIEW, normalize, to_float
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -352,9 +352,9 @@ def test_gpu_fidelity_alarm_stops_a_busy_run_once():
 
 
 def test_eta_accuracy_reads_every_eta_format_and_scores_from_the_first_quarter_on():
-    """benchmarks/eta_accuracy.py: the durations con2.grid.eta prints read back, and the report's
+    """benchmarks/eta_accuracy.py: the durations con2.workflow.eta prints read back, and the report's
     ratios are the ETA over the time left until the last training run finished."""
-    from con2.grid.eta import format_duration
+    from con2.workflow.eta import format_duration
 
     eta = load_script("eta_accuracy")
     for seconds in (12, 59, 60, 90, 274, 599, 840, 3600, 7320, 36000):

@@ -23,9 +23,9 @@ from test_hostile_inputs import ROOT, TEST_CONFIG, assert_one_line, cli, snakema
 from con2.cli.main import main
 from con2.config import MAX_CONFIG_DEPTH, MAX_LAYER_SIZE, MAX_THREADS, MAX_WIDTH, check_size
 from con2.errors import ConfigError
-from con2.grid.eta import PlannedRun, eta_line, grid_eta, view_cost, weigh_runs
 from con2.grid.experiments import expand_grid
 from con2.grid.plan import SIZES_CSV, THROUGHPUT_COLUMNS, manifest_size, read_sizes
+from con2.workflow.eta import PlannedRun, eta_line, grid_eta, view_cost, weigh_runs
 
 TINY_SET = [f"{k}={json.dumps(v)}" for k, v in TINY.items()]
 # one row of the throughput table as `con2 plan` reads it (tests change one column)
@@ -126,7 +126,7 @@ def test_a_damaged_split_manifest_is_no_size_and_the_table_stands_in(
     n = (table.get(("digits", "0")) or table[("digits", "*")])[0]
     simclr = next(r for r in runs if r.method == "simclr" and r.normal_class == "0")
     steps = max(1, n // simclr.config["batch_size"]) * simclr.config["batch_size"] * simclr.config["epochs"]
-    # the sizes table's n_train, two views per image, each costing its size and width (con2.grid.eta.view_cost)
+    # the sizes table's n_train, two views per image, each costing its size and width (con2.workflow.eta.view_cost)
     assert planned[simclr.key].weight == pytest.approx(steps * 2 * view_cost(simclr.config))
 
 
@@ -149,7 +149,7 @@ def test_a_bad_throughput_row_is_one_clear_error_for_the_eta(
 ) -> None:
     """The ETA's prior reads the throughput table: a bad row is a ConfigError naming its line and column
     (the onstart block prints it as "con2 grid: no ETA (...)" and goes on), not a math domain error."""
-    import con2.grid.eta as eta
+    import con2.workflow.eta as eta
 
     table = tmp_path / "throughput.csv"
     row = {**THROUGHPUT_ROW, column: value}

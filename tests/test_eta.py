@@ -1,5 +1,5 @@
-"""The whole grid's ETA (con2/grid/eta.py) against a slow reference written here, and the filter that
-prints it under Snakemake's progress (con2/grid/console.py)."""
+"""The whole grid's ETA (con2/workflow/eta.py) against a slow reference written here, and the filter that
+prints it under Snakemake's progress (con2/workflow/console.py)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
-from con2.grid.console import GridProgress, install_grid_progress
-from con2.grid.eta import (
+from con2.grid.plan import images_per_run, views_per_image
+from con2.workflow.console import GridProgress, install_grid_progress
+from con2.workflow.eta import (
     GridEta,
     PlannedRun,
     Spent,
@@ -24,7 +25,6 @@ from con2.grid.eta import (
     spent,
     weigh_runs,
 )
-from con2.grid.plan import images_per_run, views_per_image
 
 
 def reference_makespan(running: list[float], queued: list[float], slots: int) -> float:

@@ -24,13 +24,13 @@ from torch import nn
 
 from con2.config import make_config
 from con2.data import load_one_class
-from con2.maths.augment import IDENTITY_VIEW
 from con2.methods import Method, all_methods, build_method, register, registry
+from con2.methods.scoring import Reading, Scorer, ScoringSpec, crossed_plan, view_features
 from con2.run.execute import to_tensor
 from con2.run.records import read_record
 from con2.run.runner import RECORD, SCORES, run
 from con2.training.engine import load_weights
-from con2.training.evaluation import Reading, Scorer, ScoringSpec, crossed_plan, view_features
+from con2.transforms.augment import IDENTITY_VIEW
 
 
 def check_method_run(name: str, tiny: dict[str, Any], run_dir: Path) -> dict[str, Any]:

@@ -16,14 +16,14 @@ PACKAGE = ROOT / "con2"
 # Lowest first: a module may import its own layer and the layers below it, never one above.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("con2.errors", "con2.atomic", "con2.faults", "con2.resources", "con2.text"),
-    ("con2.config", "con2.paths", "con2.paper_names", "con2.maths"),
+    ("con2.config", "con2.paths", "con2.paper_names", "con2.maths", "con2.transforms"),
     ("con2.data", "con2.weights"),
     ("con2.training",),
     ("con2.methods",),
     ("con2.run",),
     ("con2.grid",),
     ("con2.report",),
-    ("con2.cli", "con2.__main__"),
+    ("con2.cli", "con2.workflow", "con2.__main__"),
 )
 
 
@@ -46,10 +46,11 @@ def _type_checking_lines(tree: ast.Module) -> set[int]:
     return lines
 
 
-def imports(path: Path, known: set[str]) -> list[tuple[int, str, bool]]:
-    """``(line, imported con2 module, inside a function)`` of every import of ``path`` that runs."""
+def imports(path: Path, known: set[str], type_checking: bool = False) -> list[tuple[int, str, bool]]:
+    """``(line, imported con2 module, inside a function)`` of every import of ``path`` that runs (and,
+    with ``type_checking``, of those a type checker alone reads)."""
     tree = ast.parse(path.read_text())
-    skip = _type_checking_lines(tree)
+    skip = set() if type_checking else _type_checking_lines(tree)
     inner: set[int] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
@@ -81,10 +82,10 @@ def layer_of(name: str) -> int:
     raise AssertionError(f"{name} is in no layer of tests/test_layers.py: add it to LAYERS")
 
 
-def graph() -> dict[str, set[str]]:
+def graph(type_checking: bool = False) -> dict[str, set[str]]:
     mods = modules()
     return {
-        name: {dep for _, dep, _ in imports(path, set(mods)) if dep in mods and dep != name}
+        name: {dep for _, dep, _ in imports(path, set(mods), type_checking) if dep in mods and dep != name}
         for name, path in mods.items()
     }
 
@@ -149,6 +150,25 @@ def test_cycles_finds_a_circle() -> None:  # the check itself can fail
 
 def test_no_import_circle_in_con2() -> None:
     assert cycles(graph()) == []
+
+
+def test_no_import_circle_even_for_the_type_checker() -> None:
+    """``if TYPE_CHECKING:`` imports count too (issue 34): a module that needs a class only for its
+    annotations names what it reads as a Protocol (``con2.methods.scoring.Scorable``) instead."""
+    assert cycles(graph(type_checking=True)) == []
+
+
+def test_type_checking_imports_go_downwards_too() -> None:
+    mods = modules()
+    upward = [
+        f"{name} imports {dep} for the type checker"
+        for name, deps in graph(type_checking=True).items()
+        if name != "con2"
+        for dep in sorted(deps)
+        if dep != "con2" and layer_of(dep) > layer_of(name)
+    ]
+    assert not upward, "\n".join(upward)
+    assert mods  # the walk found the package
 
 
 def test_function_level_imports_say_why() -> None:

@@ -66,8 +66,8 @@ def test_specs_check_params_before_anything_is_built(settings, message):
 
 
 def test_context_names_of_the_spec_are_the_augmentations():
-    from con2.maths.augment import BASE_CONTEXTS
     from con2.methods.con2_spec import CONTEXT_NAMES
+    from con2.transforms.augment import BASE_CONTEXTS
 
     assert set(CONTEXT_NAMES) == set(BASE_CONTEXTS)
 

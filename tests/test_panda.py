@@ -13,9 +13,9 @@ from baselines.panda import compactness_loss, ewc_penalty, knn_sq_scores
 from con2 import weights
 from con2.config import make_config
 from con2.errors import ConfigError
-from con2.maths.augment import normalize, to_float
 from con2.methods import build_method, get_spec
 from con2.training.engine import TrainSettings, fit
+from con2.transforms.augment import normalize, to_float
 
 
 def test_compactness_loss_is_the_mean_squared_distance_to_the_centre_over_d():

@@ -19,11 +19,11 @@ import torchvision.transforms.v2 as T
 from scipy.stats import multivariate_normal
 
 from con2.config import make_config
-from con2.maths.augment import normalize, to_float
-from con2.maths.preprocess import PAPER_CENTER_CROP, center_crop
 from con2.methods import build_method
 from con2.methods.con2_method import FEATURES, Con2Params, alpha_at
-from con2.training.evaluation import REFERENCES, Reading, Scorer, ScoringSpec, crossed_plan, split_plan
+from con2.methods.scoring import REFERENCES, Reading, Scorer, ScoringSpec, crossed_plan, split_plan
+from con2.transforms.augment import normalize, to_float
+from con2.transforms.preprocess import PAPER_CENTER_CROP, center_crop
 
 CPU = torch.device("cpu")
 
@@ -94,8 +94,8 @@ def test_csi_views_reading_matches_a_loop_over_images_and_their_own_views(tiny, 
     """CSI's test-time views: per image its own random views (seeded by the image's index and the
     context), crop scale 0.54, the flip before the context; features averaged over an image's views,
     then the max cosine to the averaged training features; the mean over the contexts."""
-    from con2.maths.views import apply_views, sample_views
     from con2.training.engine import derived_seed
+    from con2.transforms.views import apply_views, sample_views
 
     method = tiny_con2(tiny)
     method.cfg = dataclasses.replace(method.cfg, csi_views=3)
@@ -263,7 +263,7 @@ def test_center_crop_is_the_papers_resize_then_crop():
 
 def test_every_method_and_external_baseline_gets_the_centre_crop_from_load_run_data(tiny):
     from con2.data.rundata import load_run_data
-    from con2.maths.preprocess import center_crop_array
+    from con2.transforms.preprocess import center_crop_array
 
     plain = load_run_data(make_config(tiny))
     cropped = load_run_data(make_config({**tiny, "center_crop": PAPER_CENTER_CROP}))

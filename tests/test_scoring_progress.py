@@ -9,7 +9,7 @@ import torch
 
 from con2.config import make_config
 from con2.methods import build_method
-from con2.training.evaluation import scoring_progress
+from con2.methods.scoring import scoring_progress
 
 CPU = torch.device("cpu")
 

@@ -23,8 +23,8 @@ import pytest
 import yaml
 from workflow_helpers import SNAKEMAKE, TEST_CONFIG, copy_workflow, snakemake, workflow_env
 
-from con2.grid.console import hashed, short_reason, short_summary
 from con2.run.signals import descendants
+from con2.workflow.console import hashed, short_reason, short_summary
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")]
 

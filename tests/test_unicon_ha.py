@@ -12,8 +12,8 @@ import torch.nn.functional as F
 from baselines.unicon_ha import StageHead, soft_weights, stage_shapes, uniclr_loss, view_params_at
 from con2.config import make_config
 from con2.errors import ConfigError
-from con2.maths.augment import ViewParams
 from con2.methods import build_method, get_spec
+from con2.transforms.augment import ViewParams
 
 # --- a slow reference, one anchor and one set at a time, as the paper writes it --------------
 

@@ -14,8 +14,8 @@ import torchvision.transforms.v2 as T
 import torchvision.transforms.v2.functional as TF
 from scipy import stats
 
-from con2.maths.augment import to_float
-from con2.maths.views import (
+from con2.transforms.augment import to_float
+from con2.transforms.views import (
     BRIGHTNESS,
     CONTRAST,
     HUE,
@@ -246,7 +246,7 @@ def test_views_run_on_the_device_of_their_input_and_reject_bad_shapes():
 # ------------------------------------------------------------------------------------ Gaussian blur
 @pytest.mark.parametrize("kernel", [3, 5, 23])
 def test_batched_blur_matches_torchvision_per_image(kernel):
-    from con2.maths.views import gaussian_blur
+    from con2.transforms.views import gaussian_blur
 
     x = torch.rand(6, 3, 24, 20, generator=torch.Generator().manual_seed(kernel))
     sigma = torch.tensor([0.0, 0.1, 0.7, 1.3, 2.0, 0.0])
@@ -260,7 +260,7 @@ def test_batched_blur_matches_torchvision_per_image(kernel):
 
 
 def test_views_with_blur_are_the_views_then_torchvision_blur_and_blur_draws_change_nothing_else():
-    from con2.maths.views import blur_kernel_size
+    from con2.transforms.views import blur_kernel_size
 
     x = torch.rand(40, 3, 28, 28, generator=torch.Generator().manual_seed(1))
     plain, blurred = ViewParams(), ViewParams(blur_p=0.5)
@@ -283,7 +283,7 @@ def test_views_with_blur_are_the_views_then_torchvision_blur_and_blur_draws_chan
 
 
 def test_fixed_test_time_views_draw_the_blur_last_and_apply_torchvision_blur():
-    from con2.maths.augment import FixedView, draw_fixed_views
+    from con2.transforms.augment import FixedView, draw_fixed_views
 
     plain = draw_fixed_views(6, seed=3)
     blurred = draw_fixed_views(6, seed=3, params=ViewParams(blur_p=1.0))

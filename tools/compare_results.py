@@ -3,9 +3,9 @@
 
     python tools/compare_results.py OLD/results NEW/results
 
-Run records and CSV files are compared without the fields that differ between any two runs of the
-same config and seed (wall-clock times, memory, load, creation time, the git commit, package
-versions), other files with the checkout's own path replaced; scores,
+Run records, checkpoints and CSV files are compared without the fields that differ between any two
+runs of the same config and seed (wall-clock times, memory, load, creation time, the git commit,
+package versions), other files with the checkout's own path replaced; scores,
 features, learning curves and metrics must be identical (the same config and seed give the same
 numbers on the same CPU). Tables (.md/.csv/.tex/.html) and figures must be byte-identical, except
 those that print measured times (named in TIMED). Prints one line per difference and exits 1 if
@@ -36,10 +36,33 @@ def comparable(path: Path, root: Path) -> object:
         for point in (record.get("curve") or {}).get("points", []):
             point.pop("seconds", None)
         return record
+    if path.name == "checkpoint.pt":
+        return checkpoint_content(path)
     if path.suffix == ".csv" and path.parent.name != "tables":
         rows = list(csv.DictReader(io.StringIO(path.read_text())))
         return [{k: v for k, v in r.items() if not any(t in k for t in VOLATILE_COLUMNS)} for r in rows]
     return path.read_bytes().replace(str(root.resolve().parent).encode(), b"ROOT")
+
+
+def checkpoint_content(path: Path) -> object:
+    """A checkpoint without its ``timing`` (seconds spent so far): every tensor as bytes, every other
+    value as it is, so two checkpoints of the same config and seed compare equal."""
+    import torch  # lazy: only a results folder with checkpoints needs it
+
+    def plain(value: object) -> object:
+        if isinstance(value, torch.Tensor):
+            return (
+                str(value.dtype),
+                tuple(value.shape),
+                value.detach().cpu().contiguous().view(-1).view(torch.uint8).numpy().tobytes(),
+            )
+        if isinstance(value, dict):
+            return {k: plain(v) for k, v in value.items() if k != "timing"}
+        if isinstance(value, list | tuple):
+            return [plain(v) for v in value]
+        return value
+
+    return plain(torch.load(path, map_location="cpu", weights_only=False))
 
 
 def main(old: Path, new: Path) -> int:

@@ -15,10 +15,9 @@ or the dataset sources.
 from __future__ import annotations
 
 import importlib
-import os
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from con2.data.data_dir import default_data_dir
 from con2.errors import DataError, DatasetMissing
 
 if TYPE_CHECKING:  # the names _LAZY resolves on first use, for type checkers
@@ -52,11 +51,6 @@ _LAZY = {
 }
 
 __all__ = ["DataError", "DatasetMissing", "default_data_dir", *_LAZY]
-
-
-def default_data_dir() -> Path:
-    """The data folder when none is given: ``$CON2_DATA_DIR``, else ``./data``."""
-    return Path(os.environ.get("CON2_DATA_DIR", "data"))
 
 
 def __getattr__(name: str) -> Any:

@@ -44,7 +44,7 @@ def check_test_split(data: OneClassData, minimum: int = MIN_TEST_PER_CLASS) -> N
 def load_run_data(cfg: RunConfig, verify: bool = False) -> OneClassData:
     """The one-class split a run trains and scores on: ``cfg``'s dataset, normal class, split seed
     (``split_seed``, never the training ``seed``) and prepared size (``data_size``, else ``image_size``),
-    centre-cropped by ``center_crop`` (:mod:`con2.maths.preprocess`) when below 1.
+    centre-cropped by ``center_crop`` (:mod:`con2.transforms.preprocess`) when below 1.
 
     Every registered method (through :func:`con2.run.runner.run`) and every external baseline
     (``con2/run/external.py``, ``baselines/examples/``) loads its data here.
@@ -69,7 +69,7 @@ def load_run_data(cfg: RunConfig, verify: bool = False) -> OneClassData:
     )
     check_test_split(data)
     if cfg.center_crop < 1:  # the paper's resize 256 / centre-crop 224, at the stored size
-        from con2.maths.preprocess import center_crop_array  # lazy: torch: only when a run crops its images
+        from con2.transforms.preprocess import center_crop_array  # lazy: torch: only when a run crops its images
 
         data = dataclasses.replace(
             data,

@@ -28,7 +28,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
-from con2.data import default_data_dir
 from con2.data.cache import (
     Found,
     Prepared,
@@ -42,6 +41,7 @@ from con2.data.cache import (
     remember_hashes,
     source_key,
 )
+from con2.data.data_dir import default_data_dir
 from con2.data.fileops import PARTIAL, file_lock
 from con2.errors import NO_SPACE, DataError, DatasetMissing, read_failure, write_failure
 

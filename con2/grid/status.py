@@ -5,7 +5,7 @@
   describe the outcome: ``ok`` with its counts, or ``skipped`` with the reason and the one command
   that fixes it (what ``prepare_data`` writes to ``results/data/<dataset>/<size>px.json``);
 * :func:`checked_in`, :func:`same_folder`, :func:`awaits_training`: whether a marker found ``ok``
-  is checked again (``data_check`` in common.smk): only when the ``data_dir`` now differs from the
+  is checked again (``Session.data_check`` in con2/workflow/session.py): only when the ``data_dir`` now differs from the
   one it was checked in and a run of it would train (a finished grid's table rebuild reads records
   only, so it re-checks nothing);
 * :func:`merge_status`: those files of a grid as one mapping (the ``data_status`` checkpoint);

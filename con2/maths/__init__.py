@@ -1,2 +1,2 @@
 """The mathematics, pure functions on tensors and arrays: the losses, anomaly scores, metrics and their
-intervals, training views and contexts, preprocessing. Knows no run, file or method."""
+intervals, operating points. Knows no run, file or method (image transforms: :mod:`con2.transforms`)."""

@@ -5,7 +5,7 @@ A method declares its hyperparameters as a ``Params`` dataclass (defaults = the 
 The engine calls ``training_loss``. Scoring is declarative: a method says which test-time views
 and contexts it uses (``test_contexts``, ``test_plan``), which feature spaces exist
 (``feature_spaces``), and which scores and readings it wants (``scoring``); the shared loop in
-:mod:`con2.training.evaluation` runs them, so no method writes its own test-time loop.
+:mod:`con2.methods.scoring` runs them, so no method writes its own test-time loop.
 """
 
 from __future__ import annotations
@@ -17,9 +17,7 @@ import torch
 from torch import Tensor, nn
 
 from con2.config import RunConfig
-from con2.maths.augment import ViewAugment, ViewParams, normalize, to_float
-from con2.methods.spec import MethodSettings
-from con2.training.evaluation import (  # MethodScores: what the shared test-time loop returns
+from con2.methods.scoring import (  # MethodScores: what the shared test-time loop returns
     ContextFn,
     MethodScores,
     ScoringSpec,
@@ -28,7 +26,9 @@ from con2.training.evaluation import (  # MethodScores: what the shared test-tim
     score_method,
     split_plan,
 )
+from con2.methods.spec import MethodSettings
 from con2.training.models import build_encoder
+from con2.transforms.augment import ViewAugment, ViewParams, normalize, to_float
 
 
 class Method(nn.Module):
@@ -87,7 +87,7 @@ class Method(nn.Module):
         """uint8 ``[N, C, H, W]`` on the device -> ``{"loss": scalar, ...terms}``."""
         raise NotImplementedError
 
-    # --- scoring: declarations read by con2.training.evaluation.score_method ------------------------------
+    # --- scoring: declarations read by con2.methods.scoring.score_method ------------------------------
 
     def test_contexts(self) -> list[ContextFn]:
         """Pixel transforms of the test-time contexts, by context label (default: x alone)."""

@@ -17,7 +17,7 @@ FEATURES = ("encoder", "content", "context")  # feature spaces a reading may sco
 REFERENCES = ("matched", "original")  # the training set x^C views are compared with
 CONTEXT_ORDERS = ("before_views", "after_views")  # t_C on the raw pixels, or on each (uint8-quantised) view
 ENCODER_PASSES = ("joint", "per_context")  # one encoder pass over every context, or one per context
-CONTEXT_NAMES = ("invert", "flip", "equalize")  # con2.maths.augment.BASE_CONTEXTS (a test keeps them equal)
+CONTEXT_NAMES = ("invert", "flip", "equalize")  # con2.transforms.augment.BASE_CONTEXTS (a test keeps them equal)
 BEST = "best"  # contexts: [best]: CON2 (Best), the context chosen per normal class (con2.methods.contexts)
 MAX_CONTEXTS = 8  # the identity, invert, flip, equalize and their 4 compositions
 

@@ -46,8 +46,8 @@ import numpy as np
 import torch
 
 from con2.config import MAX_SEED
-from con2.maths.augment import BASE_CONTEXTS, context_fn, normalize
 from con2.training.models import build_encoder
+from con2.transforms.augment import BASE_CONTEXTS, context_fn, normalize
 
 # A context is eligible when a linear probe on random features tells t_C(x) from x with AUROC of
 # at least this (%): the midpoint between chance (50) and perfect separation (100). Chosen a

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from con2.config import RunConfig
 from con2.errors import ConfigError
-from con2.methods.spec import MethodSettings, MethodSpec, spec_from_class
+from con2.methods.spec import MethodSettings, MethodSpec
 
 if TYPE_CHECKING:
     from con2.methods.base import Method
@@ -115,3 +115,17 @@ def build_method(cfg: RunConfig) -> Method:
     """Instantiate the configured method with its validated params."""
     params = validate_run(cfg)
     return get_method(cfg.method)(MethodSettings.from_config(cfg), params)
+
+
+def spec_from_class(cls: type[Method]) -> MethodSpec:
+    """A spec read off a method class's attributes (for methods registered as classes)."""
+    return MethodSpec(
+        name=cls.name,
+        Params=cls.Params,
+        implementation=f"{cls.__module__}:{cls.__qualname__}",
+        score_names=tuple(cls.score_names),
+        description=getattr(cls, "description", ""),
+        label=getattr(cls, "label", "") or cls.name,
+        test_params=dict(getattr(cls, "test_params", {}) or {}),
+        scoring_params=tuple(getattr(cls, "scoring_params", ())),
+    )

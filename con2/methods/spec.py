@@ -16,13 +16,10 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from con2.config import RunConfig, dataclass_from_params
 from con2.weights import Resolved, WeightSet, resolve_all
-
-if TYPE_CHECKING:
-    from con2.methods.base import Method
 
 
 @dataclass(frozen=True)
@@ -129,8 +126,9 @@ class MethodSpec:
         """Find and check every pretrained file the run needs (``ConfigError`` naming the file and the fix)."""
         return resolve_all(self.weight_sets(params), params, self.name)
 
-    def load(self) -> type[Method]:
-        """Import and return the implementation class (this imports torch)."""
+    def load(self) -> type:
+        """Import and return the implementation class, a :class:`~con2.methods.Method` subclass (this
+        imports torch; the registry, which knows the class, types it)."""
         module, _, attr = self.implementation.partition(":")
         return getattr(importlib.import_module(module), attr)
 
@@ -144,17 +142,3 @@ class MethodSpec:
             "tags": dict(self.tags(params)) if self.tags is not None else {},
             **({"weights": {k: r.card() for k, r in self.resolve_weights(params).items()}} if self.weights else {}),
         }
-
-
-def spec_from_class(cls: type[Method]) -> MethodSpec:
-    """A spec read off a method class's attributes (for methods registered as classes)."""
-    return MethodSpec(
-        name=cls.name,
-        Params=cls.Params,
-        implementation=f"{cls.__module__}:{cls.__qualname__}",
-        score_names=tuple(cls.score_names),
-        description=getattr(cls, "description", ""),
-        label=getattr(cls, "label", "") or cls.name,
-        test_params=dict(getattr(cls, "test_params", {}) or {}),
-        scoring_params=tuple(getattr(cls, "scoring_params", ())),
-    )

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 # GPU runs), ``panels``, the run directories the workflow picks for the PCA figure (a param, not a
 # file), and ``scores``: the ``scores.csv`` beside each record of ``runs``, which the builder reads
 # itself (con2.report.scores); the rule lists those edited since their record as inputs
-# (`edited_scores` in workflow/rules/common.smk), so an edited one rebuilds the table.
+# (`Session.edited_scores` in con2/workflow/session.py), so an edited one rebuilds the table.
 FILE_INPUTS: tuple[str, ...] = ("runs", "paper", "hours", "measured", "table", "status", "gpu")
 INPUTS: tuple[str, ...] = (*FILE_INPUTS, "panels", "scores")
 # inputs a rule may lack (a checkout without benchmarks/measured/): the builder then gets None

@@ -1,7 +1,7 @@
 """The learning-curve table: each method's headline AUROC after each scored epoch, over seeds.
 
 Every run with ``score_at`` carries its learning curve in its record (``curve``: the AUROC of every
-score column at each scored epoch, :mod:`con2.training.curve`). This table reads the records that
+score column at each scored epoch, :mod:`con2.run.curve`). This table reads the records that
 ``runs.csv`` lists (its ``record`` column: the aggregation already validated them, and the table's
 rule reruns whenever ``runs.csv`` changes), keeps each method's main variant
 (``report.main_variants``) and its headline score (the first of the method's scores: ``nnd`` for

@@ -316,7 +316,7 @@ def pca_figure(inputs: ReportInputs, png: str | Path, pdf: str | Path, seed: int
     The only figure that reads run outputs besides records: the representations (``features.npz``,
     ``[n, d]`` per split and context) and the test labels (``scores.csv``) are too large for a
     record, so they stay in the run directory beside it. The caller picks the runs (the workflow:
-    the subject's main variant, ``pca_runs`` in ``workflow/rules/common.smk``) and hands their
+    the subject's main variant, ``ArtefactRules.pca_runs`` in ``con2/workflow/artefact_rules.py``) and hands their
     directories here; nothing here searches for runs.
     """
     runs, max_points = inputs.panels, int(inputs.report.get("pca_max_points", PCA_MAX_POINTS))

@@ -27,13 +27,13 @@ from con2.config import RUNTIME_KEYS, RunConfig
 from con2.data.rundata import check_batch_size, load_run_data
 from con2.errors import ConfigError
 from con2.methods import Method, build_method, get_spec
+from con2.methods.scoring import ScoringProgress, scoring_progress
+from con2.run.curve import LearningCurve
 from con2.run.records import build_record
 from con2.run.rundir import CHECKPOINT, CONFIG, FEATURES, RECORD, SCORES, RunDir
 from con2.text import shell_command
 from con2.training.checkpoints import check_trained_config, copy_checkpoint, load_checkpoint
-from con2.training.curve import LearningCurve
 from con2.training.engine import TrainSettings, fit, planned_steps, select_device
-from con2.training.evaluation import ScoringProgress, scoring_progress
 
 __all__ = [
     "CHECKPOINT",

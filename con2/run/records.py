@@ -113,7 +113,7 @@ RECORD_SCHEMA: dict[str, Any] = {
         "split_sha256": {"type": ["string", "null"]},  # the split manifest's checksum (same test ids <=> same value)
         "scoring": {"type": "object"},  # each score column's reading, and each score's headline reading
         "method_card": {"type": "object"},  # the method spec's labels, paper rows and tags (con2.methods.spec)
-        "curve": {  # the learning curve (config score_at; con2.training.curve): AUROC per column at each scored epoch
+        "curve": {  # the learning curve (config score_at; con2.run.curve): AUROC per column at each scored epoch
             "type": "object",
             "required": ["points"],
             "properties": {
@@ -277,7 +277,7 @@ def build_record(
         method_card: the method spec's card of this run (labels, paper rows, tags).
         training: ``epochs``, ``steps``, ``resumed_from_epoch``, ``precision`` (``float32`` or
             ``bfloat16-autocast``: CPUs with native bf16 train in bf16 under ``amp``, others in fp32).
-        curve: the learning curve (:mod:`con2.training.curve`): ``{"views", "points": [{"epoch", "seconds",
+        curve: the learning curve (:mod:`con2.run.curve`): ``{"views", "points": [{"epoch", "seconds",
             "auroc": {column: %}, "extras"}]}``.
         validation: score name -> ``[V]`` scores of the normal validation images (the columns of
             ``scores``; ``None``: none scored, no ``n_val`` in the record); ``val_sha256``: their pixels' sha256.

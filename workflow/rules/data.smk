@@ -10,12 +10,12 @@ rule prepare_data:
     output:
         summary=P.data_marker("{dataset}", "{size}"),
     params:
-        check=data_check,
+        check=W.data_check,
     log:
         "results/logs/prepare_data/{dataset}_{size}px.log",
     message:
         "data {wildcards.dataset} at {wildcards.size} px"
-    priority: DATA_PRIORITY  # before any training: the longest runs (train_priority) wait for their data
+    priority: S.DATA_PRIORITY  # before any training: the longest runs (train_priority) wait for their data
     conda:
         "../envs/con2.yaml"
     script:
@@ -26,13 +26,13 @@ checkpoint data_status:
     """Which datasets of the grid are ready and which were skipped: the runs to train follow from it."""
     localrule: True
     input:
-        [P.data_marker(d, s) for d, s in DATA_TARGETS],
+        [P.data_marker(d, s) for d, s in W.data_targets],
     output:
-        DATA_STATUS,
+        S.DATA_STATUS,
     log:
         "results/logs/data_status.log",
     message:
-        "data status of {} dataset(s)".format(len(DATA_TARGETS))
+        "data status of {} dataset(s)".format(len(W.data_targets))
     conda:
         "../envs/con2.yaml"
     script:

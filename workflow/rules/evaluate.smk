@@ -11,22 +11,22 @@ rule evaluate:
     """All records -> results/evaluation/runs.csv and summary.csv."""
     localrule: True
     input:
-        records=grid_records,
-        checked=checked_grid_records,
-        status=status_input,
-        scores=edited_scores,  # each record is checked against its scores.csv (con2/report/scores.py)
+        records=W.grid_records,
+        checked=W.checked_grid_records,
+        status=W.status_input,
+        scores=W.edited_scores,  # each record is checked against its scores.csv (con2/report/scores.py)
     output:
-        runs=RUNS_CSV,
+        runs=S.RUNS_CSV,
         summary=report(
-            SUMMARY_CSV,
+            S.SUMMARY_CSV,
             caption="../report/summary.rst",
             category="Runs",
         ),
-        skipped=SKIPPED_CSV,
+        skipped=S.SKIPPED_CSV,
     params:
-        outside=records_outside,
-        not_runs=NOT_RUN_RECORDS,
-        grid=grid_hashes(),
+        outside=W.records_outside,
+        not_runs=W.not_run_records,
+        grid=W.grid_hashes(),
     log:
         "results/logs/evaluate.log",
     message:
@@ -41,16 +41,16 @@ rule evaluate_scope:
     """The records of a scoped table's experiments (`report.scopes`) -> results/evaluation/scopes/<table>.csv."""
     localrule: True
     input:
-        records=scope_records,
-        checked=scope_checked_records,
-        status=status_input,
-        scores=edited_scores,  # each record is checked against its scores.csv (con2/report/scores.py)
+        records=W.scope_records,
+        checked=W.scope_checked_records,
+        status=W.status_input,
+        scores=W.edited_scores,  # each record is checked against its scores.csv (con2/report/scores.py)
     output:
         runs="results/evaluation/scopes/{scope}.csv",
         skipped="results/evaluation/scopes/{scope}.skipped.csv",
     params:
-        outside=scope_outside,
-        grid=grid_hashes(),
+        outside=W.scope_outside,
+        grid=W.grid_hashes(),
     log:
         "results/logs/evaluate_{scope}.log",
     message:

@@ -12,17 +12,17 @@ for _name, _figure in FIGURES.items():
             f"figure_{_name}"
         localrule: True
         input:
-            **artefact_inputs(_figure),
+            **A.inputs(_figure),
         output:
-            png=report(f"results/figures/{_figure.stem}.png", caption=caption(_name), category="Figures"),
+            png=report(f"results/figures/{_figure.stem}.png", caption=A.caption(_name), category="Figures"),
             pdf=f"results/figures/{_figure.stem}.pdf",
         params:
             figure=_name,
-            **artefact_params(_figure),
+            **A.params(_figure),
         log:
             f"results/logs/figures/{_figure.stem}.log",
         message:
-            f"figure {artefact_label(_figure)}"
+            f"figure {A.label(_figure)}"
         conda:
             "../envs/con2.yaml"
         script:

@@ -11,7 +11,7 @@
 rule score_runtime:
     """Time S_NND and S_LH on synthetic features: training-set size n and number of scored batches."""
     output:
-        csv=SCORE_RUNTIME_CSV,
+        csv=S.SCORE_RUNTIME_CSV,
     params:
         settings=dict(sorted((config.get("score_runtime") or {}).items())),  # sorted: the YAML's key order reruns nothing
     log:
@@ -36,19 +36,19 @@ for _name, _table in TABLES.items():
             f"table_{_name}"
         localrule: True
         input:
-            **artefact_inputs(_table),
+            **A.inputs(_table),
         output:
             csv=f"results/tables/{_table.stem}.csv",
             md=f"results/tables/{_table.stem}.md",
             tex=f"results/tables/{_table.stem}.tex",
-            html=report(f"results/tables/{_table.stem}.html", caption=caption(_name), category="Tables"),
+            html=report(f"results/tables/{_table.stem}.html", caption=A.caption(_name), category="Tables"),
         params:
             table=_name,
-            **artefact_params(_table),
+            **A.params(_table),
         log:
             f"results/logs/tables/{_table.stem}.log",
         message:
-            f"table {artefact_label(_table)}"
+            f"table {A.label(_table)}"
         conda:
             "../envs/con2.yaml"
         script:

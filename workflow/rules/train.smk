@@ -20,15 +20,15 @@ rule run_config:
     output:
         config=P.config_file_of(P.RUN_PATTERN, "{config_hash}"),
     params:
-        text=run_config_text,
+        text=W.run_config_text,
     log:
         f"results/logs/configs/{P.RUN_PATTERN}.{{config_hash}}.log",
     message:
         "config of {wildcards.dataset}/{wildcards.normal_class} {wildcards.method}/{wildcards.variant} seed {wildcards.seed}"
     wildcard_constraints:
-        method=method_regex(CLI_METHODS),
+        method=S.method_regex(W.grid.cli_methods),
         config_hash=P.CONFIG_HASH_REGEX,
-    priority: train_priority  # its train job's: a train job is ready only once its config is written
+    priority: W.train_priority  # its train job's: a train job is ready only once its config is written
     conda:
         "../envs/con2.yaml"
     shell:
@@ -39,12 +39,12 @@ rule run_config:
 rule train:
     """One (dataset, normal class, method, variant, seed) run via `con2 train`."""
     input:
-        config=run_config_file,
+        config=W.run_config_file,
         data=data_marker,
     output:
         record=f"{P.RUNS_ROOT}/{P.RUN_PATTERN}/record.json",
     params:
-        runtime=runtime_set,
+        runtime=W.runtime_set,
         run_dir=lambda wildcards, output: os.path.dirname(output.record),
     log:
         f"{P.LOG_ROOT}/{P.RUN_PATTERN}.log",
@@ -53,14 +53,14 @@ rule train:
     message:
         "train {wildcards.dataset}/{wildcards.normal_class} {wildcards.method}/{wildcards.variant} seed {wildcards.seed}"
     wildcard_constraints:
-        method=method_regex(CLI_METHODS),
+        method=S.method_regex(W.grid.cli_methods),
     threads: config.get("threads", 1)
-    priority: train_priority
+    priority: W.train_priority
     resources:
-        gpu=train_resource("gpu", 0),
-        mem_mb=train_resource("mem_mb", 4000),
-        runtime=train_resource("runtime", 60),
-        cpus_per_task=train_resource("cpus", 1),
+        gpu=W.train_resource("gpu", 0),
+        mem_mb=W.train_resource("mem_mb", 4000),
+        runtime=W.train_resource("runtime", 60),
+        cpus_per_task=W.train_resource("cpus", 1),
     conda:
         "../envs/con2.yaml"
     shell:

@@ -24,7 +24,9 @@ def main() -> int:
     dataset, size = snakemake.wildcards.dataset, int(snakemake.wildcards.size)
     cfg = snakemake.config
     marker = check_dataset(dataset, size, cfg["data_dir"], bool(cfg.get("download", True)))
-    marker["check"] = snakemake.params.check  # what this outcome depends on (see data_check in common.smk)
+    marker["check"] = (
+        snakemake.params.check
+    )  # what this outcome depends on (see Session.data_check in con2/workflow/session.py)
     print(json.dumps(marker, indent=2))
     if marker["status"] != "ok" and cfg.get("strict", False):
         line = f"{dataset} ({size} px): {marker['reason']} Fix: {marker['fix']}"

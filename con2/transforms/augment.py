@@ -6,7 +6,7 @@ on pixels), float in [0, 1] for the view augmentations, then normalised with mea
 * Context transforms (``CONTEXTS``): invert, flip (vertical, top-bottom), equalize (per channel,
   as torchvision's equalize), and compositions such as ``"invert+flip"`` for the multiple-context
   ablation. Context 0 is always the identity.
-* Training views (``ViewAugment``, defined in :mod:`con2.maths.views`): SimCLR's augmentations with
+* Training views (``ViewAugment``, defined in :mod:`con2.transforms.views`): SimCLR's augmentations with
   parameters drawn independently for every image, on the images' device, seeded through torch's
   RNG, applied as one batched resampling plus tensor arithmetic. Never a vertical flip or a
   rotation, which would undo the flip context.
@@ -26,7 +26,7 @@ import torchvision.transforms.v2.functional as TF
 from torch import Tensor
 
 from con2.errors import ConfigError
-from con2.maths.views import DEFAULT_VIEWS, ViewAugment, ViewParams, blur_kernel_size  # noqa: F401  (re-exported: methods build their views from here)
+from con2.transforms.views import DEFAULT_VIEWS, ViewAugment, ViewParams, blur_kernel_size  # noqa: F401  (re-exported: methods build their views from here)
 
 ContextFn = Callable[[Tensor], Tensor]
 
@@ -104,7 +104,7 @@ class FixedView:
     ``crop`` is ``(top, left, height, width)`` as fractions of the image side; ``jitter`` holds
     brightness, contrast, saturation factors and a hue shift, applied in ``order`` (torchvision's
     ColorJitter semantics) when ``jitter_on``; ``blur_sigma > 0`` blurs last (torchvision's
-    ``gaussian_blur``, SimCLR's kernel: :func:`con2.maths.views.blur_kernel_size`).
+    ``gaussian_blur``, SimCLR's kernel: :func:`con2.transforms.views.blur_kernel_size`).
     """
 
     crop: tuple[float, float, float, float] = (0.0, 0.0, 1.0, 1.0)

@@ -42,14 +42,16 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from con2.maths.augment import (
+from con2.methods.spec import MethodSettings
+from con2.training.engine import derived_seed
+from con2.transforms.augment import (
     DEFAULT_VIEWS,
     IDENTITY_VIEW,
     FixedView,
@@ -58,11 +60,7 @@ from con2.maths.augment import (
     normalize,
     to_float,
 )
-from con2.maths.views import N_UNIFORMS, ViewBatch, apply_views, views_from_uniform
-from con2.training.engine import derived_seed
-
-if TYPE_CHECKING:
-    from con2.methods.base import Method
+from con2.transforms.views import N_UNIFORMS, ViewBatch, apply_views, views_from_uniform
 
 Plan = list[tuple[FixedView, int]]
 ContextFn = Callable[[Tensor], Tensor]
@@ -224,7 +222,7 @@ class ScoringSpec:
 class ImageViews:
     """Random views with their own parameters per image (CSI's test-time views), for images ``0..n-1``.
 
-    ``params`` is a :class:`~con2.maths.views.ViewBatch` of ``n`` images (on the CPU); its flip is applied
+    ``params`` is a :class:`~con2.transforms.views.ViewBatch` of ``n`` images (on the CPU); its flip is applied
     to the raw pixels before the context (:meth:`mirror`), the rest after it (:meth:`apply`).
     """
 
@@ -382,9 +380,26 @@ def scoring_progress(report: ScoringProgress | None) -> Iterator[None]:
         _PROGRESS.reset(token)
 
 
+class Scorable(Protocol):
+    """What the test-time loop reads of a method: every :class:`con2.methods.Method` has it (so this
+    module needs no import of the class it serves)."""
+
+    name: ClassVar[str]
+    cfg: MethodSettings
+    encoder: nn.Module
+    view_params: ViewParams
+
+    def scoring(self) -> ScoringSpec: ...
+    def feature_spaces(self) -> Mapping[str, nn.Module | None]: ...
+    def context_after_views(self) -> bool: ...
+    def test_plan(self) -> list[TestView]: ...
+    def test_contexts(self) -> list[ContextFn]: ...
+    def diagnostics(self, identity_features: Mapping[tuple[str, int], Mapping[str, Tensor]]) -> dict[str, float]: ...
+
+
 @torch.no_grad()
 def score_method(
-    method: Method, train: Tensor, test: Tensor, device: torch.device, validation: Tensor | None = None
+    method: Scorable, train: Tensor, test: Tensor, device: torch.device, validation: Tensor | None = None
 ) -> MethodScores:
     """Score uint8 ``test [M, C, H, W]`` against the normal ``train [n, C, H, W]`` under every reading.
 
@@ -512,7 +527,7 @@ def score_method(
 
 
 @contextmanager
-def scoring_settings(method: Method, **changes: Any) -> Iterator[None]:
+def scoring_settings(method: Scorable, **changes: Any) -> Iterator[None]:
     """Score ``method`` under other test-time settings for a while (``tta=4, csi_views=1``: a cheap plan),
     then restore its own; the settings are a :class:`~con2.methods.spec.MethodSettings` (frozen), so
     nothing else changes."""

@@ -17,7 +17,7 @@ reason. It touches only the ``reason`` field of job-info records (Snakemake's lo
 interface) and these summaries' text, never which jobs run.
 
 :class:`GridProgress`, installed by the Snakefile's ``onstart``, follows each of Snakemake's
-"N of M steps (x%) done" records with the grid's ETA line (:mod:`con2.grid.eta`) when a training
+"N of M steps (x%) done" records with the grid's ETA line (:mod:`con2.workflow.eta`) when a training
 run has finished since the last one it printed, and notes when each job started (its job-info
 record), so the ETA knows a job's whole time, the process's start-up and imports included.
 """

@@ -2,7 +2,7 @@
 
 ``score_at`` (a list of epochs) makes the runner hand :class:`LearningCurve` to the training loop
 (:func:`con2.training.engine.fit`'s ``on_epoch_trained``): after each of those epochs, and after the last
-one, the model is scored by the shared test-time loop (:func:`con2.training.evaluation.score_method`) on the
+one, the model is scored by the shared test-time loop (:func:`con2.methods.scoring.score_method`) on the
 run's training and test images, and the AUROC of every score column (every reading) and the
 method's diagnostics (e.g. the silhouette) become one point. Points go to ``curve.csv`` in the run
 directory as they are computed (atomically) and to the record's ``curve``.
@@ -34,7 +34,7 @@ import torch
 
 from con2.atomic import remove
 from con2.maths.metrics import auroc
-from con2.training.evaluation import scoring_settings
+from con2.methods.scoring import scoring_settings
 
 if TYPE_CHECKING:
     from con2.config import RunConfig

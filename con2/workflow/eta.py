@@ -34,7 +34,7 @@ measured; elsewhere the line says an ETA follows the first finished run. A metho
 image are unknown (I-JEPA-AD's ViT, a baseline with its own rule) cannot be priced from the others
 (I-JEPA-AD's one run took 688 s where a ResNet pace said 30 s): its runs are left out of the sum
 and named on the line until one of them has finished. The arithmetic is pure; the workflow
-(``workflow/rules/common.smk``) gathers the runs and prints :func:`eta_line` after each finished
+(:class:`con2.workflow.progress.ProgressLine`) gathers the runs and prints :func:`eta_line` after each finished
 training job.
 """
 

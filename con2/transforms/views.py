@@ -34,7 +34,7 @@ the stored image straight to the output size, and a few elementwise passes for t
   0.2989, 0.587, 0.114) with per-image factors; each of the four jitter slots applies, per image,
   the operation that its permutation puts there;
 * grayscale data (``[B, 1, H, W]``, or ``[B, 3, H, W]`` expanded from one channel with stride 0, as
-  :func:`con2.maths.augment.to_float` makes it) run on one channel. Saturation, hue and grayscale are
+  :func:`con2.transforms.augment.to_float` makes it) run on one channel. Saturation, hue and grayscale are
   exactly the identity on a gray image, so they are skipped; only the relative order of
   brightness and contrast matters there. (torchvision on such an image repeated to 3 channels
   differs by at most 1e-4: its luma weights sum to 0.9999, not 1.)

@@ -1,0 +1,139 @@
+"""What the workflow prints of its own: the grid's ETA line after each finished training job, and the
+last lines of every invocation (datasets skipped, records left out, the command that fixes each).
+
+The ETA line is printed under Snakemake's "N of M steps" by :class:`~con2.workflow.console.GridProgress`
+(installed by the Snakefile's ``onstart``); :mod:`con2.workflow.eta` says how it is estimated.
+"""
+
+from __future__ import annotations
+
+import atexit
+import collections
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Collection
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from con2.grid.status import summary_lines
+from con2.report.artefacts import MISSING_FILE
+from con2.run.provenance import cpu_device_name
+from con2.workflow.eta import PlannedRun, eta_line, grid_eta, weigh_runs
+from con2.workflow.session import RUNS_CSV, SKIPPED_CSV, Session
+
+
+@cache
+def device_name(device: str) -> str | None:
+    """This device's name as the throughput table names devices: the GPU's (nvidia-smi) when the
+    profile trains on CUDA, else the CPU's model and precision; None if it cannot be told."""
+    if device.startswith("cuda") or (device == "auto" and shutil.which("nvidia-smi")):
+        try:
+            out = subprocess.run(
+                ["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True, text=True, timeout=10
+            )
+        except (OSError, subprocess.SubprocessError):
+            return None
+        names = out.stdout.strip().splitlines()
+        return names[0].strip() if names else None
+    return cpu_device_name()
+
+
+class ProgressLine:
+    """The grid's progress line: runs done, the ETA and what it rests on.
+
+    Args:
+        session: the invocation.
+        planned: the output files of the jobs this invocation runs (Snakemake's DAG, finished jobs
+            included: Snakemake drops them when it updates the DAG after the data check).
+        slots: training jobs at a time (--cores / threads per job here, --jobs on a cluster).
+    """
+
+    def __init__(self, session: Session, planned: Callable[[], Collection[str]], slots: Callable[[], int]) -> None:
+        self.session = session
+        self._planned_outputs = planned
+        self._slots = slots
+        self.planned: dict[str, PlannedRun] = {}  # run key -> its weight (weighed once)
+        self.spent: dict[str, Any] = {}  # run key -> the timing of a record written since the start
+        self.job_started: dict[str, float] = {}  # output file -> when its job started (GridProgress notes it)
+
+    def training(self) -> list[Any]:
+        """The grid's runs this invocation trains: those whose record a job of the DAG writes, now or
+        earlier in this invocation."""
+        outputs = set(self._planned_outputs())
+        return [r for r in self.session.runs if r.record in outputs or r.key in self.planned]
+
+    def _note_spent(self, runs: list[Any]) -> None:
+        """The timing of each record written since the start (the job's own clock: start-up included)."""
+        for r in runs:
+            if r.key in self.spent:
+                continue
+            try:
+                if os.stat(r.record).st_mtime < self.session.started:
+                    continue
+                timing = json.loads(Path(r.record).read_text()).get("timing")
+                if isinstance(timing, dict) and r.record in self.job_started:
+                    timing = {**timing, "job_seconds": os.stat(r.record).st_mtime - self.job_started[r.record]}
+                self.spent[r.key] = timing
+            except (OSError, ValueError, AttributeError):
+                continue
+
+    def line(self) -> str | None:
+        """The progress line (None while nothing trains)."""
+        runs = self.training()
+        if not runs:
+            return None
+        new = [r for r in runs if r.key not in self.planned]
+        if new:
+            data_dir = self.session.data_dir
+            device = device_name(str(self.session.config.get("device", "auto")))
+            self.planned.update(weigh_runs(new, data_dir if data_dir.is_dir() else None, device))
+        self._note_spent(runs)
+        now = time.time()  # the runs in flight: how long each has run (what is left of it is what counts)
+        running = {
+            r.key: now - self.job_started[r.record]
+            for r in runs
+            if r.key not in self.spent and r.record in self.job_started
+        }
+        slots = self._slots()
+        return eta_line(grid_eta([self.planned[r.key] for r in runs], self.spent, slots, running), slots)
+
+
+def end_lines(session: Session) -> list[str]:
+    """Lines for the end of the run: every dataset skipped (why, the command that fixes it), every
+    record the aggregation left out (what is wrong, the fix) and the records aggregated although
+    outside this profile's grid; in a rebuild, the runs it left out; and, where it was written, the
+    table that holds every fix (MISSING_FILE)."""
+    skipped = [SKIPPED_CSV, *sorted(glob.glob("results/evaluation/scopes/*.skipped.csv"))]
+    lines = summary_lines(
+        session.data_targets,
+        session.config,
+        RUNS_CSV,
+        since=session.started,
+        methods_missing_weights=session.grid.missing_weights,
+        skipped_files=skipped,
+    )
+    if not session.targets.trains_anything:  # a rebuild: what it left out, and the command that trains it
+        untrained = [r for r in session.runs if not session.scoped_only(r) and not os.path.exists(r.record)]
+        if untrained:
+            by_dataset = collections.Counter(r.dataset for r in untrained)
+            where = ", ".join(f"{d} {n}" for d, n in sorted(by_dataset.items()))
+            lines.append(
+                f"con2 workflow: a table rebuild trains nothing: {len(untrained)} run(s) of the grid have no record "
+                f"yet ({where}) and are not in the tables; `snakemake --cores N all` (with the grid's --config "
+                "data_dir=DIR, where their data are) trains them"
+            )
+    if lines and Path(MISSING_FILE).is_file():
+        lines.insert(-1, f"con2 workflow: what is missing and how to get it, in one file: {MISSING_FILE}")
+    return lines
+
+
+def print_at_exit(lines: list[str]) -> None:
+    """Print ``lines`` after Snakemake's own last lines (an atexit hook), so they end the output."""
+    if lines:
+        atexit.register(lambda: print("\n".join(lines), file=sys.stderr, flush=True))

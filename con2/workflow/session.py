@@ -1,0 +1,414 @@
+"""One Snakemake invocation's view of the grid: its runs, their data and what each rule reads.
+
+:class:`Session` is built once, when the Snakefile is read, from the profile (``config``): the grid
+of runs (every name and config checked once), the records on disk at the start, and what the
+targets named on the command line train (:mod:`con2.workflow.targets`). Its methods are the
+Snakemake input, params and priority functions of the rules (each takes the job's ``wildcards``);
+``workflow/rules/common.smk`` binds them. Snakemake's own state reaches it as two callables: the
+named targets (known only once the Snakefile has been read) and the data-status checkpoint's file
+(known only once that job has run).
+
+Two inputs per record set: a rule's records are those of the runs scheduled before the data check
+(:meth:`Session.ready_runs`: Snakemake knows their jobs from its first line) plus those whose data
+the check found (:meth:`Session.checked_runs`): an input function that waits for a checkpoint holds
+back only its own files.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import math
+import os
+import time
+from collections.abc import Callable, Mapping, Sequence
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from snakemake.exceptions import WorkflowError
+
+from con2 import paths as P
+from con2.config import RUNTIME_KEYS
+from con2.data import DataError, find_source, normal_classes
+from con2.data.source import Found
+from con2.grid import experiments as E
+from con2.grid.status import awaits_training, checked_in, same_folder, unknown_class
+from con2.report.artefacts import TABLES, figure_targets, table_targets
+from con2.workflow.console import HashedDict, HashedList, hashed
+from con2.workflow.eta import weigh_runs
+from con2.workflow.targets import Targets
+
+RUNS_CSV = "results/evaluation/runs.csv"
+SUMMARY_CSV = "results/evaluation/summary.csv"
+SKIPPED_CSV = "results/evaluation/skipped.csv"  # the records evaluate left out: file, problem, fix
+SCORE_RUNTIME_CSV = "results/score_runtime/score_runtime.csv"
+DATA_STATUS = f"{P.DATA_ROOT}/status.json"
+DATA_PRIORITY = 2000  # above every train priority: a dataset is checked and prepared before training starts
+
+Wildcards = Any  # Snakemake's wildcards of a job: attributes dataset, normal_class, method, variant, seed, size
+
+
+def method_regex(methods: Sequence[str] | frozenset[str]) -> str:
+    """A wildcard constraint matching exactly these method names (or nothing)."""
+    return "|".join(sorted(methods)) if methods else "(?!x)x"
+
+
+def registry_normal_classes(name: str) -> list[str]:
+    """The registry's normal classes of a dataset (one run each)."""
+    try:
+        return list(normal_classes(name))
+    except DataError as exc:
+        raise E.GridError(f"datasets.{name}: {exc}") from None
+
+
+def method_rule_files(basedir: Path, extra: Sequence[str]) -> list[str]:
+    """Rule files of methods with their own rules: workflow/rules/methods/*.smk and ``extra_rules``."""
+    files = sorted(glob.glob(str(basedir / P.RULE_METHODS_DIR / "*.smk")))
+    return files + [str(Path(f).resolve()) for f in extra]
+
+
+class Session:
+    """The grid as one invocation schedules it.
+
+    Args:
+        config: the profile (validated by the Snakefile).
+        basedir: the workflow's folder (where ``workflow/rules/methods/`` lives).
+        targets: the targets named on the command line (empty: `all`), asked when the DAG is built.
+        data_status: the data-status checkpoint's content, ``{"<dataset>/<size>": marker}``.
+
+    Raises:
+        GridError: the profile names something that does not exist, or a run's config is invalid.
+    """
+
+    def __init__(
+        self,
+        config: Mapping[str, Any],
+        basedir: str | Path,
+        targets: Callable[[], Sequence[str]],
+        data_status: Callable[[], Mapping[str, Any]],
+    ) -> None:
+        self.config = config
+        self.basedir = Path(basedir)
+        self.data_dir = Path(os.path.abspath(os.path.expanduser(config["data_dir"])))  # how messages name it
+        self.started = time.time()
+        self.strict = bool(config.get("strict", False))
+        self._targets = targets
+        self._data_status = data_status
+        self.own_rule_files = method_rule_files(self.basedir, config.get("extra_rules", []))
+        self.own_rule_methods = {Path(f).stem for f in self.own_rule_files}
+        self.grid = E.workflow_grid(
+            config, registry_normal_classes, self.own_rule_methods, self.strict, unknown_class, TABLES
+        )
+        self.runs = self.grid.runs
+        self.run_index = E.run_index(self.runs)
+        self.data_targets = E.data_targets(self.runs)
+        # every record on disk at the start (aggregation reads all of them, not only the grid's), and
+        # the record.json files whose folders are not a run key (a copied seed0.bak): never a run
+        self.records_on_disk, others = P.records_on_disk()
+        self.not_run_records = hashed(others, "not_runs")
+        self.report: Mapping[str, Any] = config.get("report") or {}
+        self.scopes: dict[str, list[str]] = dict(self.report.get("scopes") or {})  # studies: built when named
+        tables = table_targets(self.report)
+        self.table_files = [f for f in tables if Path(f).stem not in self.scopes]
+        self.study_files = [f for f in tables if Path(f).stem in self.scopes]
+        self.figure_files = figure_targets(self.report)
+        self._on_disk: dict[tuple[str, int], bool] = {}  # (dataset, size) -> on disk at the start
+        self._ready: dict[str, bool] = {}  # run key -> scheduled before the data check
+
+    # -------------------------------------------------------------------------------------- runs
+    @property
+    def targets(self) -> Targets:
+        """What the named targets train (read when the DAG is built: Snakemake sets them after parsing)."""
+        return Targets(self._targets(), self.scopes)
+
+    def run_of(self, wildcards: Wildcards, method: str | None = None) -> E.Run:
+        """The grid's Run for a job's wildcards (``method`` for rules whose output names it literally)."""
+        method = method or getattr(wildcards, "method", None)
+        if method is None:
+            raise WorkflowError(
+                "this rule's output has no {method} wildcard: use data_marker_for('<method>') / "
+                "run_settings_for('<method>')"
+            )
+        key = P.run_key(wildcards.dataset, wildcards.normal_class, method, wildcards.variant, wildcards.seed)
+        try:
+            return self.run_index[key]
+        except KeyError:
+            raise WorkflowError(
+                f"{key} is not a run of this profile's grid (see `experiments` in the config)"
+            ) from None
+
+    @cached_property
+    def priorities(self) -> dict[str, int]:
+        """{run key: Snakemake priority}: a method whose cost the ETA cannot price first, then the
+        larger runs (con2.workflow.eta's weights, sizes from the sizes table)."""
+        planned = weigh_runs(self.runs, None, None)
+        return {
+            key: 1000 if not p.priced else int(round(10 * math.log10(1.0 + p.weight + p.score_images)))
+            for key, p in planned.items()
+        }
+
+    def train_priority(self, wildcards: Wildcards) -> int:
+        """Longest first (issue 36): a run of a method whose cost the ETA cannot price (I-JEPA-AD's
+        ViT) starts at once, so its pace is known early, then the runs by planned cost. A grid whose
+        longest run starts last ends with one job slot idle."""
+        try:
+            return self.priorities.get(self.run_of(wildcards).key, 0)
+        except Exception:  # a priority never stops the workflow: an unplannable grid runs in Snakemake's order
+            return 0
+
+    def run_config_file(self, wildcards: Wildcards) -> str:
+        """The resolved config a `con2 train` job reads (results/configs/<key>.<hash>.yaml)."""
+        return self.run_of(wildcards).config_file
+
+    def run_config_text(self, wildcards: Wildcards, output: Any) -> str:
+        """The run_config job's param: the YAML text of the run's resolved config. The file's name
+        carries the config hash, so a file never holds another config than the grid's (files of older
+        hashes stay, unread); a name of another hash is refused."""
+        run = self.run_of(wildcards)
+        if run.config_file != output.config:
+            raise WorkflowError(
+                f"{output.config}: this profile's run {run.key} has config hash {run.config_hash}: {run.config_file}"
+            )
+        return E.run_config_text(run.run_config)
+
+    def data_marker(self, wildcards: Wildcards, method: str | None = None) -> str:
+        """The prepare_data output a run needs (the rule marks it ancient: re-checking data never retrains)."""
+        run = self.run_of(wildcards, method)
+        return P.data_marker(run.dataset, run.data_size)
+
+    def run_settings(self, wildcards: Wildcards, method: str) -> dict[str, Any]:
+        """A baseline rule's params: the run's resolved config (every RunConfig key but the runtime ones)."""
+        return dict(self.run_of(wildcards, method).config)
+
+    def runtime_set(self, wildcards: Wildcards, threads: int) -> list[str]:
+        """`con2 train --set` arguments of the runtime keys the profile sets, threads the job's own (a
+        list, each quoted by the train command's `:q`). A param computed from the job's threads is
+        never a rerun trigger: right for keys that never change results (data_dir, device, ...)."""
+        values = {k: self.config[k] for k in RUNTIME_KEYS if k in self.config}
+        values["threads"] = threads
+        return [f"{k}={json.dumps(v)}" for k, v in values.items()]
+
+    def train_resource(self, name: str, default: Any) -> Callable[[Wildcards], Any]:
+        """A training job's resource from `resources` (per dataset, then profile-wide)."""
+
+        def get(wildcards: Wildcards) -> Any:
+            ds = (self.config["datasets"].get(wildcards.dataset) or {}).get("resources") or {}
+            return ds.get(name, (self.config.get("resources") or {}).get(name, default))
+
+        return get
+
+    def grid_hashes(self) -> HashedDict | HashedList:
+        """{run key: config hash} of the grid (None for runs of own-rule methods, which keep no hash)."""
+        return hashed(self.grid.hashes(), "grid")
+
+    # -------------------------------------------------------------------------------------- data
+    def found_on_disk(self, dataset: str, size: int | str) -> Found | None:
+        """The data layer's Found for the dataset under data_dir (no network), or None."""
+        try:
+            return find_source(dataset, self.data_dir, int(size))
+        except DataError:
+            return None
+
+    def embedded_source(self, dataset: str, size: int | str) -> str | None:
+        """The fingerprint of a dataset kept without files (a description, not a path, as its
+        location: scikit-learn's digits), else None."""
+        found = self.found_on_disk(dataset, size)
+        return None if found is None or isinstance(found.location, Path) else found.fingerprint
+
+    def awaits_data(self, dataset: str, size: int | str) -> bool:
+        """True if a run of the grid on this dataset at this size would train now (no record yet, or a
+        changed config): a run that reads the data, not only its record."""
+        return any(
+            awaits_training(r.record, r.config_file)
+            for r in self.runs
+            if r.dataset == dataset and r.data_size == int(size)
+        )
+
+    def data_check(self, wildcards: Wildcards) -> dict[str, Any]:
+        """prepare_data's params: what its outcome depends on. A dataset found ready keeps the value it
+        was checked with (no re-check, so no rerun) while data_dir names the folder it was checked in
+        and its files are still there, or while no run of it would train (a table rebuild of a
+        finished grid reads records only); with another data_dir, or its files gone from this one (a
+        run deleted after its data), and runs left to train, it is checked again there, so data
+        missing there skip the dataset instead of failing its training jobs. A skipped one is checked
+        again when data_dir, download or strict change or when its files appear on disk (`con2 data
+        get`). A dataset without files (the embedded digits) depends on none of these: its value is
+        its source's fingerprint alone. (A data check that runs again would hide, until it has run,
+        the runs of that dataset whose setting changed: in Snakemake 9 the jobs below a job that must
+        run are not checked on their own, and an `ancient` input does not pass the rerun down.)"""
+        embedded = self.embedded_source(wildcards.dataset, wildcards.size)
+        if embedded:
+            return {"embedded": embedded}
+        marker = Path(P.data_marker(wildcards.dataset, wildcards.size))
+        if marker.is_file():
+            try:
+                found = json.loads(marker.read_text())
+            except (OSError, ValueError):
+                found = {}
+            if "check" in found and not self.targets.trains_anything:  # a rebuild: the data stay as last checked
+                return dict(found["check"])
+            if found.get("status") == "ok" and "check" in found:
+                here = same_folder(checked_in(found), self.config["data_dir"])
+                if (here and self.on_disk_at_start(wildcards.dataset, wildcards.size)) or not self.awaits_data(
+                    wildcards.dataset, wildcards.size
+                ):
+                    return dict(found["check"])
+        return {
+            "data_dir": str(self.data_dir),
+            "download": bool(self.config.get("download", True)),
+            "strict": self.strict,
+            "on_disk": self.found_on_disk(wildcards.dataset, wildcards.size) is not None,
+        }
+
+    def on_disk_at_start(self, dataset: str, size: int | str) -> bool:
+        """True if the dataset's files were under data_dir when the workflow started (asked once)."""
+        key = (dataset, int(size))
+        if key not in self._on_disk:
+            self._on_disk[key] = self.found_on_disk(dataset, size) is not None
+        return self._on_disk[key]
+
+    def ready(self, run: E.Run) -> bool:
+        """True for a run scheduled before the data check: its dataset's files are on disk when the
+        workflow starts, and it trains or its data marker is there. (A finished run whose marker is
+        gone waits for the check: a marker that a job writes anew makes every run reading it "updated
+        by another job", `ancient` or not, and the run would retrain.) Decided once, at the start."""
+        if run.key not in self._ready:
+            self._ready[run.key] = self.on_disk_at_start(run.dataset, run.data_size) and (
+                os.path.exists(P.data_marker(run.dataset, run.data_size))
+                or awaits_training(run.record, run.config_file)
+            )
+        return self._ready[run.key]
+
+    def ready_runs(self) -> list[E.Run]:
+        """The runs scheduled before the data check: every run with strict=true, else the `ready` ones.
+        Snakemake knows their jobs from its first line, so its step total stays put through the data
+        check; a dataset that is fetched (or skipped) joins after the check (`checked_runs`). One
+        found on disk whose check then fails (a damaged copy) fails its training jobs with the
+        check's error instead of being skipped."""
+        return list(self.runs) if self.strict else [r for r in self.runs if self.ready(r)]
+
+    def checked_runs(self) -> list[E.Run]:
+        """The other runs whose data prepare_data found ready (or downloaded): known after the data check."""
+        if self.strict:
+            return []
+        status = self._data_status()
+        return [
+            r
+            for r in self.runs
+            if not self.ready(r) and (status.get(f"{r.dataset}/{r.data_size}") or {}).get("status") == "ok"
+        ]
+
+    def available_runs(self) -> list[E.Run]:
+        """The runs whose data are ready (after the data check); in a rebuild, the finished runs."""
+        if not self.targets.trains_grid:
+            return self.finished_runs()
+        return self.ready_runs() + self.checked_runs()
+
+    def finished_runs(self) -> list[E.Run]:
+        """The grid's runs a rebuild reads as inputs: a record, its config unchanged and its data
+        marker there, so no job above it has a reason to run. Any other record on disk is read as it
+        is (`records_outside`)."""
+        return [
+            r
+            for r in self.runs
+            if not awaits_training(r.record, r.config_file) and os.path.exists(P.data_marker(r.dataset, r.data_size))
+        ]
+
+    def status_file(self, wildcards: Wildcards = None) -> list[str]:
+        """The data status a table's notes read: the checkpoint's file; in a rebuild, the file as the
+        last check left it, and none where a dataset was never checked (a rebuild checks no data)."""
+        if self.targets.trains_anything or all(os.path.exists(P.data_marker(d, s)) for d, s in self.data_targets):
+            return [DATA_STATUS]
+        return []
+
+    def status_input(self, wildcards: Wildcards = None) -> list[str]:
+        """The data-status checkpoint as an input of rules whose inputs depend on it (none when
+        strict; in a rebuild, the file as the last check left it: `status_file`)."""
+        return [] if self.strict else self.status_file(wildcards)
+
+    # -------------------------------------------------------------------------------------- records
+    def scoped_experiments(self) -> set[str]:
+        """The experiments of every scoped table (`report.scopes`, e.g. the fidelity study)."""
+        return {e for exps in self.scopes.values() for e in exps}
+
+    def scoped_only(self, run: E.Run) -> bool:
+        """True for a run that only scoped tables need (they train it when named)."""
+        return bool(run.experiments) and set(run.experiments) <= self.scoped_experiments()
+
+    def _runs(self, checked: bool) -> list[E.Run]:
+        return self.checked_runs() if checked else self.ready_runs()
+
+    def grid_records(self, wildcards: Wildcards = None, checked: bool = False) -> list[str]:
+        """Records the main aggregation trains (or keeps up to date): every run whose data are
+        available, but those only a scoped table needs. Also inputs of the target `all`: Snakemake 9
+        rebuilds a deleted file only when a job that must run needs it, and a missing input is no
+        reason to run for a job that is not a target, so a finished run deleted from disk left
+        `evaluate` up to date, its rows still in the tables. A missing input is such a reason for a
+        target without outputs (`all`): the run trains again, and the tables are rebuilt from it."""
+        if not self.targets.trains_grid:  # a rebuild: the finished runs (known from the start; no data check)
+            return [] if checked else [r.record for r in self.finished_runs() if not self.scoped_only(r)]
+        return [r.record for r in self._runs(checked) if not self.scoped_only(r)]
+
+    def checked_grid_records(self, wildcards: Wildcards = None) -> list[str]:
+        return self.grid_records(wildcards, checked=True)
+
+    def study_records(self, wildcards: Wildcards = None, checked: bool = False) -> list[str]:
+        """Records of the runs of every scoped table (rule `studies`)."""
+        scoped = self.scoped_experiments()
+        return [r.record for r in self._runs(checked) if scoped & set(r.experiments)]
+
+    def study_checked_records(self, wildcards: Wildcards = None) -> list[str]:
+        return self.study_records(wildcards, checked=True)
+
+    def all_grid_records(self, wildcards: Wildcards = None, checked: bool = False) -> list[str]:
+        """Records of every run of the grid whose data are available (rule `runs`)."""
+        return [r.record for r in self._runs(checked)]
+
+    def all_checked_records(self, wildcards: Wildcards = None) -> list[str]:
+        return self.all_grid_records(wildcards, checked=True)
+
+    def _stamped(self, paths: Sequence[str], label: str) -> HashedDict | HashedList:
+        """Paths with their mtimes (a param: Snakemake compares it, so a change reruns the rule)."""
+        return hashed([f"{p}@{os.stat(p).st_mtime_ns}" for p in paths], label)
+
+    def records_outside(self, wildcards: Wildcards = None) -> HashedDict | HashedList:
+        """Records on disk that the grid does not (re)build: other profiles', or runs of a dataset that
+        is unavailable now. Aggregated as they are; their names and mtimes make the aggregation rerun
+        when one appears, changes or disappears."""
+        tracked = {r.record for r in self.available_runs() if not self.scoped_only(r)}
+        return self._stamped([p for p in self.records_on_disk if p not in tracked], "outside")
+
+    def scope_records(self, wildcards: Wildcards, checked: bool = False) -> list[str]:
+        """Records a scoped table needs: the available runs of its experiments (naming the table as
+        the target trains only these)."""
+        exps = set(self.scopes[wildcards.scope])
+        if not self.targets.trains_scope(wildcards.scope):  # `all` or a rebuild: the finished runs
+            return [] if checked else [r.record for r in self.finished_runs() if exps & set(r.experiments)]
+        return [r.record for r in self._runs(checked) if exps & set(r.experiments)]
+
+    def scope_checked_records(self, wildcards: Wildcards) -> list[str]:
+        return self.scope_records(wildcards, checked=True)
+
+    def scope_outside(self, wildcards: Wildcards) -> HashedDict | HashedList:
+        """Records on disk of the scope's runs that the grid does not rebuild now (their data are
+        unavailable): kept, as in `records_outside`."""
+        exps = set(self.scopes[wildcards.scope])
+        tracked = {*self.scope_records(wildcards), *self.scope_checked_records(wildcards)}
+        keys = {r.record for r in self.runs if exps & set(r.experiments)}
+        return self._stamped([p for p in self.records_on_disk if p in keys and p not in tracked], "outside")
+
+    def edited_scores(self, wildcards: Wildcards = None) -> list[str]:
+        """The scores.csv files changed since their run wrote its record (a run writes record.json
+        last). Inputs of the aggregation, which checks each record against its scores.csv, and of the
+        tables that read them: an edited scores.csv rebuilds them. Only these: a scores.csv is no
+        declared output, so listing every one would change the input set each time a run trains."""
+        edited = []
+        for record in self.records_on_disk:
+            scores = os.path.join(os.path.dirname(record), "scores.csv")
+            try:
+                if os.stat(scores).st_mtime_ns > os.stat(record).st_mtime_ns:
+                    edited.append(scores)
+            except OSError:
+                continue
+        return edited
