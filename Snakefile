@@ -98,7 +98,7 @@ rule runs:
 
 include: "workflow/rules/data.smk"
 include: "workflow/rules/train.smk"
-include: "workflow/rules/evaluate.smk"
+include: "workflow/rules/aggregate.smk"
 include: "workflow/rules/tables.smk"
 include: "workflow/rules/figures.smk"
 

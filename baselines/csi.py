@@ -43,7 +43,8 @@ from baselines.csi_spec import SPEC, CSIParams
 from con2.errors import ConfigError
 from con2.maths.losses import nt_xent
 from con2.methods.base import Method
-from con2.methods.scoring import ContextFn, Reading, Scorer, ScoringSpec, TestView, tta_plan
+from con2.methods.features import ContextFn
+from con2.methods.scoring import Reading, Scorer, ScoringSpec, TestView, tta_plan
 from con2.methods.spec import MethodSettings
 from con2.training.models import encoder_dim, projection_head
 from con2.transforms.augment import ViewAugment

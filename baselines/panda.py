@@ -39,7 +39,8 @@ from torch import Tensor, nn
 from baselines.panda_spec import SPEC, PandaParams
 from con2 import weights
 from con2.methods.base import Method
-from con2.methods.scoring import Scorer, ScoringSpec, TestView, features, identity
+from con2.methods.features import features
+from con2.methods.scoring import Scorer, ScoringSpec, TestView, identity
 from con2.methods.spec import MethodSettings
 from con2.transforms.augment import IDENTITY_VIEW, normalize, to_float
 

@@ -43,7 +43,8 @@ from con2.data import DataError, OneClassData, load_one_class
 from con2.maths.metrics import auroc
 from con2.methods import build_method
 from con2.run.execute import train_settings
-from con2.training.engine import fit, select_device
+from con2.training.device import select_device
+from con2.training.engine import fit
 
 # (name, config overrides, timed steps per round): the two throughput settings
 THROUGHPUT = (

@@ -68,7 +68,8 @@ def worker(a: argparse.Namespace) -> None:
     from con2.maths.metrics import auroc
     from con2.methods import build_method
     from con2.run.execute import train_settings
-    from con2.training.engine import fit, select_device
+    from con2.training.device import select_device
+    from con2.training.engine import fit
 
     torch.set_num_threads(a.threads)
     device = select_device(a.device)

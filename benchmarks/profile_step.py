@@ -21,7 +21,7 @@ from throughput import build_ours, config_for, load_images, parser, sync
 from torch.profiler import ProfilerActivity, profile, record_function
 
 from con2.methods.base import Method
-from con2.training.engine import select_device
+from con2.training.device import select_device
 
 REGIONS = ("forward", "views", "encoder forward", "backward", "optimizer")
 LABELS = {"views": "  views (in forward)", "encoder forward": "  encoder (in forward)"}

@@ -24,7 +24,7 @@ import time
 import torch
 
 from con2.maths.scores import fit_gaussian, lh_scores, nnd_scores
-from con2.training.engine import select_device
+from con2.training.device import select_device
 
 
 def peak_rss_mb() -> float:

@@ -40,15 +40,8 @@ from con2.methods import build_method
 from con2.methods.base import Method
 from con2.methods.con2_method import Con2
 from con2.run.provenance import cpu_model
-from con2.training.engine import (
-    TrainSettings,
-    autocast_enabled,
-    compile_submodules,
-    make_optimizer,
-    prepare_model,
-    select_device,
-    train_step,
-)
+from con2.training.device import autocast_enabled, select_device
+from con2.training.engine import TrainSettings, compile_submodules, make_optimizer, prepare_model, train_step
 from con2.transforms.augment import contexts_for
 
 # Dense (no sparsity) bf16 tensor-core peaks in TFLOP/s from the vendors' data sheets; the first
@@ -247,7 +240,7 @@ def measure(
     if device.type != "cuda":  # the CPU row's details, what its speed depends on (no comma: a CSV cell)
         name += f" ({torch.get_num_threads()} thread(s); {'bf16 autocast' if ours.autocast else 'fp32'})"
     return {
-        "check": "throughput",  # as gpu_check.py's lines: con2.grid.plan.rates_from_jsonl reads both
+        "check": "throughput",  # as gpu_check.py's lines: con2.grid.cost_tables.rates_from_jsonl reads both
         "device": name,
         "threads": torch.get_num_threads(),
         "dataset": cfg.dataset,

@@ -22,7 +22,7 @@ def with_stand_in_weights(name: str, params: dict[str, Any], folder: Path) -> di
 
 # PANDA's ImageNet ResNet has the standard stem: at the tiny configs' 16 px its last stage sees
 # 1 x 1 inputs, which bf16 autocast on a CPU gets wrong and the engine refuses
-# (con2.training.engine.refuse_broken_cpu_bf16_convolutions); at 32 px it is computed right.
+# (con2.training.device.refuse_broken_cpu_bf16_convolutions); at 32 px it is computed right.
 TRAIN_SIZE = {"panda": 32}
 
 

@@ -24,7 +24,8 @@ from con2.errors import ConfigError
 from con2.maths.losses import nt_xent
 from con2.maths.scores import knn_scores, mahalanobis_scores
 from con2.methods import build_method, get_method
-from con2.methods.scoring import tta_plan, view_features
+from con2.methods.features import view_features
+from con2.methods.scoring import tta_plan
 from con2.transforms.augment import IDENTITY_VIEW, normalize, to_float
 
 REPO = Path(__file__).resolve().parents[1]

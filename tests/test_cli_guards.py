@@ -21,11 +21,12 @@ from conftest import TINY
 from test_hostile_inputs import ROOT, TEST_CONFIG, assert_one_line, cli, snakemake, workflow_copy
 
 from con2.cli.main import main
-from con2.config import MAX_CONFIG_DEPTH, MAX_LAYER_SIZE, MAX_THREADS, MAX_WIDTH, check_size
+from con2.config import MAX_LAYER_SIZE, MAX_THREADS, MAX_WIDTH
 from con2.errors import ConfigError
+from con2.grid.cost_tables import SIZES_CSV, THROUGHPUT_COLUMNS, manifest_size, read_sizes
 from con2.grid.experiments import expand_grid
-from con2.grid.plan import SIZES_CSV, THROUGHPUT_COLUMNS, manifest_size, read_sizes
 from con2.workflow.eta import PlannedRun, eta_line, grid_eta, view_cost, weigh_runs
+from con2.yaml_files import MAX_CONFIG_DEPTH, check_size
 
 TINY_SET = [f"{k}={json.dumps(v)}" for k, v in TINY.items()]
 # one row of the throughput table as `con2 plan` reads it (tests change one column)
@@ -99,7 +100,7 @@ def test_an_empty_path_option_is_refused_and_nothing_is_written(tmp_path: Path, 
 # ------------------------------------------------------------------------------------------ 11: the ETA's inputs
 def damaged_manifests(data_dir: Path, value: object, seed: int = 0) -> list[Path]:
     """Split manifests of digits (16 px, classes 0 and 1, split seed ``seed``) whose ``n_train`` is
-    ``value``, where :func:`con2.grid.plan.manifest_size` looks for them (any seed)."""
+    ``value``, where :func:`con2.grid.cost_tables.manifest_size` looks for them (any seed)."""
     from con2.data.cache import cache_dir
     from con2.data.manifest import manifest_filename
 

@@ -9,7 +9,7 @@ import torch
 
 from con2.config import make_config
 from con2.methods import build_method
-from con2.methods.scoring import quantize
+from con2.methods.features import quantize
 from con2.transforms.augment import invert
 
 CPU = torch.device("cpu")
@@ -50,7 +50,7 @@ def test_contexts_after_the_views_are_pixel_exact_transforms_of_the_x_views(tiny
 
 
 def test_contexts_after_the_views_at_test_time_too(tiny):
-    from con2.methods.scoring import features
+    from con2.methods.features import features
 
     method = tiny_con2(tiny, context_order="after_views")
     assert method.context_after_views() and not tiny_con2(tiny).context_after_views()

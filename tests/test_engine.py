@@ -175,7 +175,8 @@ class StridedConv(torch.nn.Module):
 def test_a_strided_convolution_on_a_1x1_input_is_refused_under_cpu_bf16(tmp_path, monkeypatch):
     import con2.training.engine as engine
     from con2.errors import ConfigError
-    from con2.training.engine import TrainSettings, fit, refuse_broken_cpu_bf16_convolutions
+    from con2.training.device import refuse_broken_cpu_bf16_convolutions
+    from con2.training.engine import TrainSettings, fit
 
     model = StridedConv(1)
     with pytest.raises(ConfigError, match=r"convolution conv on its 1 x 1 input .*set amp=false .*image_size"):
@@ -217,7 +218,7 @@ def test_compile_failure_is_a_config_error(tmp_path, monkeypatch):
 
 
 def test_autocast_policy():
-    from con2.training.engine import autocast_enabled, cpu_has_native_bf16
+    from con2.training.device import autocast_enabled, cpu_has_native_bf16
 
     assert not autocast_enabled(torch.device("cpu"), amp=False)
     assert autocast_enabled(torch.device("cpu"), amp=True) == cpu_has_native_bf16()
@@ -245,18 +246,18 @@ CPUINFO_OLD_AMD = "processor\t: 0\nmodel name\t: AMD EPYC\nflags\t\t: fpu avx2 f
     ],
 )
 def test_native_bf16_needs_the_cpu_flag_not_only_onednn(cpuinfo, onednn, native):
-    from con2.training.engine import cpu_flags, native_bf16_from_flags
+    from con2.training.device import cpu_flags, native_bf16_from_flags
 
     assert native_bf16_from_flags(cpu_flags(cpuinfo), onednn) is native
 
 
 def test_cpu_has_native_bf16_reads_the_flags(monkeypatch):
-    import con2.training.engine as engine
+    import con2.training.device as device
 
-    avx512_only = engine.cpu_flags(CPUINFO_AVX512_ONLY)
-    monkeypatch.setattr(engine, "cpu_flags", lambda cpuinfo=None: avx512_only)
+    avx512_only = device.cpu_flags(CPUINFO_AVX512_ONLY)
+    monkeypatch.setattr(device, "cpu_flags", lambda cpuinfo=None: avx512_only)
     monkeypatch.setattr(torch.ops.mkldnn, "_is_mkldnn_bf16_supported", lambda: True, raising=False)
-    assert not engine.cpu_has_native_bf16() and not engine.autocast_enabled(torch.device("cpu"), amp=True)
+    assert not device.cpu_has_native_bf16() and not device.autocast_enabled(torch.device("cpu"), amp=True)
 
 
 def test_steady_training_step_builds_no_tensor_from_host_data(tiny):

@@ -25,7 +25,8 @@ from torch import nn
 from con2.config import make_config
 from con2.data import load_one_class
 from con2.methods import Method, all_methods, build_method, register, registry
-from con2.methods.scoring import Reading, Scorer, ScoringSpec, crossed_plan, view_features
+from con2.methods.features import view_features
+from con2.methods.scoring import Reading, Scorer, ScoringSpec, crossed_plan
 from con2.run.execute import to_tensor
 from con2.run.records import read_record
 from con2.run.runner import RECORD, SCORES, run

@@ -16,6 +16,7 @@ from con2 import paths as P
 from con2.config import RUNTIME_KEYS, load_config, make_config
 from con2.errors import ConfigError
 from con2.grid import experiments as E
+from con2.grid.workflow_grid import check_report, workflow_grid
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = ROOT / "workflow" / "config"
@@ -213,8 +214,8 @@ def test_the_workflow_parses_each_run_config_once(tmp_path: Path, monkeypatch: p
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(E, "_METHODS_CHECKED", set())  # a new process
     parses, loads = count_parses(monkeypatch)
-    grid = E.workflow_grid(cfg, normal_classes, own_rules, bool(cfg["strict"]), unknown_class, TABLES)
-    hashes = [grid.hashes(), grid.hashes()]  # rules evaluate and evaluate_scope
+    grid = workflow_grid(cfg, normal_classes, own_rules, bool(cfg["strict"]), unknown_class, TABLES)
+    hashes = [grid.hashes(), grid.hashes()]  # rules aggregate and aggregate_scope
     identities = Counter(tuple(str(getattr(r, k)) for k in P.IDENTITY_KEYS) for r in grid.runs)
     assert len(grid.runs) == 1741 and not grid.missing_weights  # 1,671 trained + 70 floor runs (one per class)
     assert parses == identities, ([k for k, n in parses.items() if n > 1][:3], len(parses))
@@ -378,17 +379,17 @@ def test_the_report_block_names_only_what_the_profile_has(edit, message: str) ->
     from con2.report.artefacts import TABLES
 
     cfg = small_profile()
-    E.check_report(cfg, TABLES)
+    check_report(cfg, TABLES)
     edit(cfg["report"])
     with pytest.raises(E.GridError, match=message):
-        E.check_report(cfg, TABLES)
+        check_report(cfg, TABLES)
 
 
 def test_the_shipped_profiles_pass_the_report_check() -> None:
     from con2.report.artefacts import TABLES
 
     for profile in ("default", "paper", "test"):
-        E.check_report(load_profile(profile), TABLES)
+        check_report(load_profile(profile), TABLES)
 
 
 def test_records_on_disk_counts_only_run_directories(tmp_path: Path) -> None:

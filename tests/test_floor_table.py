@@ -8,7 +8,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from con2.grid.experiments import GridError, check_report
+from con2.grid.checks import GridError
+from con2.grid.workflow_grid import check_report
 from con2.report.artefacts import ReportInputs
 from con2.report.collect import collect_runs
 from con2.report.paper import load_paper_numbers

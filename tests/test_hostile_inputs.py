@@ -29,8 +29,9 @@ from workflow_helpers import ONE_RUN_PROFILE
 
 import con2.grid.experiments as E
 import con2.paths as P
-from con2.config import MAX_IMAGE_SIZE, check_size, unknown_encoder
+from con2.config import MAX_IMAGE_SIZE, unknown_encoder
 from con2.errors import ConfigError, DataError
+from con2.yaml_files import check_size
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"

@@ -12,7 +12,7 @@ from con2.cli.main import main
 from con2.data import normal_classes
 from con2.data.cache import cache_dir
 from con2.errors import ConfigError
-from con2.grid import plan
+from con2.grid import cost_tables, plan
 from con2.grid.experiments import expand_grid
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -50,10 +50,10 @@ def tables(tmp_path: Path) -> dict[str, Path]:
 
 def test_costs_of_a_tiny_profile_match_the_hand_computed_numbers(tables: dict[str, Path]) -> None:
     runs = expand_grid(PROFILE, normal_classes)
-    sizes, _ = plan.train_sizes(runs, plan.read_sizes(tables["sizes"]), None)
-    rates = plan.device_rates(plan.read_rates(tables["throughput"]), "test gpu", False)
+    sizes, _ = cost_tables.train_sizes(runs, cost_tables.read_sizes(tables["sizes"]), None)
+    rates = plan.device_rates(cost_tables.read_rates(tables["throughput"]), "test gpu", False)
     rate_of = {s: plan.estimate_rate(rates, *s) for s in {plan.setting_of(r.config) for r in runs}}
-    costs = plan.cost_runs(runs, sizes, rate_of, plan.paper_hours_per_run(tables["paper"], runs))
+    costs = plan.cost_runs(runs, sizes, rate_of, cost_tables.paper_hours_per_run(tables["paper"], runs))
     by_key = {c.key: c for c in costs}
 
     # class 0: 120 images -> 2 steps of 50 -> 100 images an epoch -> 60,000 in 600 epochs;
@@ -107,8 +107,8 @@ def test_con2_plan_prints_the_table(tables: dict[str, Path], tmp_path: Path, cap
 
 def test_rate_extrapolation_scales_by_pixels_then_width() -> None:
     rates = [
-        plan.Rate("GPU", 224, 64, 64, 4, False, 3000.0, "a"),
-        plan.Rate("GPU", 32, 64, 512, 4, False, 16000.0, "b"),
+        cost_tables.Rate("GPU", 224, 64, 64, 4, False, 3000.0, "a"),
+        cost_tables.Rate("GPU", 32, 64, 512, 4, False, 16000.0, "b"),
     ]
     assert plan.estimate_rate(rates, 224, 64, 64).views_per_s == 12000.0
     est = plan.estimate_rate(rates, 128, 64, 128)  # nearer 224 than 32 (log scale): 12000 x (224/128)^2
@@ -121,8 +121,10 @@ def test_the_throughput_table_is_the_measured_json_lines() -> None:
     measured = ROOT / "benchmarks" / "measured"
     derived = []
     for path in sorted(measured.glob("*.jsonl")):
-        derived += plan.rates_from_jsonl(path.read_text().splitlines(), path.name)
-    table = plan.read_rates(plan.THROUGHPUT_CSV)  # package data (con2/resources), derived from these lines
+        derived += cost_tables.rates_from_jsonl(path.read_text().splitlines(), path.name)
+    table = cost_tables.read_rates(
+        cost_tables.THROUGHPUT_CSV
+    )  # package data (con2/resources), derived from these lines
     assert len(table) == len(derived) > 0
     for row, ref in zip(table, derived):
         assert (row.device, row.image_size, row.width, row.batch_size, row.views_per_image, row.compile) == (
@@ -139,7 +141,7 @@ def test_the_throughput_table_is_the_measured_json_lines() -> None:
 def test_every_paper_dataset_has_a_training_set_size() -> None:
     paper = yaml.safe_load((ROOT / "workflow" / "config" / "paper.yaml").read_text())
     runs = expand_grid(paper, normal_classes)
-    sizes, where = plan.train_sizes(runs, plan.read_sizes(plan.SIZES_CSV), None)
+    sizes, where = cost_tables.train_sizes(runs, cost_tables.read_sizes(cost_tables.SIZES_CSV), None)
     assert {r.dataset for r in runs} == set(where) and all(n > 0 for n in sizes.values())
 
 
@@ -166,7 +168,7 @@ def test_a_missing_size_names_the_table(tables: dict[str, Path]) -> None:
     seven = {**PROFILE, "datasets": {"digits": {"normal_classes": ["7"]}}}
     runs = expand_grid({**seven, "experiments": {"main": PROFILE["experiments"]["main"]}}, normal_classes)
     with pytest.raises(ConfigError, match="no training-set size for digits class 7.*train_set_sizes.csv"):
-        plan.train_sizes(runs, plan.read_sizes(tables["sizes"]), None)
+        cost_tables.train_sizes(runs, cost_tables.read_sizes(tables["sizes"]), None)
 
 
 def test_a_prepared_split_manifest_gives_the_size(tables: dict[str, Path], tmp_path: Path, monkeypatch) -> None:
@@ -175,7 +177,7 @@ def test_a_prepared_split_manifest_gives_the_size(tables: dict[str, Path], tmp_p
     splits.mkdir(parents=True)
     (splits / "0__seed0.json").write_text('{"n_train": 77}')  # class 0 prepared; class 1 only in the table
     runs = expand_grid(PROFILE, normal_classes)
-    sizes, where = plan.train_sizes(runs, plan.read_sizes(tables["sizes"]), tmp_path)
+    sizes, where = cost_tables.train_sizes(runs, cost_tables.read_sizes(tables["sizes"]), tmp_path)
     assert sizes[("digits", "0")] == 77 and sizes[("digits", "1")] == 101
     assert where["digits"] == "split manifest of the prepared data"
 

@@ -174,7 +174,7 @@ def test_editing_a_scores_csv_reruns_the_tables_that_read_it(tmp_path: Path) -> 
     df.to_csv(scores, index=False)
     res = snakemake(wd, "-n", target, "--configfile", prof)
     assert res.returncode == 0, res.stderr[-3000:]
-    assert job_stats(res.stdout + res.stderr) == Counter({"evaluate": 1, "table_comparisons": 1})
+    assert job_stats(res.stdout + res.stderr) == Counter({"aggregate": 1, "table_comparisons": 1})
 
 
 # ----------------------------------------------------------------------------- item 7: a linked folder

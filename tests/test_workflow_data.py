@@ -113,7 +113,7 @@ def test_no_record_ever_leaves_the_tables_and_a_grid_change_trains_at_once(tmp_p
     flags = runs_csv_records(wd)
     breast = "results/runs/breastmnist/1/con2/invert/seed0/record.json"
     assert set(flags) == set(after) and flags[breast] is False and sum(flags.values()) == 2
-    assert f"{breast}: not a run of this profile's grid" in (wd / "results/logs/evaluate.log").read_text()
+    assert f"{breast}: not a run of this profile's grid" in (wd / "results/logs/aggregate.log").read_text()
     assert "1 record(s) outside this profile's grid" in gone.stderr
     assert "outside this profile's grid" in (wd / "results/tables/table1_medical.md").read_text()
 
@@ -121,7 +121,7 @@ def test_no_record_ever_leaves_the_tables_and_a_grid_change_trains_at_once(tmp_p
     shutil.rmtree(wd / "results/runs/breastmnist")
     dropped = snakemake(wd, "--cores", "1", "all", "--configfile", "small.yaml", "--config", f"data_dir={data}")
     assert dropped.returncode == 0, dropped.stderr[-3000:]
-    assert finished(dropped.stdout + dropped.stderr)["evaluate"] == 1
+    assert finished(dropped.stdout + dropped.stderr)["aggregate"] == 1
     assert set(runs_csv_records(wd)) == set(after) - {breast}
 
 

@@ -112,7 +112,7 @@ def test_a_deleted_run_whose_data_are_gone_leaves_runs_csv_and_the_tables(tmp_pa
     out = res.stdout + res.stderr
     assert res.returncode == 0, out[-4000:]
     assert "Nothing to be done" not in out and "Error in rule" not in out, out[-3000:]
-    assert finished(out)["train"] == 0 and finished(out)["evaluate"] == 1, out[-3000:]
+    assert finished(out)["train"] == 0 and finished(out)["aggregate"] == 1, out[-3000:]
     assert set(runs_csv_records(wd)) == {digits}
     marker = json.loads((wd / "results/data/breastmnist/28px.json").read_text())
     assert marker["status"] == "skipped", marker

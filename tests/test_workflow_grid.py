@@ -55,14 +55,14 @@ def test_paper_dry_run_builds_the_whole_grid(tmp_path: Path) -> None:
     assert stats["prepare_data"] == len(data_targets(runs)) == 11
     report = cfg["report"]
     expected = {
-        "evaluate": 1,
+        "aggregate": 1,
         "score_runtime": 1,
         "all": 1,
         "data_status": 1,  # results/data/status.json: the tables that say why a dataset has no runs read it
         **{f"table_{t}": len(a.stems(report)) for t, a in TABLES.items()},
         **{f"figure_{f}": len(a.stems(report)) for f, a in FIGURES.items()},
         # the studies' tables, from their records on disk (none here): `all` keeps them in step, trains none of them
-        "evaluate_scope": len(report["scopes"]),
+        "aggregate_scope": len(report["scopes"]),
     }
     assert expected["table_per_class"] == expected["figure_per_class"] == len(report["per_class"]) >= 1
     for rule, count in expected.items():

@@ -57,7 +57,7 @@ def test_tiny_run_writes_every_table_and_figure(tiny_run: Path) -> None:
     # AVX512-BF16, `amp`) and in fp32 (the rest), and `nnd@encoder/original` falls below chance on
     # some (README). What holds on every CPU: every reading the record declares is there, finite,
     # in [0, 100], and the record says which precision the run trained in (this is the amp part).
-    from con2.training.engine import cpu_has_native_bf16
+    from con2.training.device import cpu_has_native_bf16
 
     precision = "bfloat16-autocast" if cpu_has_native_bf16() else "float32"
     for r in recs:
@@ -256,8 +256,8 @@ def test_bad_records_are_skipped_and_every_table_still_builds(tiny_run: Path, tm
     ]
     res = snakemake(wd, "--cores", "1", "all", "--configfile", TEST_CONFIG)
     assert res.returncode == 0, res.stderr[-3000:]
-    assert finished(res.stdout + res.stderr)["evaluate"] == 1 and finished(res.stdout + res.stderr)["train"] == 0
-    log = (wd / "results/logs/evaluate.log").read_text()
+    assert finished(res.stdout + res.stderr)["aggregate"] == 1 and finished(res.stdout + res.stderr)["train"] == 0
+    log = (wd / "results/logs/aggregate.log").read_text()
     tail = res.stderr[res.stderr.rindex("SKIPPED by the aggregation") :]
     for path in expected:
         line = next(ln for ln in log.splitlines() if ln.startswith(f"skipped {path}: "))
@@ -289,7 +289,7 @@ def test_report_settings_rebuild_what_they_shape_and_unknown_names_stop_the_work
     assert res.returncode == 0, res.stderr[-3000:]
     stats = job_stats(res.stdout + res.stderr)
     assert stats["table_nnd_vs_lh"] == 1 and stats["figure_pca_representations"] == 1, stats
-    assert stats["train"] == stats["run_config"] == stats["evaluate"] == 0, stats
+    assert stats["train"] == stats["run_config"] == stats["aggregate"] == 0, stats
     assert "params have changed" in (res.stdout + res.stderr).lower() or "Params have changed" in res.stdout
     for key, value, message in (
         ("subject", "con3", "report.subject: 'con3' is not a method of the experiments"),

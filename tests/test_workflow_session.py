@@ -263,7 +263,7 @@ def test_targets_classify_what_trains() -> None:
     scoped = ["fidelity"]
     assert Targets([], scoped).trains_grid  # `all`
     assert Targets(["runs"], scoped).trains_grid
-    for rebuild in (["results/tables/table1_medical.md"], ["table_silhouette"], ["figure_pca"], ["evaluate"]):
+    for rebuild in (["results/tables/table1_medical.md"], ["table_silhouette"], ["figure_pca"], ["aggregate"]):
         t = Targets(rebuild, scoped)
         assert not t.trains_grid and not t.trains_anything, rebuild
     for study in (

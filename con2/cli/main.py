@@ -33,8 +33,6 @@ from con2.config import (
     dataclass_from_params,
     load_config,
     parse_override,
-    read_text_file,
-    read_yaml_mapping,
 )
 from con2.errors import Con2Error, ConfigError, RunDirError
 from con2.grid.experiments import rule_file_methods
@@ -45,6 +43,7 @@ from con2.run.rundir import RunDir
 from con2.run.runner import run
 from con2.run.signals import sigterm_as_interrupt
 from con2.text import shell_command
+from con2.yaml_files import read_text_file, read_yaml_mapping
 
 # Start-up imports only the standard library, yaml and con2's light modules (config, errors,
 # rundir, runner, the grid): `con2 --help` and a re-run of a finished `con2 train` answer without loading torch,

@@ -10,9 +10,10 @@ from typing import Any
 
 import yaml
 
-from con2.config import read_text_file, safe_yaml, yaml_problem
 from con2.errors import ConfigError
-from con2.grid.plan import DEFAULT_PROFILE, PAPER_HOURS_CSV, SIZES_CSV, THROUGHPUT_CSV, plan_lines
+from con2.grid.cost_tables import PAPER_HOURS_CSV, SIZES_CSV, THROUGHPUT_CSV
+from con2.grid.plan import DEFAULT_PROFILE, plan_lines
+from con2.yaml_files import read_text_file, safe_yaml, yaml_problem
 
 
 def load_profile(path: Path) -> dict[str, Any]:

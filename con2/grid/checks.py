@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from con2 import config as run_configs
 from con2.errors import ConfigError
 from con2.paths import NAME_PATTERN, is_name
 from con2.text import UNSAFE_TEXT  # what a profile's strings may not hold (an external label neither)
+from con2.yaml_files import check_size
 
 
 class GridError(ValueError):
@@ -52,10 +52,10 @@ def _safe_text(value: Any, where: str) -> None:
 
 def check_profile_size(config: Any) -> None:
     """Refuse a profile that expands to more values than any profile holds (nested YAML aliases):
-    :func:`con2.config.check_size`, as a :class:`GridError`. Call it before anything walks, prints
+    :func:`con2.yaml_files.check_size`, as a :class:`GridError`. Call it before anything walks, prints
     or hashes the profile (the schema check prints it)."""
     try:
-        run_configs.check_size(config, "the profile", "write the values out, without nested anchors and aliases")
+        check_size(config, "the profile", "write the values out, without nested anchors and aliases")
     except ConfigError as exc:
         raise GridError(str(exc)) from None
 

@@ -257,7 +257,8 @@ def summary_lines(
     if outside:
         lines.append(
             f"con2 workflow: {len(outside)} record(s) outside this profile's grid are aggregated as they are "
-            f"(column in_grid of {runs_csv}; listed in results/logs/evaluate.log); delete a run's directory to drop it."
+            f"(column in_grid of {runs_csv}; listed in results/logs/aggregate.log); "
+            "delete a run's directory to drop it."
         )
     lines.append(rule)
     return [terminal_safe(line) for line in lines]  # a folder name, a reason: no escape sequence reaches the terminal

@@ -17,8 +17,8 @@ import torch
 from torch import Tensor, nn
 
 from con2.config import RunConfig
+from con2.methods.features import ContextFn
 from con2.methods.scoring import (  # MethodScores: what the shared test-time loop returns
-    ContextFn,
     MethodScores,
     ScoringSpec,
     TestView,

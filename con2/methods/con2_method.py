@@ -44,7 +44,8 @@ from con2.maths.scores import fit_gaussian, lh_scores, nnd_scores
 from con2.methods.base import Method
 from con2.methods.con2_spec import BEST, FEATURES, SPEC, Con2Params
 from con2.methods.contexts import NoBasisToChoose, choose_context, uint8_to_unit
-from con2.methods.scoring import REFERENCES, ContextFn, MethodScores, Reading, Scorer, ScoringSpec, quantize
+from con2.methods.features import ContextFn, quantize
+from con2.methods.scoring import REFERENCES, MethodScores, Reading, Scorer, ScoringSpec
 from con2.methods.spec import MethodSettings
 from con2.training.models import encoder_dim, projection_head
 from con2.transforms.augment import contexts_for, multi_context_names, normalize, to_float

@@ -198,7 +198,7 @@ class SkippedRecord:
     fix: str
 
     def line(self) -> str:
-        """The one line the evaluate log and the workflow's last lines print."""
+        """The one line the aggregate log and the workflow's last lines print."""
         return f"skipped {self.record}: {self.problem}; fix: {self.fix}"
 
 

@@ -33,7 +33,8 @@ from con2.run.records import build_record
 from con2.run.rundir import CHECKPOINT, CONFIG, FEATURES, RECORD, SCORES, RunDir
 from con2.text import shell_command
 from con2.training.checkpoints import check_trained_config, copy_checkpoint, load_checkpoint
-from con2.training.engine import TrainSettings, fit, planned_steps, select_device
+from con2.training.device import select_device
+from con2.training.engine import TrainSettings, fit, planned_steps
 
 __all__ = [
     "CHECKPOINT",

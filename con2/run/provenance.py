@@ -63,7 +63,7 @@ NATIVE_BF16_CPU_FLAGS = frozenset({"avx512_bf16", "amx_bf16"})  # as con2.traini
 
 def cpu_precision(cpuinfo: str | None = None) -> str:
     """How this CPU trains: ``"bf16 autocast"`` where its flags include native bfloat16 (AVX512-BF16,
-    AMX-BF16), else ``"float32"`` (what :func:`con2.training.engine.autocast_enabled` decides, read
+    AMX-BF16), else ``"float32"`` (what :func:`con2.training.device.autocast_enabled` decides, read
     from ``/proc/cpuinfo`` without importing torch). ``cpuinfo``: the file's text (tests), else read."""
     try:
         text = cpuinfo if cpuinfo is not None else Path("/proc/cpuinfo").read_text(errors="replace")

@@ -47,21 +47,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from con2.grid.plan import (
-    SIZES_CSV,
-    THROUGHPUT_CSV,
-    Rate,
-    device_matches,
-    estimate_rate,
-    held_out_sizes,
-    images_per_run,
-    read_rates,
-    read_sizes,
-    setting_of,
-    sized_runs,
-    train_sizes,
-    views_per_image,
-)
+from con2.grid.cost_tables import SIZES_CSV, THROUGHPUT_CSV, Rate, held_out_sizes, read_rates, read_sizes, train_sizes
+from con2.grid.plan import device_matches, estimate_rate, images_per_run, setting_of, sized_runs, views_per_image
 
 __all__ = [
     "GridEta",

@@ -34,6 +34,7 @@ from con2.data import DataError, find_source, normal_classes
 from con2.data.source import Found
 from con2.grid import experiments as E
 from con2.grid.status import awaits_training, checked_in, same_folder, unknown_class
+from con2.grid.workflow_grid import workflow_grid
 from con2.report.artefacts import TABLES, figure_targets, table_targets
 from con2.workflow.console import HashedDict, HashedList, hashed
 from con2.workflow.eta import weigh_runs
@@ -97,7 +98,7 @@ class Session:
         self._data_status = data_status
         self.own_rule_files = method_rule_files(self.basedir, config.get("extra_rules", []))
         self.own_rule_methods = {Path(f).stem for f in self.own_rule_files}
-        self.grid = E.workflow_grid(
+        self.grid = workflow_grid(
             config, registry_normal_classes, self.own_rule_methods, self.strict, unknown_class, TABLES
         )
         self.runs = self.grid.runs
@@ -344,7 +345,7 @@ class Session:
         available, but those only a scoped table needs. Also inputs of the target `all`: Snakemake 9
         rebuilds a deleted file only when a job that must run needs it, and a missing input is no
         reason to run for a job that is not a target, so a finished run deleted from disk left
-        `evaluate` up to date, its rows still in the tables. A missing input is such a reason for a
+        `aggregate` up to date, its rows still in the tables. A missing input is such a reason for a
         target without outputs (`all`): the run trains again, and the tables are rebuilt from it."""
         if not self.targets.trains_grid:  # a rebuild: the finished runs (known from the start; no data check)
             return [] if checked else [r.record for r in self.finished_runs() if not self.scoped_only(r)]

@@ -49,7 +49,7 @@ class Targets:
         """True for a target that only reads records: a table (not a study's), a figure, an aggregate."""
         if self.scope_of(target) is not None:
             return False
-        return target == "evaluate" or target.startswith(("table_", "figure_")) or target.startswith(ARTEFACT_DIRS)
+        return target == "aggregate" or target.startswith(("table_", "figure_")) or target.startswith(ARTEFACT_DIRS)
 
     @property
     def trains_grid(self) -> bool:

@@ -1,4 +1,4 @@
-"""Snakemake script of rule evaluate: every record on disk -> one tidy CSV, plus seed means.
+"""Snakemake script of rule aggregate: every record on disk -> one tidy CSV, plus seed means.
 
 ``runs.csv`` has one row per (run, score) with AUROC, silhouette, timings, peak memory, the
 benchmark TSV's wall time, RSS and CPU time, what the resolved config says (contexts, loss,
@@ -44,7 +44,7 @@ def main() -> None:
         columns=["record", "mtime_ns", "problem", "fix"],
     )
     outputs = [(runs, snakemake.output.runs), (skipped_frame, snakemake.output.skipped)]
-    if "summary" in snakemake.output.keys():  # the scoped aggregation (rule evaluate_scope) writes none
+    if "summary" in snakemake.output.keys():  # the scoped aggregation (rule aggregate_scope) writes none
         outputs.append((summarize(runs), snakemake.output.summary))
     for frame, path in outputs:
         Path(path).parent.mkdir(parents=True, exist_ok=True)

@@ -1,4 +1,4 @@
-# Evaluate: every record on disk (validated by con2.run.records.read_record) -> one tidy table, one row
+# Aggregate: every record on disk (validated by con2.run.records.read_record) -> one tidy table, one row
 # per run and score, plus the means and stds over seeds. Tables read only this. The grid decides
 # what to train, never what to show: records outside it (another profile's, or a dataset that is
 # unavailable now) are aggregated as they are and flagged (column in_grid), never dropped. A bad
@@ -7,7 +7,7 @@
 # one record never stops the aggregation, so the outputs are never lost to it.
 
 
-rule evaluate:
+rule aggregate:
     """All records -> results/evaluation/runs.csv and summary.csv."""
     localrule: True
     input:
@@ -28,16 +28,16 @@ rule evaluate:
         not_runs=W.not_run_records,
         grid=W.grid_hashes(),
     log:
-        "results/logs/evaluate.log",
+        "results/logs/aggregate.log",
     message:
         "aggregate the records into {output.runs}"
     conda:
         "../envs/con2.yaml"
     script:
-        "../scripts/evaluate.py"
+        "../scripts/aggregate.py"
 
 
-rule evaluate_scope:
+rule aggregate_scope:
     """The records of a scoped table's experiments (`report.scopes`) -> results/evaluation/scopes/<table>.csv."""
     localrule: True
     input:
@@ -52,10 +52,10 @@ rule evaluate_scope:
         outside=W.scope_outside,
         grid=W.grid_hashes(),
     log:
-        "results/logs/evaluate_{scope}.log",
+        "results/logs/aggregate_{scope}.log",
     message:
         "aggregate the records of table {wildcards.scope} into {output.runs}"
     conda:
         "../envs/con2.yaml"
     script:
-        "../scripts/evaluate.py"
+        "../scripts/aggregate.py"
