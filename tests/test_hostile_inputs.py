@@ -31,6 +31,7 @@ import con2.grid.experiments as E
 import con2.paths as P
 from con2.config import MAX_IMAGE_SIZE, unknown_encoder
 from con2.errors import ConfigError, DataError
+from con2.grid.checks import check_profile_text
 from con2.yaml_files import check_size
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -131,13 +132,13 @@ def test_profile_text_that_could_open_a_tag_or_a_link_is_refused_naming_the_key(
     cfg = yaml.safe_load((ROOT / TEST_CONFIG).read_text())
     cfg["run"]["encoder"] = value
     with pytest.raises(E.GridError, match=r"^run\.encoder: .* holds"):
-        E.check_profile_text(cfg)
+        check_profile_text(cfg)
     cfg = yaml.safe_load((ROOT / TEST_CONFIG).read_text())
     cfg["report"]["contexts"] = ["invert", value]
     with pytest.raises(E.GridError, match=r"^report\.contexts\[1\]: "):
-        E.check_profile_text(cfg)
+        check_profile_text(cfg)
     for name in ("default.yaml", "paper.yaml", "test.yaml"):  # every shipped profile passes
-        E.check_profile_text(yaml.safe_load((ROOT / "workflow" / "config" / name).read_text()))
+        check_profile_text(yaml.safe_load((ROOT / "workflow" / "config" / name).read_text()))
 
 
 def test_an_unknown_encoder_is_refused_before_any_job() -> None:
