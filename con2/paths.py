@@ -102,6 +102,14 @@ def records_on_disk(root: str | Path = RUNS_ROOT) -> tuple[list[str], list[str]]
     return runs, [p for p in found if p not in kept]
 
 
+def scores_bundle(runs_csv: str | Path) -> str:
+    """The per-image scores bundle the aggregation writes beside a runs CSV (:func:`con2.report.scores.bundle_bytes`):
+    ``runs.csv`` -> ``scores.json.gz``, ``scopes/<table>.csv`` -> ``scopes/<table>.scores.json.gz``."""
+    path = Path(runs_csv)
+    name = "scores.json.gz" if path.name == "runs.csv" else f"{path.stem}.scores.json.gz"
+    return str(path.with_name(name))
+
+
 def data_marker(dataset: str, size: int) -> str:
     """The workflow's summary of one dataset prepared at one size (``prepare_data``'s output)."""
     return f"{DATA_ROOT}/{dataset}/{size}px.json"

@@ -12,6 +12,7 @@ import pytest
 from report_fixtures import RESOURCES, ROOT, collect, config, paper, runs, score_runtime_measurements, write_pca_run  # noqa: F401  (fixtures: test parameters of the same name)
 
 from con2.report.artefacts import FIGURES, TABLES, ReportInputs, figure_targets, table_targets
+from con2.report.scores import bundle_bytes
 
 
 def test_report_imports_no_torch() -> None:
@@ -47,6 +48,8 @@ def test_every_artefact_is_made_from_exactly_the_inputs_it_declares(
     score_runtime_measurements().to_csv(measured, index=False)
     status = tmp_path / "status.json"
     status.write_text(json.dumps({"cifar10/32": {"dataset": "cifar10", "size": 32, "status": "ok"}}))
+    bundle = tmp_path / "scores.json.gz"  # what the aggregation writes beside runs.csv
+    bundle.write_bytes(bundle_bytes(runs["record"].unique()))
     files = {
         "runs": str(runs_csv),
         "paper": str(RESOURCES / "paper_numbers.csv"),
@@ -54,6 +57,7 @@ def test_every_artefact_is_made_from_exactly_the_inputs_it_declares(
         "measured": str(measured),
         "status": str(status),
         "gpu": str(ROOT / "benchmarks" / "measured"),
+        "scores": str(bundle),
     }
     report = config["report"]
     made = set()

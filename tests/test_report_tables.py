@@ -11,6 +11,7 @@ from con2.report.artefacts import TABLES, ReportInputs
 from con2.report.format import Table
 from con2.report.paper import load_compute_hours
 from con2.report.per_class import per_class as per_class_table
+from con2.report.scores import bundle_bytes
 from con2.report.tables import build_table, outside_grid_note
 
 
@@ -56,7 +57,9 @@ def test_records_outside_the_grid_are_left_out_and_counted_in_one_note(
     n = marked.loc[~marked["in_grid"], "record"].nunique()
     status = tmp_path / "status.json"
     status.write_text("{}")
-    files = {"paper": str(RESOURCES / "paper_numbers.csv"), "status": str(status)}
+    bundle = tmp_path / "scores.json.gz"
+    bundle.write_bytes(bundle_bytes(runs["record"].unique()))
+    files = {"paper": str(RESOURCES / "paper_numbers.csv"), "status": str(status), "scores": str(bundle)}
 
     def table1(frame: pd.DataFrame, cfg: dict) -> tuple[ReportInputs, Table]:
         inputs = ReportInputs.load(TABLES["table1_medical"], {**files, "runs": str(_written(tmp_path, frame))}, cfg)

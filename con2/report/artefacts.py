@@ -26,17 +26,18 @@ from typing import TYPE_CHECKING, Any, Literal
 if TYPE_CHECKING:
     import pandas as pd
 
+    from con2.report.scores import ScoresSource
+
 # What a builder may read: the files a rule hands its script (``runs``: results/evaluation/runs.csv
 # or a study's own; ``paper``: paper_numbers.csv; ``hours``: paper_compute_hours.csv; ``measured``:
 # the score-runtime measurements; ``table``: the CSV of the table a figure draws; ``status``: the
 # data status of the grid, results/data/status.json, which says which datasets were skipped for want
 # of data and why; ``gpu``: the folder benchmarks/measured/, whose *gpu_fidelity*.jsonl lines are the
-# GPU runs), ``panels``, the run directories the workflow picks for the PCA figure (a param, not a
-# file), and ``scores``: the ``scores.csv`` beside each record of ``runs``, which the builder reads
-# itself (con2.report.scores); the rule lists those edited since their record as inputs
-# (`Session.edited_scores` in con2/workflow/session.py), so an edited one rebuilds the table.
-FILE_INPUTS: tuple[str, ...] = ("runs", "paper", "hours", "measured", "table", "status", "gpu")
-INPUTS: tuple[str, ...] = (*FILE_INPUTS, "panels", "scores")
+# GPU runs; ``scores``: the per-image scores of the runs of ``runs``, the bundle the aggregation
+# writes beside it, con2.report.scores.ScoresBundle), and ``panels``, the run directories the
+# workflow picks for the PCA figure (a param, not a file). A table opens no other file.
+FILE_INPUTS: tuple[str, ...] = ("runs", "paper", "hours", "measured", "table", "status", "gpu", "scores")
+INPUTS: tuple[str, ...] = (*FILE_INPUTS, "panels")
 # inputs a rule may lack (a checkout without benchmarks/measured/): the builder then gets None
 OPTIONAL_INPUTS: frozenset[str] = frozenset({"gpu", "status"})  # status: none in a rebuild before any data check
 # the inputs that are frames (:meth:`ReportInputs.frame`)
@@ -108,7 +109,10 @@ TABLES: dict[str, Artefact] = _registry(
     _table("loss_ablation", "L_Context / L_Content ablation", ("runs",), module="ablations"),
     _table("alt_contexts", "invert / flip / equalize on the medical datasets", module="ablations"),
     _table(
-        "natural_summary", "natural-image summary over normal classes", ("runs", "paper", "status"), module="summary"
+        "natural_summary",
+        "natural-image summary over normal classes",
+        ("runs", "paper", "status", "scores"),  # its † marks, as Table 1's
+        module="summary",
     ),
     _table("all_contexts", "every context and both scores on the natural datasets", module="ablations"),
     _table("multi_context", "k = 2..8 contexts", ("runs",), module="ablations"),
@@ -156,8 +160,8 @@ TABLES: dict[str, Artefact] = _registry(
     ),
     _table(
         "learning_curve",
-        "AUROC after each scored epoch (score_at), per method; read from the records runs.csv lists",
-        ("runs",),
+        "AUROC after each scored epoch (score_at), per method; the records' curves, from the scores bundle",
+        ("runs", "scores"),
         module="curves",
     ),
     _table(
@@ -228,6 +232,8 @@ class ReportInputs:
         dataset: the dataset of an artefact made per dataset (``each``), else "".
         panels: ``(title, run directory)`` per PCA panel.
         gpu: the GPU runs of ``benchmarks/gpu_fidelity.py`` (:func:`con2.report.gpu_runs.read_gpu_lines`).
+        scores: the per-image scores of the runs of ``runs`` (:class:`con2.report.scores.ScoresBundle`,
+            the aggregation's bundle); ``None``: read beside each record (:meth:`score_source`).
         outside_grid: the records of ``runs.csv`` outside the profile's grid (``in_grid`` false: another
             profile's, or trained under another configuration), left out of ``runs`` unless the profile
             sets ``report.include_outside_grid``.
@@ -243,12 +249,20 @@ class ReportInputs:
     dataset: str = ""
     panels: tuple[tuple[str, str], ...] = ()
     gpu: pd.DataFrame | None = None
+    scores: ScoresSource | None = None
     outside_grid: tuple[str, ...] = ()
 
     @property
     def report(self) -> Mapping[str, Any]:
         """The config's ``report`` block ({} without one)."""
         return self.config.get("report") or {}
+
+    def score_source(self) -> ScoresSource:
+        """Where the per-image scores are read: the bundle a rule gives (``scores``), else beside each
+        record (a builder called by hand, as the tests do)."""
+        from con2.report.scores import RUN_FOLDERS  # lazy: pandas, which the Snakefile's parse must not load
+
+        return self.scores if self.scores is not None else RUN_FOLDERS
 
     def frame(self, name: Frame) -> pd.DataFrame:
         """The frame ``name`` of a builder that reads it (its entry lists it in ``reads``).
@@ -279,6 +293,7 @@ class ReportInputs:
 
         from con2.report.collect import load_runs  # lazy: it imports pandas, which the Snakefile's parse must not
         from con2.report.paper import load_compute_hours, load_paper_numbers  # lazy: pandas, as above
+        from con2.report.scores import ScoresBundle  # lazy: pandas, as above
 
         readers: dict[str, Callable[[str], Any]] = {
             "runs": load_runs,
@@ -288,6 +303,7 @@ class ReportInputs:
             "table": lambda p: pd.read_csv(p, dtype={"normal_class": str, "classes": str}),
             "status": lambda p: json.loads(Path(p).read_text()),
             "gpu": _read_gpu_folder,
+            "scores": ScoresBundle.read,
         }
         wanted = [r for r in artefact.reads if r in FILE_INPUTS and (r in files or r not in OPTIONAL_INPUTS)]
         missing = [r for r in wanted if r not in files]

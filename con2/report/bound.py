@@ -20,10 +20,8 @@ CPU budgets are read from the records (``runs``), GPU budgets from the JSON line
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -84,18 +82,10 @@ def _gpu_seeds(gpu: pd.DataFrame, spec: Mapping[str, Any], setting: str) -> dict
 
 
 def _machines(runs: pd.DataFrame, dataset: str, variants: Sequence[str]) -> str:
-    """The CPU model names (or devices) the records of these variants ran on."""
+    """The machines (CPU model names, or devices) the runs of these variants ran on (runs.csv's ``machine``)."""
     sel = runs[(runs["dataset"] == dataset) & (runs["variant"].isin(list(variants)))]
-    names = set()
-    for path in sel["record"].dropna().unique() if "record" in sel else []:
-        try:
-            rec = json.loads(Path(path).read_text())
-        except (OSError, ValueError):
-            continue
-        env = rec.get("environment") if isinstance(rec.get("environment"), dict) else rec
-        names.add(str(env.get("cpu") or env.get("device") or "?"))
-    if not names and "device" in sel:
-        names = {str(d) for d in sel["device"].dropna().unique()}
+    column = "machine" if "machine" in sel else "device"
+    names = {str(m) for m in sel[column].dropna().unique()} if column in sel else set()
     return ", ".join(sorted(names)) or "?"
 
 

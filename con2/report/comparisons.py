@@ -41,7 +41,7 @@ from con2.report.artefacts import ReportInputs
 from con2.report.format import MISSING, Table, signed
 from con2.report.methods import Methods, method_names, subject_of
 from con2.report.paper import paper_value
-from con2.report.scores import expected_of_row, read_run_scores, scores_file
+from con2.report.scores import RUN_FOLDERS, ScoresSource, expected_of_row, scores_file
 from con2.report.select import headline, main_context, main_runs, report_block
 
 ALPHA = 0.05
@@ -89,7 +89,12 @@ def _main(runs: pd.DataFrame, config: Mapping[str, Any]) -> pd.DataFrame:
 
 
 def _paired_class(
-    ref: pd.DataFrame, other: pd.DataFrame, ref_score: str, score: str, reuse_ref: bool = False
+    ref: pd.DataFrame,
+    other: pd.DataFrame,
+    ref_score: str,
+    score: str,
+    scores: ScoresSource,
+    reuse_ref: bool = False,
 ) -> tuple[Any, str]:
     """:func:`~con2.maths.stats.delong_paired` of one normal class (a run per seed), or ``(None, why)``.
     ``reuse_ref``: the reference trains nothing (a floor, one seed): its one run is paired with every seed."""
@@ -102,7 +107,7 @@ def _paired_class(
         rr = ref.iloc[0] if reuse else ref[ref["seed"] == seed].iloc[0]
         ro = other[other["seed"] == seed].iloc[0]
         checked = [
-            (row["record"], read_run_scores(row["record"], expected_of_row(row, col)))
+            (row["record"], scores.test(row["record"], expected_of_row(row, col)))
             for row, col in ((rr, ref_score), (ro, score))
         ]
         for record, got in checked:
@@ -130,9 +135,11 @@ def compare(
     dataset: str,
     names: Methods | None = None,
     ref: tuple[str, str] | None = None,
+    scores: ScoresSource = RUN_FOLDERS,
 ) -> pd.DataFrame:
     """Every main (method, headline score) of ``dataset`` against the reference (``ref``, default
-    ``report.compare_to``): :data:`COLUMNS` (differences, intervals and standard errors in AUROC
+    ``report.compare_to``), paired on the per-image scores of ``scores`` (a table's: the aggregation's
+    bundle): :data:`COLUMNS` (differences, intervals and standard errors in AUROC
     percent; ``holds``: Holm-adjusted p <= alpha). A floor as the reference is paired with every seed."""
     names = names or method_names(config, runs)
     ref = ref or reference_pair(config, runs, names)
@@ -153,6 +160,7 @@ def compare(
                 other[other["normal_class"] == c],
                 ref[1],
                 s,
+                scores,
                 reuse_ref=ref[0] in names.floors,
             )
             if res is None:
@@ -197,7 +205,7 @@ def comparisons(inputs: ReportInputs) -> Table:
     runs, config, dataset = inputs.frame("runs"), inputs.config, inputs.dataset
     names = method_names(config, runs)
     ref = reference_pair(config, runs, names)
-    frame = compare(runs, config, dataset, names)
+    frame = compare(runs, config, dataset, names, scores=inputs.score_source())
     a = alpha(config)
     ref_label = names.pair_label(*ref) if ref else "(no reference)"
     rows = []
@@ -245,7 +253,7 @@ def comparisons(inputs: ReportInputs) -> Table:
 
 # ----------------------------------------------------------------------------- Table 1's mark
 def holding_marks(
-    runs: pd.DataFrame, config: Mapping[str, Any], datasets: list[str]
+    runs: pd.DataFrame, config: Mapping[str, Any], datasets: list[str], scores: ScoresSource = RUN_FOLDERS
 ) -> dict[tuple[str, str, str], str]:
     """``{(dataset, method, score): "†"}`` for each difference from the reference that holds after Holm."""
     if runs is None or runs.empty:
@@ -253,7 +261,7 @@ def holding_marks(
     names = method_names(config, runs)
     marks = {}
     for d in datasets:
-        frame = compare(runs, config, d, names)
+        frame = compare(runs, config, d, names, scores=scores)
         for r in frame[frame["holds"]].to_dict("records"):
             marks[(d, r["method"], r["score"])] = HOLDS
     return marks
@@ -263,7 +271,7 @@ BEATS_FLOOR = "‡"  # Table 1's mark: above the floor (report.floors) after Hol
 
 
 def floor_marks(
-    runs: pd.DataFrame, config: Mapping[str, Any], datasets: list[str]
+    runs: pd.DataFrame, config: Mapping[str, Any], datasets: list[str], scores: ScoresSource = RUN_FOLDERS
 ) -> tuple[dict[tuple[str, str, str], str], str]:
     """``({(dataset, method, score): "‡"}, note)``: each method above the first floor of ``report.floors``
     on the same test images after Holm (over the floor's comparisons on that dataset); the floor trains
@@ -274,13 +282,13 @@ def floor_marks(
     floors = [f for f in names.floors if f in set(runs["method"])]
     if not floors:
         return {}, ""
-    scores = subject_of(config, runs, names, method=floors[0]).scores
-    if not scores:
+    floor_scores = subject_of(config, runs, names, method=floors[0]).scores
+    if not floor_scores:
         return {}, ""
-    ref = (floors[0], scores[0])
+    ref = (floors[0], floor_scores[0])
     marks = {}
     for d in datasets:
-        frame = compare(runs, config, d, names, ref)
+        frame = compare(runs, config, d, names, ref, scores)
         for r in frame[frame["holds"] & (frame["diff"] > 0)].to_dict("records"):
             if r["method"] not in names.floors:
                 marks[(d, r["method"], r["score"])] = BEATS_FLOOR
@@ -335,7 +343,13 @@ def interval_lines(frame: pd.DataFrame, names: Methods) -> list[str]:
     return ["**Paper numbers against our 95% intervals** (t-interval of the mean over seeds):", "", *out, ""]
 
 
-def ordering_lines(runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str, Any], names: Methods) -> list[str]:
+def ordering_lines(
+    runs: pd.DataFrame,
+    paper: pd.DataFrame,
+    config: Mapping[str, Any],
+    names: Methods,
+    scores: ScoresSource = RUN_FOLDERS,
+) -> list[str]:
     """Per dataset with a comparison: the paper's ordering of the reference and each method (its
     published means), and whether our paired test confirms it, contradicts it, or cannot decide."""
     ref = reference_pair(config, runs, names)
@@ -353,7 +367,7 @@ def ordering_lines(runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str,
         pref = paper_value(paper, None, pd_name, ref_row[0], ref_row[1], ctx if ref_row[1] else "")
         if pref is None:
             continue
-        frame = compare(runs, config, d, names)
+        frame = compare(runs, config, d, names, scores=scores)
         for r in frame.to_dict("records"):
             target = names.paper_row(r["method"], r["score"])
             pv = (
@@ -388,7 +402,12 @@ def ordering_lines(runs: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str,
 
 
 def verdict_uncertainty_lines(
-    runs: pd.DataFrame, frame: pd.DataFrame, paper: pd.DataFrame, config: Mapping[str, Any], names: Methods
+    runs: pd.DataFrame,
+    frame: pd.DataFrame,
+    paper: pd.DataFrame,
+    config: Mapping[str, Any],
+    names: Methods,
+    scores: ScoresSource = RUN_FOLDERS,
 ) -> list[str]:
     """The reproduction report's uncertainty lines: :func:`interval_lines` then :func:`ordering_lines`."""
-    return [*interval_lines(frame, names), *ordering_lines(runs, paper, config, names)]
+    return [*interval_lines(frame, names), *ordering_lines(runs, paper, config, names, scores)]

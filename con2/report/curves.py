@@ -1,9 +1,9 @@
 """The learning-curve table: each method's headline AUROC after each scored epoch, over seeds.
 
 Every run with ``score_at`` carries its learning curve in its record (``curve``: the AUROC of every
-score column at each scored epoch, :mod:`con2.run.curve`). This table reads the records that
-``runs.csv`` lists (its ``record`` column: the aggregation already validated them, and the table's
-rule reruns whenever ``runs.csv`` changes), keeps each method's main variant
+score column at each scored epoch, :mod:`con2.run.curve`). The aggregation copies the curves of
+the records ``runs.csv`` lists into its scores bundle (:func:`con2.report.scores.bundle_bytes`), an
+input of this table's rule, which reads them there; it keeps each method's main variant
 (``report.main_variants``) and its headline score (the first of the method's scores: ``nnd`` for
 CON2, ``knn`` for SimCLR), and averages like every other table: per normal class over seeds, then
 over classes. The figure ``learning_curve_<dataset>`` draws its CSV.
@@ -12,7 +12,6 @@ over classes. The figure ``learning_curve_<dataset>`` draws its CSV.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -22,8 +21,8 @@ from con2.report.artefacts import ReportInputs
 from con2.report.collect import dataset_level, summarize
 from con2.report.format import CELL_NOTE, MISSING, Table, cell
 from con2.report.methods import Methods, method_names
+from con2.report.scores import RUN_FOLDERS, ScoresSource
 from con2.report.select import headline, main_runs, main_variant, ordered_datasets, report_block
-from con2.run.records import RecordError, read_record
 
 POINT_KEYS = ["dataset", "normal_class", "method", "variant", "score", "seed", "epoch"]
 COLUMNS = [
@@ -49,19 +48,20 @@ def primary_score(names: Methods, method: str, scores: list[str]) -> str:
     return order[0] if order else sorted(scores)[0]
 
 
-def curve_points(runs: pd.DataFrame, names: Methods, rep: Mapping[str, Any]) -> tuple[pd.DataFrame, list[str]]:
+def curve_points(
+    runs: pd.DataFrame, names: Methods, rep: Mapping[str, Any], scores: ScoresSource = RUN_FOLDERS
+) -> tuple[pd.DataFrame, list[str]]:
     """One row per (run, epoch) of each method's main variant and headline score, from the records'
-    curves; and the records that could not be read (missing or invalid)."""
+    curves (as ``scores`` holds them: a table's, the aggregation's bundle); and the records that
+    could not be read (missing or invalid)."""
     sel = main_runs(headline(runs), rep) if not runs.empty else runs
     rows, unreadable = [], []
     for (method, record), grp in sel.groupby(["method", "record"], sort=True):
         score = primary_score(names, method, list(grp["score"]))
-        try:
-            rec = read_record(Path(str(record)))
-        except RecordError:
+        curve = scores.curve(str(record))
+        if curve is None:
             unreadable.append(str(record))
             continue
-        curve = rec.get("curve") or {}
         views = curve.get("views")
         for point in curve.get("points", []):
             if score in point["auroc"]:
@@ -83,7 +83,7 @@ def learning_curve(inputs: ReportInputs) -> Table:
     rep = report_block(inputs.config)
     runs = inputs.frame("runs")
     names = method_names(inputs.config, runs)
-    points, unreadable = curve_points(runs, names, rep)
+    points, unreadable = curve_points(runs, names, rep, inputs.score_source())
     keys = ["dataset", "method", "variant", "score", "epoch"]
     level = dataset_level(summarize(points, "auroc", [*keys[:-1], "normal_class", "epoch"]), keys)
     views = points.groupby(keys[:-1])["views"].agg(lambda v: ", ".join(sorted(set(v)))) if len(points) else None

@@ -23,16 +23,16 @@ from con2.report.artefacts import ReportInputs
 from con2.report.format import MISSING, Table
 from con2.report.methods import method_names
 from con2.report.missing import no_runs
-from con2.report.scores import expected_of_row, read_run_scores, read_validation_scores, scores_file
+from con2.report.scores import RUN_FOLDERS, ScoresSource, expected_of_row, scores_file
 from con2.report.select import headline, main_runs, ordered_datasets, report_block
 
 RUN_COLUMNS = ["dataset", "normal_class", "method", "variant", "score", "seed", "record"]
 
 
-def run_points(row: pd.Series | dict[str, Any]) -> dict[str, Any]:
+def run_points(row: pd.Series | dict[str, Any], scores: ScoresSource = RUN_FOLDERS) -> dict[str, Any]:
     """One run's operating points from its ``scores.csv`` (``problem`` says why not): AP with its
     bootstrap interval, the test threshold for 95% specificity and the rates it gives."""
-    got = read_run_scores(row["record"], expected_of_row(row, str(row["score"])))
+    got = scores.test(row["record"], expected_of_row(row, str(row["score"])))
     if got.frame is None:
         why = got.problem if got.found else "no scores.csv beside the record"
         return {"problem": f"{scores_file(row['record'])}: {why}" if got.found else why}
@@ -40,7 +40,7 @@ def run_points(row: pd.Series | dict[str, Any]) -> dict[str, Any]:
     labels = frame["label"].to_numpy()
     if len(np.unique(labels)) != 2:
         return {"problem": "the test set lacks normals or anomalies"}
-    validation, no_validation = read_validation_scores(row["record"], str(row["score"]), row.get("n_val"))
+    validation, no_validation = scores.validation(row["record"], str(row["score"]), row.get("n_val"))
     p = points_of(labels, frame[str(row["score"])].to_numpy(dtype=np.float64), validation)
     ap, at, val = p["ap"], p["at_specificity"], p["from_validation"] or {}
     return {
@@ -67,10 +67,10 @@ VAL_KEYS = (
 )
 
 
-def operating_frame(runs: pd.DataFrame, config: Mapping[str, Any]) -> pd.DataFrame:
-    """Every main run's operating points (one row per run and headline score)."""
+def operating_frame(runs: pd.DataFrame, config: Mapping[str, Any], scores: ScoresSource = RUN_FOLDERS) -> pd.DataFrame:
+    """Every main run's operating points (one row per run and headline score), from ``scores``."""
     main = main_runs(headline(runs), report_block(config))
-    rows = [{**{c: r[c] for c in RUN_COLUMNS}, **run_points(r)} for _, r in main.iterrows()]
+    rows = [{**{c: r[c] for c in RUN_COLUMNS}, **run_points(r, scores)} for _, r in main.iterrows()]
     return pd.DataFrame(rows, columns=[*RUN_COLUMNS, "problem"] if not rows else None)
 
 
@@ -108,7 +108,8 @@ def operating_points(inputs: ReportInputs) -> Table:
     """``operating_points``: average precision and sensitivity at 95% specificity per dataset and method."""
     runs, config = inputs.frame("runs"), inputs.config
     names = method_names(config, runs)
-    frame = operating_frame(runs, config) if not runs.empty else pd.DataFrame(columns=[*RUN_COLUMNS, "problem"])
+    empty = pd.DataFrame(columns=[*RUN_COLUMNS, "problem"])
+    frame = operating_frame(runs, config, inputs.score_source()) if not runs.empty else empty
     rep = report_block(config)
     rows, problems = [], []
     for _, r in frame[frame["problem"] != ""].iterrows() if not frame.empty else []:

@@ -123,10 +123,11 @@ def reproduction(inputs: ReportInputs) -> Table:
         if len(matched)
         else f"**Summary: none of the {len(frame)} published numbers has a counterpart in these runs yet.**"
     ]
-    verdict = verdict_lines(inputs.frame("runs"), frame, config, names)  # every reading's column, not only headlines
+    scores = inputs.score_source()
+    verdict = verdict_lines(inputs.frame("runs"), frame, config, names, scores)  # every reading's column
     lead = [
         *(verdict or ([] if len(matched) else [NOTHING_TO_COMPARE])),
-        *verdict_uncertainty_lines(runs, frame, paper, config, names),  # inside/outside, the paper's orderings
+        *verdict_uncertainty_lines(runs, frame, paper, config, names, scores),  # inside/outside, the orderings
         *bound_lead(inputs),  # how far each measured budget goes (report.bound)
         *combination_lead(inputs),  # the paper's silences together (report.combination)
         *lead,

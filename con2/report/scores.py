@@ -1,9 +1,16 @@
 """A run's ``scores.csv``, read and checked before a table trusts it.
 
 ``scores.csv`` (``index``, ``label``, one column per score; :meth:`con2.run.rundir.RunDir.write_scores`)
-is the one run file besides ``record.json`` the report reads: the aggregation checks it against
-its record (:func:`con2.report.collect.collect_valid_runs` leaves a record out whose scores fail),
-and the paired comparisons read the per-image scores (:mod:`con2.report.comparisons`). A file
+is, with ``validation_scores.csv``, the one run file besides ``record.json`` the report reads. The
+aggregation checks it against its record (:func:`con2.report.collect.collect_valid_runs` leaves a
+record out whose scores fail) and copies both files of every run it keeps into one bundle beside its
+runs CSV (:func:`bundle_bytes`; ``results/evaluation/scores.json.gz``, :func:`con2.paths.scores_bundle`;
+with each record's learning curve), a declared output: the tables
+that read per-image scores (the paired comparisons, :mod:`con2.report.comparisons`; the operating
+points, :mod:`con2.report.operating`) read that bundle (:class:`ScoresBundle`), an input of their
+rule, never a run folder. Both kinds of source answer the same two questions
+(:class:`ScoresSource`); :data:`RUN_FOLDERS` reads beside the records (the aggregation itself,
+``con2 metrics``, a builder called by hand). A file
 passes when every column is a finite number, the labels are 0 or 1, the index is unique whole
 numbers, its rows and anomalies are the record's ``n_test`` and ``n_anomalous``, and each AUROC
 the record (or a runs.csv row) states is the AUROC of its column recomputed here
@@ -13,12 +20,15 @@ the record (or a runs.csv row) states is the AUROC of its column recomputed here
 
 from __future__ import annotations
 
+import gzip
+import io
+import json
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
@@ -137,8 +147,13 @@ def disagreement(frame: pd.DataFrame, expected: Expected) -> str:
 @lru_cache(maxsize=1024)
 def _checked(path: str, stamp: tuple[int, int], expected: Expected) -> RunScores:
     """:func:`read_run_scores` of a file as it is at ``stamp`` (mtime ns, size): a changed file is read again."""
+    return _checked_csv(path, expected)
+
+
+def _checked_csv(source: str | io.StringIO, expected: Expected) -> RunScores:
+    """A ``scores.csv`` (a path, or its text), parsed and checked against ``expected``."""
     try:
-        table = pd.read_csv(path)
+        table = pd.read_csv(source)
     except (OSError, UnicodeDecodeError, ValueError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
         return RunScores(None, f"is not a readable CSV ({type(exc).__name__})")
     frame, problem = parse_scores(table)
@@ -202,6 +217,11 @@ def read_validation_scores(record: str | Path, column: str, n_val: Any) -> tuple
         return None, f"no {VALIDATION} beside the record (its n_val is {n})"
     except (OSError, ValueError) as exc:
         return None, f"{path} cannot be read ({type(exc).__name__})"
+    return _validation_values(table, path, column, n)
+
+
+def _validation_values(table: pd.DataFrame, path: Path, column: str, n: int) -> tuple[np.ndarray | None, str]:
+    """``column`` of a read ``validation_scores.csv`` (at ``path``) checked against ``n`` validation images."""
     if len(table) != n:
         return None, f"{path} holds {len(table)} row(s); its record scored {n} validation image(s)"
     if column not in table.columns:
@@ -210,3 +230,149 @@ def read_validation_scores(record: str | Path, column: str, n_val: Any) -> tuple
     if not np.all(np.isfinite(values)):
         return None, f"{path}: {int((~np.isfinite(values)).sum())} non-finite value(s) in {column!r}"
     return values, ""
+
+
+# ----------------------------------------------------------------------------- where a table finds them
+class ScoresSource(Protocol):
+    """Where a report reads the per-image scores of the runs of a runs CSV (keyed by its ``record``)."""
+
+    def test(self, record: str | Path, expected: Expected | None = None) -> RunScores:
+        """The run's test scores, checked against ``expected`` (:func:`read_run_scores`)."""
+        ...
+
+    def validation(self, record: str | Path, column: str, n_val: Any) -> tuple[np.ndarray | None, str]:
+        """``(scores [V], "")`` of ``column`` on the run's validation normals, else ``(None, why)``
+        (:func:`read_validation_scores`)."""
+        ...
+
+    def curve(self, record: str | Path) -> Mapping[str, Any] | None:
+        """The run's learning curve (the record's ``curve``: the AUROC of every score at each scored
+        epoch; ``{}`` without one), or None when the record cannot be read."""
+        ...
+
+
+class RunFolders:
+    """The score files beside each record: what the aggregation reads (and ``con2 metrics``)."""
+
+    def test(self, record: str | Path, expected: Expected | None = None) -> RunScores:
+        return read_run_scores(record, expected)
+
+    def validation(self, record: str | Path, column: str, n_val: Any) -> tuple[np.ndarray | None, str]:
+        return read_validation_scores(record, column, n_val)
+
+    def curve(self, record: str | Path) -> Mapping[str, Any] | None:
+        from con2.run.records import RecordError, read_record  # lazy: the record schema only when a curve is read
+
+        try:
+            return read_record(Path(str(record))).get("curve") or {}
+        except RecordError:
+            return None
+
+
+RUN_FOLDERS = RunFolders()
+
+BUNDLE_FORMAT = 1
+# a file the aggregation could not read as text: kept as {UNREADABLE: "<exception name>"}
+UNREADABLE = "unreadable"
+CURVE = "curve"  # a bundle entry's copy of its record's learning curve
+
+
+def _file_text(path: Path) -> str | dict[str, str] | None:
+    """A score file's text; None when there is none; ``{UNREADABLE: why}`` when it cannot be read as text."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        return {UNREADABLE: type(exc).__name__}
+
+
+def _record_curve(record: str) -> Mapping[str, Any] | None:
+    """The ``curve`` of a record the aggregation kept (``{}`` without one; None if unreadable now)."""
+    try:
+        data = json.loads(Path(record).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return (data.get("curve") or {}) if isinstance(data, dict) else None
+
+
+def bundle_bytes(records: Iterable[str]) -> bytes:
+    """What each of ``records``' runs scored, in one file (gzip of sorted JSON, no timestamp: the same
+    files give the same bytes): ``{"format": 1, "runs": {record: {"scores.csv": text,
+    "validation_scores.csv": text, "curve": the record's curve}}}``, a file absent beside its record
+    absent from its entry."""
+    runs: dict[str, dict[str, Any]] = {}
+    for record in sorted(set(map(str, records))):
+        files: dict[str, Any] = {name: _file_text(Path(record).parent / name) for name in (SCORES, VALIDATION)}
+        files[CURVE] = _record_curve(record)
+        runs[record] = {name: text for name, text in files.items() if text is not None}
+    text = json.dumps({"format": BUNDLE_FORMAT, "runs": runs}, sort_keys=True)
+    return gzip.compress(text.encode("utf-8"), mtime=0)
+
+
+class ScoresBundle:
+    """The aggregation's copy of the score files of the runs of one runs CSV (:func:`bundle_bytes`):
+    the same checks and messages as :data:`RUN_FOLDERS`, each file parsed once."""
+
+    def __init__(self, runs: Mapping[str, Mapping[str, Any]]) -> None:
+        self.runs = runs
+        self._tests: dict[tuple[str, Expected], RunScores] = {}
+        self._validation: dict[str, pd.DataFrame | str | None] = {}
+
+    @classmethod
+    def read(cls, path: str | Path) -> ScoresBundle:
+        """The bundle at ``path``.
+
+        Raises:
+            ValueError: not a bundle of this format (rerun the aggregation: ``snakemake`` does).
+        """
+        try:
+            data = json.loads(gzip.decompress(Path(path).read_bytes()))
+        except (OSError, EOFError, ValueError) as exc:
+            why = type(exc).__name__
+            raise ValueError(f"{path} is no scores bundle ({why}); delete it and rerun snakemake") from exc
+        if not isinstance(data, dict) or data.get("format") != BUNDLE_FORMAT or not isinstance(data.get("runs"), dict):
+            raise ValueError(f"{path} is no scores bundle of format {BUNDLE_FORMAT}; delete it and rerun snakemake")
+        return cls(data["runs"])
+
+    def test(self, record: str | Path, expected: Expected | None = None) -> RunScores:
+        text = (self.runs.get(str(record)) or {}).get(SCORES)
+        if text is None:
+            return RunScores(None, f"no {SCORES} beside the record", found=False)
+        key = (str(record), expected or Expected())
+        if key not in self._tests:
+            if isinstance(text, dict):
+                self._tests[key] = RunScores(None, f"is not a readable CSV ({text.get(UNREADABLE)})")
+            else:
+                self._tests[key] = _checked_csv(io.StringIO(text), key[1])
+        return self._tests[key]
+
+    def validation(self, record: str | Path, column: str, n_val: Any) -> tuple[np.ndarray | None, str]:
+        n = as_count(pd.to_numeric(n_val, errors="coerce"))
+        if not n:
+            return None, "no validation images scored"
+        path = validation_file(record)
+        key = str(record)
+        if key not in self._validation:
+            self._validation[key] = self._validation_table(key, path)
+        table = self._validation[key]
+        if table is None:
+            return None, f"no {VALIDATION} beside the record (its n_val is {n})"
+        if isinstance(table, str):
+            return None, table
+        return _validation_values(table, path, column, n)
+
+    def curve(self, record: str | Path) -> Mapping[str, Any] | None:
+        return (self.runs.get(str(record)) or {}).get(CURVE)
+
+    def _validation_table(self, record: str, path: Path) -> pd.DataFrame | str | None:
+        """The record's validation table, or why it cannot be read, or None without one."""
+        text = (self.runs.get(record) or {}).get(VALIDATION)
+        if text is None:
+            return None
+        if isinstance(text, dict):
+            return f"{path} cannot be read ({text.get(UNREADABLE)})"
+        try:
+            return pd.read_csv(io.StringIO(text))
+        except ValueError as exc:
+            return f"{path} cannot be read ({type(exc).__name__})"

@@ -19,6 +19,7 @@ from con2.report.comparisons import floor_marks, holding_marks, mark_note
 from con2.report.format import CELL_NOTE, Table, cell, shown_diff
 from con2.report.methods import Methods
 from con2.report.paper import disagreement_notes, external_code_notes, paper_value
+from con2.report.scores import RUN_FOLDERS, ScoresSource
 from con2.report.select import (
     absent_notes,
     classes_text,
@@ -79,6 +80,7 @@ def method_table(
     datasets: list[str],
     paper_table: str | None,
     status: Mapping[str, Mapping[str, Any]] | None = None,
+    scores: ScoresSource = RUN_FOLDERS,
 ) -> Table:
     """Rows: our methods (main variants, the subject first) each followed by the paper's row; then
     paper-only rows.
@@ -103,8 +105,8 @@ def method_table(
     pairs = sorted(dict.fromkeys(zip(level["method"], level["score"])), key=lambda p: names.pair_key(*p))
     rows, data, midrules, used_paper = [], [], [], set()
     intervals = bool(rep.get("intervals"))
-    marks = holding_marks(ours, config, cols)
-    above_floor, floor_note = floor_marks(ours, config, cols)
+    marks = holding_marks(ours, config, cols, scores)
+    above_floor, floor_note = floor_marks(ours, config, cols, scores)
 
     def paper_cell(pm: str, ps: str, d: str) -> tuple[float, float] | None:
         return paper_value(psel, None, dmap.get(d, d), pm, ps, paper_context if ps else "")
@@ -249,6 +251,7 @@ def table1_medical(inputs: ReportInputs) -> Table:
         list(rep["medical"]),
         "table1_medical",
         inputs.status,
+        inputs.score_source(),
     )
 
 
@@ -267,4 +270,5 @@ def natural_summary(inputs: ReportInputs) -> Table:
         list(rep["natural"]),
         "table_all_contexts_natural",
         inputs.status,
+        inputs.score_source(),
     )

@@ -16,6 +16,9 @@ opened by :mod:`~con2.report.verdict`), :mod:`~con2.report.fidelity`, :mod:`~con
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from con2.report.artefacts import TABLES, ReportInputs
 from con2.report.format import Table
 
@@ -38,3 +41,10 @@ def build_table(name: str, inputs: ReportInputs) -> Table:
     if inputs.runs is not None and (note := outside_grid_note(inputs)):
         table.notes.append(note)
     return table
+
+
+def table_from_files(name: str, files: Mapping[str, str], settings: Mapping[str, Any], dataset: str = "") -> Table:
+    """The table ``name`` from the files its rule gives (``files``: input name -> path, the rule's
+    inputs) and the profile settings it is built from: what ``workflow/scripts/make_table.py`` runs.
+    The builder opens no file beyond ``files`` (``tests/test_table_inputs.py``)."""
+    return build_table(name, ReportInputs.load(TABLES[name], files, settings, dataset))

@@ -15,6 +15,7 @@ from con2.report.curves import curve_points
 from con2.report.fidelity import reading_cell
 from con2.report.format import shown_diff, signed
 from con2.report.methods import Methods, base_score, subject_of
+from con2.report.scores import RUN_FOLDERS, ScoresSource
 from con2.report.select import ReportCfg, main_context, main_runs, report_block
 
 
@@ -35,9 +36,17 @@ def _fidelity_readings(
     return out
 
 
-def _curve_text(runs: pd.DataFrame, names: Methods, rep: ReportCfg, method: str, score: str, dataset: str) -> str:
+def _curve_text(
+    runs: pd.DataFrame,
+    names: Methods,
+    rep: ReportCfg,
+    method: str,
+    score: str,
+    dataset: str,
+    scores: ScoresSource = RUN_FOLDERS,
+) -> str:
     """``"learning curve 55.0 (epoch 2) -> 57.7 (epoch 10)"`` of the method's main runs, or ""."""
-    points, _ = curve_points(runs[(runs["method"] == method) & (runs["dataset"] == dataset)], names, rep)
+    points, _ = curve_points(runs[(runs["method"] == method) & (runs["dataset"] == dataset)], names, rep, scores)
     points = points[points["score"] == score]
     if points["epoch"].nunique() < 2:
         return ""
@@ -52,7 +61,13 @@ NOTHING_TO_COMPARE = (
 )
 
 
-def verdict_lines(runs: pd.DataFrame, frame: pd.DataFrame, config: Mapping[str, Any], names: Methods) -> list[str]:
+def verdict_lines(
+    runs: pd.DataFrame,
+    frame: pd.DataFrame,
+    config: Mapping[str, Any],
+    names: Methods,
+    scores: ScoresSource = RUN_FOLDERS,
+) -> list[str]:
     """The reproduction report's opening: per method (each of our scores with a paper row), the budget
     it ran at beside the paper's, how far from the paper it is, the readings the fidelity study tried
     and the best of them, and what stays unexplained. Every number comes from the records."""
@@ -101,7 +116,7 @@ def verdict_lines(runs: pd.DataFrame, frame: pd.DataFrame, config: Mapping[str, 
                 if abs(gap) <= tolerance or gap > 0:
                     parts.append(f"{r['dataset']}: the gap closes under that reading.")
                     continue
-            curve = _curve_text(runs, names, rep, m, s, d)
+            curve = _curve_text(runs, names, rep, m, s, d, scores)
             unexplained.append(f"{r['dataset']} {signed(r['diff'])}" + (f" ({curve})" if curve else ""))
         if unexplained:
             cause = (

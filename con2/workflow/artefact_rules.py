@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from con2 import paths as P
 from con2.config import RUNTIME_KEYS
 from con2.report.artefacts import TABLES, Artefact
 from con2.resources import resource
@@ -65,9 +66,9 @@ class ArtefactRules:
         return self.pca_runs()
 
     def inputs(self, artefact: Artefact) -> dict[str, Any]:
-        """The inputs of a table's or figure's rule: the files its builder reads; for `panels`, the
-        records of the PCA runs and the data status; for `scores`, the runs' scores.csv files edited
-        since their records (`Session.edited_scores`)."""
+        """The inputs of a table's or figure's rule: the files its builder reads (`scores`: the bundle
+        the aggregation writes beside the runs CSV); for `panels`, the records of the PCA runs and the
+        data status."""
         s = self.session
         files: dict[str, Any] = {
             "runs": self.table_runs(artefact.name),
@@ -77,14 +78,12 @@ class ArtefactRules:
             "table": f"results/tables/{TABLES[artefact.table].stem}.csv" if artefact.table else None,
             "status": s.status_file,  # which datasets were skipped for want of data (a table's notes say why)
             "gpu": self.gpu_measured if os.path.isdir(self.gpu_measured) else None,  # the GPU runs' lines, if any
+            "scores": P.scores_bundle(self.table_runs(artefact.name)),  # the aggregation's copy of the score files
             "panels": None,
-            "scores": None,  # many files: below
         }
         inputs = {name: files[name] for name in artefact.reads if files[name]}
         if "panels" in artefact.reads:
             inputs.update(records=self.pca_records, status=s.status_input)
-        if "scores" in artefact.reads:
-            inputs.update(scores=s.edited_scores)
         return inputs
 
     def settings(self) -> dict[str, Any]:

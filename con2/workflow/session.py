@@ -42,7 +42,8 @@ from con2.workflow.targets import Targets
 
 RUNS_CSV = "results/evaluation/runs.csv"
 SUMMARY_CSV = "results/evaluation/summary.csv"
-SKIPPED_CSV = "results/evaluation/skipped.csv"  # the records evaluate left out: file, problem, fix
+SKIPPED_CSV = "results/evaluation/skipped.csv"  # the records the aggregation left out: file, problem, fix
+SCORES_BUNDLE = P.scores_bundle(RUNS_CSV)  # the per-image scores of the runs of runs.csv
 SCORE_RUNTIME_CSV = "results/score_runtime/score_runtime.csv"
 DATA_STATUS = f"{P.DATA_ROOT}/status.json"
 DATA_PRIORITY = 2000  # above every train priority: a dataset is checked and prepared before training starts
@@ -401,9 +402,10 @@ class Session:
 
     def edited_scores(self, wildcards: Wildcards = None) -> list[str]:
         """The scores.csv files changed since their run wrote its record (a run writes record.json
-        last). Inputs of the aggregation, which checks each record against its scores.csv, and of the
-        tables that read them: an edited scores.csv rebuilds them. Only these: a scores.csv is no
-        declared output, so listing every one would change the input set each time a run trains."""
+        last). Inputs of the aggregation, which checks each record against its scores.csv and copies
+        it into the scores bundle the tables read: an edited scores.csv re-aggregates, so rebuilds
+        them. Only these: a scores.csv is no declared output, so listing every one would change the
+        input set each time a run trains."""
         edited = []
         for record in self.records_on_disk:
             scores = os.path.join(os.path.dirname(record), "scores.csv")

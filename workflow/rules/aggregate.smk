@@ -1,5 +1,7 @@
 # Aggregate: every record on disk (validated by con2.run.records.read_record) -> one tidy table, one row
-# per run and score, plus the means and stds over seeds. Tables read only this. The grid decides
+# per run and score, plus the means and stds over seeds, and a bundle of every kept run's score files
+# (scores.json.gz: the per-image scores the paired tests and operating points read). Tables read only
+# these: no table opens a run folder. The grid decides
 # what to train, never what to show: records outside it (another profile's, or a dataset that is
 # unavailable now) are aggregated as they are and flagged (column in_grid), never dropped. A bad
 # record (corrupt, against the schema, in a folder that is not its run's, e.g. a copied seed0.bak)
@@ -8,7 +10,7 @@
 
 
 rule aggregate:
-    """All records -> results/evaluation/runs.csv and summary.csv."""
+    """All records -> results/evaluation/runs.csv, summary.csv and scores.json.gz."""
     localrule: True
     input:
         records=W.grid_records,
@@ -23,6 +25,7 @@ rule aggregate:
             category="Runs",
         ),
         skipped=S.SKIPPED_CSV,
+        scores=S.SCORES_BUNDLE,
     params:
         outside=W.records_outside,
         not_runs=W.not_run_records,
@@ -38,7 +41,8 @@ rule aggregate:
 
 
 rule aggregate_scope:
-    """The records of a scoped table's experiments (`report.scopes`) -> results/evaluation/scopes/<table>.csv."""
+    """The records of a scoped table's experiments (`report.scopes`) -> results/evaluation/scopes/<table>.csv
+    (and its scores bundle)."""
     localrule: True
     input:
         records=W.scope_records,
@@ -48,6 +52,7 @@ rule aggregate_scope:
     output:
         runs="results/evaluation/scopes/{scope}.csv",
         skipped="results/evaluation/scopes/{scope}.skipped.csv",
+        scores="results/evaluation/scopes/{scope}.scores.json.gz",
     params:
         outside=W.scope_outside,
         grid=W.grid_hashes(),

@@ -4,7 +4,9 @@
 benchmark TSV's wall time, RSS and CPU time, what the resolved config says (contexts, loss,
 sizes) and ``in_grid``: whether the run belongs to this profile's grid with this config (records
 outside it are kept, and listed in the log). ``summary.csv`` has mean, std and count over seeds per
-(dataset, normal class, method, variant, score). A bad record (unreadable, binary, not JSON,
+(dataset, normal class, method, variant, score). ``scores.json.gz`` bundles the score files of every
+run ``runs.csv`` holds (:func:`con2.report.scores.bundle_bytes`): the tables read per-image scores
+there, never in a run folder. A bad record (unreadable, binary, not JSON,
 against the schema, a NaN metric, or in a folder that is not its run's, e.g. a copied
 ``seed0.bak``) never stops the aggregation: it is left out, with one line naming the file, the
 problem and the fix in the log and in ``skipped`` (read by the workflow's last lines), and every
@@ -26,6 +28,7 @@ def main() -> None:
     from con2.atomic import atomic_path
     from con2.paths import BENCH_ROOT, RUNS_ROOT, record_key
     from con2.report.collect import collect_valid_runs, summarize
+    from con2.report.scores import bundle_bytes
 
     grid = dict(snakemake.params.grid)  # run key -> config hash (None: a method that keeps none)
     records = [str(p) for p in (*snakemake.input.records, *snakemake.input.checked)]  # before and after the data check
@@ -50,6 +53,8 @@ def main() -> None:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         with atomic_path(Path(path)) as tmp:
             frame.to_csv(tmp, index=False)
+    with atomic_path(Path(snakemake.output.scores)) as tmp:
+        tmp.write_bytes(bundle_bytes(runs["record"].unique()))
     print(f"{len(records)} records, {len(runs)} rows -> {snakemake.output.runs}")
     for s in skipped:
         print(s.line())

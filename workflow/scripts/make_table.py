@@ -2,8 +2,8 @@
 
 ``params.table`` names the table, ``params.settings`` gives the profile settings it is built from
 (a rerun trigger: a changed ``report:`` setting rebuilds it); the rule's inputs are the files it
-reads (``runs``, ``paper``, ``hours``, ``measured``, ``status``), and the ``dataset`` wildcard, where there is
-one, the dataset of a table made per dataset.
+reads (``runs``, ``paper``, ``hours``, ``measured``, ``status``, ``gpu``, ``scores``) and no other,
+and the ``dataset`` wildcard, where there is one, the dataset of a table made per dataset.
 """
 
 import sys
@@ -15,14 +15,14 @@ from _log import logged  # noqa: E402
 
 def main() -> None:
     from con2.faults import fault_point
-    from con2.report.artefacts import FILE_INPUTS, TABLES, ReportInputs
-    from con2.report.tables import build_table
+    from con2.report.artefacts import FILE_INPUTS, TABLES
+    from con2.report.tables import table_from_files
 
     artefact = TABLES[snakemake.params.table]
     given = [name for name in FILE_INPUTS if name in snakemake.input.keys()]
     files = {name: str(getattr(snakemake.input, name)) for name in given if str(getattr(snakemake.input, name))}
     dataset = str(getattr(snakemake.wildcards, "dataset", ""))
-    table = build_table(artefact.name, ReportInputs.load(artefact, files, dict(snakemake.params.settings), dataset))
+    table = table_from_files(artefact.name, files, dict(snakemake.params.settings), dataset)
     fault_point("table_build", table=artefact.name)  # tests: a kill with the job started, no output yet
     table.write(snakemake.output.csv, snakemake.output.md, snakemake.output.tex, snakemake.output.html)
     print(table.markdown())
