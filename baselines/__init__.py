@@ -15,7 +15,7 @@ The contract for a new baseline, either way it joins every table through its run
     ``check`` of their constraints, labels, ``test_params`` for the every-method test) in a
     ``<name>_spec.py`` module, and declare the spec as a ``con2.methods`` entry point in
     ``pyproject.toml`` (one line; then reinstall). ``con2 train --set method=NAME`` runs it and
-    ``tests/test_every_method.py`` trains and scores it on tiny data, with no other edit.
+    ``tests/methods/test_every_method.py`` trains and scores it on tiny data, with no other edit.
 (b) An external program: it writes per-sample scores (a ``label`` column and one column per
     score); ``python -m con2.run.external`` (:mod:`con2.run.external`) turns them into the
     standard ``scores.csv`` and a schema-validated ``record.json``. See

@@ -44,7 +44,7 @@ SETTINGS: dict[str, tuple[dict[str, str], list[str]]] = {
 BUSY_LOOP = "while True:\n    pass\n"
 DEFAULT_SUITE = (
     f"{sys.executable} -m pytest -q -p no:cacheprovider -m 'not slow' "
-    "tests/test_losses.py tests/test_scores.py tests/test_engine.py"
+    "tests/maths/test_losses.py tests/maths/test_scores.py tests/training/test_engine.py"
 )
 
 

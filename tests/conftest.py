@@ -1,11 +1,22 @@
-"""Shared fixtures: tiny configs that train in seconds on a CPU, and the offline data folder."""
+"""Shared fixtures: tiny configs that train in seconds on a CPU, and the offline data folder.
+
+The tests mirror the packages: one folder per layer (``tests/maths/`` ... ``tests/workflow/``, as
+``docs/architecture.md`` lists them; ``tests/project/`` checks the whole checkout: docs, style,
+layers, install). Helpers shared across layers stay here beside this file (``*_fixtures.py``,
+``workflow_helpers.py``); a test module another layer's test borrows from is importable by name
+from every folder (the folders are on ``sys.path`` below, as pytest puts this one).
+"""
 
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
+
+_TESTS = Path(__file__).resolve().parent
+sys.path[1:1] = [str(d) for d in sorted(_TESTS.iterdir()) if d.is_dir() and not d.name.startswith((".", "_"))]
 
 # The offline data beside the checkout (../shared/data), or wherever CON2_SHARED_DATA points (a
 # clone elsewhere, e.g. under /tmp).

@@ -74,7 +74,7 @@ CIFAR100_SUPERCLASSES = (
 
 
 #: The official md5 of every file, as in torchvision.datasets.CIFAR10 / CIFAR100 (``tgz_md5``,
-#: ``train_list``, ``test_list``, ``meta``; tests/test_data_errors.py compares the two): a CIFAR
+#: ``train_list``, ``test_list``, ``meta``; tests/data/test_data_errors.py compares the two): a CIFAR
 #: pickle is unpickled, and a local archive extracted, only if its md5 is the one listed here.
 OFFICIAL_MD5: dict[str, dict[str, str]] = {
     "cifar10": {

@@ -46,5 +46,5 @@ def build_table(name: str, inputs: ReportInputs) -> Table:
 def table_from_files(name: str, files: Mapping[str, str], settings: Mapping[str, Any], dataset: str = "") -> Table:
     """The table ``name`` from the files its rule gives (``files``: input name -> path, the rule's
     inputs) and the profile settings it is built from: what ``workflow/scripts/make_table.py`` runs.
-    The builder opens no file beyond ``files`` (``tests/test_table_inputs.py``)."""
+    The builder opens no file beyond ``files`` (``tests/report/test_table_inputs.py``)."""
     return build_table(name, ReportInputs.load(TABLES[name], files, settings, dataset))

@@ -88,7 +88,7 @@ def refuse_broken_cpu_bf16_convolutions(model: nn.Module) -> Iterator[None]:
     PyTorch 2.14's oneDNN bf16 kernels give such a convolution (3 x 3, stride 2, padding 1) weight
     gradients read from uninitialised memory for the taps that see only padding: garbage, sometimes
     NaN, depending on what the allocator hands out (measured: 161 of 300 steps; float32 and every
-    input of 2 x 2 or more are right, tests/test_engine.py). A ResNet with the standard stem
+    input of 2 x 2 or more are right, tests/training/test_engine.py). A ResNet with the standard stem
     reaches 1 x 1 in its last stage at 16 px. The forward pre-hooks raise ``ConfigError`` naming
     the module and the fix before that convolution runs, so nothing is updated or written.
     """

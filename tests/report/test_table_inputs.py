@@ -1,0 +1,200 @@
+"""Issue 34, point 4: no side door. Every file a table's builder opens is an input of its rule.
+
+Each table of :data:`con2.report.artefacts.TABLES` is built as its rule builds it
+(:func:`con2.report.tables.table_from_files` with the inputs :class:`ArtefactRules` gives the rule)
+while an audit hook (:func:`sys.addaudithook`, event ``open``: every file Python or a C extension
+opens through Python's ``open``/``os.open``) records the files opened; any file of the project or of
+the run folders that is not one of those inputs fails the test. The records beside the runs CSV
+have scores.csv and validation_scores.csv, so a builder reading a run folder would be caught: the
+last test shows the check catching exactly that (the tables as they read scores before).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pandas as pd
+import pytest
+import yaml
+from report_fixtures import score_runtime_measurements
+from test_uncertainty import write_runs
+
+from con2 import paths as P
+from con2.report.artefacts import TABLES, ReportInputs
+from con2.report.collect import collect_valid_runs, load_runs
+from con2.report.paper import load_paper_numbers
+from con2.report.scores import RUN_FOLDERS, ScoresBundle, bundle_bytes
+from con2.report.tables import build_table, table_from_files
+from con2.resources import resource
+from con2.workflow.artefact_rules import ArtefactRules
+from con2.workflow.session import DATA_STATUS, RUNS_CSV, SCORE_RUNTIME_CSV, Session
+
+ROOT = Path(__file__).resolve().parents[2]
+PROFILE = yaml.safe_load((ROOT / "workflow/config/test.yaml").read_text())
+
+_opened: list[str] | None = None  # the files opened while a builder runs (None: not watching)
+
+
+def _audit(event: str, args: tuple[Any, ...]) -> None:
+    if _opened is not None and event == "open" and isinstance(args[0], (str, bytes, os.PathLike)):
+        _opened.append(os.path.abspath(os.fsdecode(args[0])))
+
+
+sys.addaudithook(_audit)  # a hook stays for the process: it records only inside `watching`
+
+
+@contextmanager
+def watching() -> Iterator[list[str]]:
+    """The absolute paths of every file opened inside the block."""
+    global _opened
+    _opened = seen = []
+    try:
+        yield seen
+    finally:
+        _opened = None
+
+
+def undeclared(opened: list[str], declared: list[str], roots: list[Path]) -> list[str]:
+    """The files under ``roots`` opened but neither declared nor inside a declared folder (code the
+    interpreter imports, .py and compiled modules, is not a builder's input)."""
+    allowed = [os.path.abspath(p) for p in declared]
+    out = []
+    for path in dict.fromkeys(opened):
+        if not any(path.startswith(str(r) + os.sep) for r in roots) or path.endswith((".py", ".pyc", ".so")):
+            continue
+        if any(path == a or path.startswith(a + os.sep) for a in allowed):
+            continue
+        out.append(path)
+    return out
+
+
+def profile() -> dict[str, Any]:
+    """The test profile with the synthetic BreastMNIST runs in its tables (outside its grid)."""
+    report = {
+        **PROFILE["report"],
+        "medical": ["breastmnist"],
+        "comparisons": ["breastmnist"],
+        "per_class": ["breastmnist"],
+        "main_variants": {**(PROFILE["report"].get("main_variants") or {}), "con2": "invert", "simclr": "default"},
+        "include_outside_grid": True,
+    }
+    datasets = {**PROFILE["datasets"], "breastmnist": {}}  # a dataset of the profile, no run of its grid
+    return {**PROFILE, "data_dir": "data", "datasets": datasets, "report": report}
+
+
+def aggregate(records: list[str], runs_csv: str) -> None:
+    """What rule aggregate writes: the runs CSV and the scores bundle beside it."""
+    runs, skipped = collect_valid_runs(records)
+    assert not skipped
+    runs["in_grid"] = False
+    Path(runs_csv).parent.mkdir(parents=True, exist_ok=True)
+    runs.to_csv(runs_csv, index=False)
+    Path(P.scores_bundle(runs_csv)).write_bytes(bundle_bytes(runs["record"].unique()))
+
+
+def rule_files(rules: ArtefactRules, name: str, dataset: str) -> dict[str, str]:
+    """input name -> path, as Snakemake hands the table's rule its inputs (functions called, a list
+    of one file that file, an empty one left out)."""
+    files = {}
+    for key, value in rules.inputs(TABLES[name]).items():
+        if isinstance(value, Callable):  # type: ignore[arg-type]
+            value = value(SimpleNamespace(dataset=dataset))
+        if isinstance(value, list):
+            assert len(value) <= 1, (name, key, value)
+            if not value:
+                continue
+            value = value[0]
+        files[key] = str(value)
+    return files
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Session, dict[str, Any]]:
+    """A results folder as the workflow leaves it: records with both score files, the aggregation's
+    outputs, the data status, the score-runtime measurements."""
+    monkeypatch.chdir(tmp_path)
+    write_runs(tmp_path, validation={"con2": 40})
+    records = sorted(str(p) for p in (tmp_path / "results" / "runs").rglob("record.json"))
+    assert records and all((Path(r).parent / "scores.csv").is_file() for r in records)
+    aggregate(records, RUNS_CSV)
+    Path(DATA_STATUS).parent.mkdir(parents=True, exist_ok=True)
+    Path(DATA_STATUS).write_text('{"breastmnist/28": {"status": "ok"}}')
+    Path(SCORE_RUNTIME_CSV).parent.mkdir(parents=True, exist_ok=True)
+    score_runtime_measurements().to_csv(SCORE_RUNTIME_CSV, index=False)
+    config = profile()
+    session = Session(config, ROOT, lambda: ["all"], lambda: {})
+    for scope in session.scopes:  # a scoped table's own runs CSV: the same records
+        aggregate(records, f"results/evaluation/scopes/{scope}.csv")
+    return session, config
+
+
+def test_every_table_opens_only_its_rules_inputs(project: tuple[Session, dict[str, Any]], tmp_path: Path) -> None:
+    session, config = project
+    rules = ArtefactRules(session)
+    settings = rules.settings()
+    read_scores = []
+    for name, artefact in TABLES.items():
+        for dataset in (config["report"].get(artefact.each) or [""]) if artefact.each else [""]:
+            files = rule_files(rules, name, dataset)
+            with watching() as opened:
+                table_from_files(name, files, settings, dataset)
+            assert undeclared(opened, list(files.values()), [tmp_path, ROOT]) == [], name
+            if "runs" in files:  # the hook sees the builder's reads: its runs CSV among them
+                assert os.path.abspath(files["runs"]) in opened, name
+            if "scores" in artefact.reads:
+                read_scores.append(name)
+                assert os.path.abspath(files["scores"]) in opened, name
+    assert {"table1_medical", "comparisons", "operating_points", "reproduction"} <= set(read_scores)
+
+
+@pytest.mark.parametrize("name", ["operating_points", "comparisons", "table1_medical"])
+def test_the_bundle_gives_the_tables_the_run_folders_give(project: tuple[Session, dict[str, Any]], name: str) -> None:
+    """The same table, cell for cell and number for number, from the bundle and from the run folders."""
+    _, config = project
+    paper = load_paper_numbers(str(resource("paper_numbers.csv")))
+    common = {"config": config, "runs": load_runs(RUNS_CSV), "paper": paper}
+    common["dataset"] = "breastmnist" if TABLES[name].each else ""
+    bundled = build_table(name, ReportInputs(**common, scores=ScoresBundle.read(P.scores_bundle(RUNS_CSV))))
+    folders = build_table(name, ReportInputs(**common, scores=RUN_FOLDERS))
+    assert bundled.rows == folders.rows and bundled.notes == folders.notes
+    pd.testing.assert_frame_equal(bundled.data, folders.data)
+    numbers = bundled.data.select_dtypes("number")
+    assert numbers.notna().to_numpy().any(), name  # numbers from the scores, not only missing marks
+
+
+def test_the_check_catches_a_table_that_reads_a_run_folder(
+    project: tuple[Session, dict[str, Any]], tmp_path: Path
+) -> None:
+    """A builder given only the runs CSV that reads the scores beside each record (as the operating
+    points did before this issue) is caught, naming the run files."""
+    _, config = project
+    runs = load_runs(RUNS_CSV)
+    with watching() as opened:
+        build_table("operating_points", ReportInputs(config=config, runs=runs, scores=RUN_FOLDERS))
+    side = undeclared(opened, [RUNS_CSV], [tmp_path, ROOT])
+    assert side and all(Path(p).name in {"scores.csv", "validation_scores.csv"} for p in side)
+    assert {Path(p).name for p in side} == {"scores.csv", "validation_scores.csv"}
+
+
+def test_an_edited_scores_file_changes_the_bundle_and_a_damaged_bundle_is_named(tmp_path: Path) -> None:
+    """The bundle is the files' bytes: the same files give the same bytes (no timestamp), an edit
+    gives others; a file that is not a bundle is an error naming it and the fix."""
+    write_runs(tmp_path)
+    records = sorted(str(p) for p in (tmp_path / "results" / "runs").rglob("record.json"))
+    first, again = bundle_bytes(records), bundle_bytes(reversed(records))
+    assert first == again
+    scores = Path(records[0]).parent / "scores.csv"
+    scores.write_text(scores.read_text().replace("\n1,", "\n1,", 1) + "")
+    assert bundle_bytes(records) == first
+    scores.write_text(scores.read_text() + "\n")
+    assert bundle_bytes(records) != first
+    bad = tmp_path / "scores.json.gz"
+    bad.write_text("not gzip")
+    with pytest.raises(ValueError, match=r"scores.json.gz is no scores bundle .*rerun snakemake"):
+        ScoresBundle.read(bad)
