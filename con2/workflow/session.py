@@ -179,6 +179,14 @@ class Session:
         run = self.run_of(wildcards, method)
         return P.data_marker(run.dataset, run.data_size)
 
+    def trains(self, wildcards: Wildcards, method: str | None = None) -> bool:
+        """True if the run would train now (no record, or its config changed): its data marker need not
+        be `ancient`. (An `ancient` marker whose prepare_data job must run, after a change to its
+        code say, hides the run from Snakemake 9 until that job has run: a record named as the
+        target would be left untrained by an invocation that ends "done".)"""
+        run = self.run_of(wildcards, method)
+        return awaits_training(run.record, run.config_file)
+
     def run_settings(self, wildcards: Wildcards, method: str) -> dict[str, Any]:
         """A baseline rule's params: the run's resolved config (every RunConfig key but the runtime ones)."""
         return dict(self.run_of(wildcards, method).config)

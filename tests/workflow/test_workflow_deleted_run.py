@@ -119,3 +119,22 @@ def test_a_deleted_run_whose_data_are_gone_leaves_runs_csv_and_the_tables(tmp_pa
     ours = [ln for ln in table.read_text().splitlines() if ln.startswith("| CON2 (NND) | ours |")]
     assert "[1×1]" not in "".join(ours), ours
     assert "breastmnist (28 px)" in res.stderr and "SKIPPED" in res.stderr
+
+
+def test_a_record_named_as_the_target_trains_when_the_data_check_must_run_again(tiny_run: Path, tmp_path: Path) -> None:
+    """Found with the BR35H study: after a change to the data check's code, ``snakemake <record>``
+    ran only the data check and ended "1 of 1 steps (100%) done" without the record (Snakemake 9
+    skips a job below an `ancient` input whose job must run). A run that trains anyway reads its
+    marker as a plain input (`Session.trains`): the one command trains it; finished runs still
+    never retrain for a data check."""
+    wd = clone(tiny_run, tmp_path / "wd")
+    others = {p: t for p, t in records(wd).items() if p != RECORD}
+    (wd / RECORD).unlink()
+    script = wd / "workflow/scripts/prepare_data.py"
+    script.write_text(script.read_text() + "\n# an edit: the data check's code changed\n")
+    res = snakemake(wd, "--cores", "2", RECORD, "--configfile", TEST_CONFIG)
+    out = res.stdout + res.stderr
+    assert res.returncode == 0, out[-4000:]
+    assert finished(out) == {"prepare_data": 1, "train": 1}, out[-3000:]
+    assert (wd / RECORD).is_file()
+    assert {p: t for p, t in records(wd).items() if p != RECORD} == others  # no finished run retrained

@@ -219,6 +219,18 @@ def test_edited_scores_are_those_newer_than_their_record(tmp_path: Path) -> None
     assert session(tmp_path).edited_scores() == [os.path.join(runs[1].run_dir, "scores.csv")]
 
 
+def test_a_run_reads_its_data_marker_as_ancient_only_once_finished(tmp_path: Path) -> None:
+    """`Session.trains`: common.smk's data_marker wraps the marker in `ancient` only for a finished
+    run (re-checking data never retrains it); one without a record, or whose config is newer, trains."""
+    run = session(tmp_path).runs[0]
+    assert session(tmp_path).trains(wildcards(run))
+    finish(run)
+    assert not session(tmp_path).trains(wildcards(run))
+    later = time.time() + 10
+    os.utime(run.config_file, (later, later))  # a config written after the record: a changed setting
+    assert session(tmp_path).trains(wildcards(run))
+
+
 def test_status_input_in_a_rebuild_is_the_file_as_last_checked(tmp_path: Path) -> None:
     assert session(tmp_path).status_input() == [DATA_STATUS]  # the grid trains: the checkpoint
     rebuild = session(tmp_path, targets=["results/tables/table1_medical.md"])

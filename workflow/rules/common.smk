@@ -41,8 +41,11 @@ A = ArtefactRules(W)
 
 
 def data_marker(wildcards, method=None):
-    """The prepare_data output a run needs (ancient: re-checking the data never retrains)."""
-    return ancient(W.data_marker(wildcards, method))
+    """The prepare_data output a run needs: ancient for a finished run (re-checking the data never
+    retrains it), plain for one that trains anyway (else Snakemake 9 skips it below a data check that
+    must run: `Session.trains`)."""
+    marker = W.data_marker(wildcards, method)
+    return marker if W.trains(wildcards, method) else ancient(marker)
 
 
 def data_marker_for(method):
