@@ -150,17 +150,28 @@ def _checked(path: str, stamp: tuple[int, int], expected: Expected) -> RunScores
     return _checked_csv(path, expected)
 
 
-def _checked_csv(source: str | io.StringIO, expected: Expected) -> RunScores:
-    """A ``scores.csv`` (a path, or its text), parsed and checked against ``expected``."""
+def _parsed_csv(source: str | io.StringIO) -> tuple[pd.DataFrame | None, str]:
+    """A ``scores.csv`` (a path, or its text), read and parsed (:func:`parse_scores`): ``(frame, "")``
+    or ``(None, problem)``."""
     try:
         table = pd.read_csv(source)
     except (OSError, UnicodeDecodeError, ValueError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
-        return RunScores(None, f"is not a readable CSV ({type(exc).__name__})")
-    frame, problem = parse_scores(table)
+        return None, f"is not a readable CSV ({type(exc).__name__})"
+    return parse_scores(table)
+
+
+def _against(parsed: tuple[pd.DataFrame | None, str], expected: Expected) -> RunScores:
+    """A parsed ``scores.csv`` checked against ``expected`` (:func:`disagreement`)."""
+    frame, problem = parsed
     if frame is None:
         return RunScores(None, problem)
     problem = disagreement(frame, expected)
     return RunScores(None if problem else frame, problem)
+
+
+def _checked_csv(source: str | io.StringIO, expected: Expected) -> RunScores:
+    """A ``scores.csv`` (a path, or its text), parsed and checked against ``expected``."""
+    return _against(_parsed_csv(source), expected)
 
 
 def read_run_scores(record: str | Path, expected: Expected | None = None) -> RunScores:
@@ -316,6 +327,7 @@ class ScoresBundle:
 
     def __init__(self, runs: Mapping[str, Mapping[str, Any]]) -> None:
         self.runs = runs
+        self._parsed: dict[str, tuple[pd.DataFrame | None, str]] = {}
         self._tests: dict[tuple[str, Expected], RunScores] = {}
         self._validation: dict[str, pd.DataFrame | str | None] = {}
 
@@ -341,10 +353,14 @@ class ScoresBundle:
             return RunScores(None, f"no {SCORES} beside the record", found=False)
         key = (str(record), expected or Expected())
         if key not in self._tests:
-            if isinstance(text, dict):
-                self._tests[key] = RunScores(None, f"is not a readable CSV ({text.get(UNREADABLE)})")
-            else:
-                self._tests[key] = _checked_csv(io.StringIO(text), key[1])
+            if key[0] not in self._parsed:  # parsed once per run, checked once per expectation
+                unreadable = isinstance(text, dict)
+                self._parsed[key[0]] = (
+                    (None, f"is not a readable CSV ({text.get(UNREADABLE)})")
+                    if unreadable
+                    else _parsed_csv(io.StringIO(text))
+                )
+            self._tests[key] = _against(self._parsed[key[0]], key[1])
         return self._tests[key]
 
     def validation(self, record: str | Path, column: str, n_val: Any) -> tuple[np.ndarray | None, str]:
