@@ -63,6 +63,8 @@ class SourceTable:
         checksums: checksums of source files, recorded in the manifest.
         files: the files whose bytes are the samples (their content is the cache's key); empty:
             see :func:`source_files`.
+        form: what kind of copy it is (:attr:`Found.form`), kept in the manifest's ``source.format``
+            and from there in every split manifest and run record.
     """
 
     dataset: str
@@ -77,6 +79,7 @@ class SourceTable:
     channels: int
     checksums: dict[str, str] = field(default_factory=dict)
     files: tuple[Path, ...] = ()
+    form: str = ""
 
 
 @dataclass(frozen=True)
@@ -92,6 +95,8 @@ class Found:
         listing: the samples, where finding them already listed them (folder trees); else
             :meth:`con2.data.source.Source.table` reads them.
         files: the files whose bytes are the samples (empty: see :func:`source_files`).
+        form: what kind of copy it is where a dataset has several (CIFAR-10: ``image-folder`` for a
+            re-encoded image dump; empty: the dataset's one source), shown by ``con2 data list``.
     """
 
     location: Path | str
@@ -99,6 +104,7 @@ class Found:
     data_dir: Path
     listing: SourceTable | None = None
     files: tuple[Path, ...] = ()
+    form: str = ""
 
 
 @dataclass(frozen=True)
@@ -354,6 +360,7 @@ def prepare(
             "listing": table.fingerprint,
             "checksums": table.checksums,
             "files": key.files,
+            **({"format": table.form} if table.form else {}),
         },
         "images_file": "images.npy",
         "images_sha256": sha,

@@ -1,4 +1,5 @@
-"""CIFAR-10 and CIFAR-100 (20 superclasses) from the official python pickles.
+"""CIFAR-10 and CIFAR-100 (20 superclasses) from the official python pickles (CIFAR-10 also from an
+image folder when no pickles are there: :mod:`con2.data.cifar_folder`).
 
 Found on disk first: ``cifar-10-batches-py/`` (``data_batch_1..5``, ``test_batch``,
 ``batches.meta``) or ``cifar-100-python/`` (``train``, ``test``, ``meta``) in ``data_dir`` or
@@ -30,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from con2.data import cifar_folder
 from con2.data.base import DataError, DatasetMissing
 from con2.data.cache import Found, SourceTable
 from con2.data.fileops import atomic_path, extract_into, file_digest, partial_name, remove, text_digest
@@ -175,10 +177,17 @@ SPECS = {
 def get_fix(name: str, data_dir: Path) -> str:
     """The command (or manual step) that gets the files; the command quoted for a shell."""
     spec = SPECS[name]
+    folder = (
+        f" CIFAR-10 is also read from an image folder, {cifar_folder.folder_root(data_dir)}/{{train,test}}/<class>/ "
+        "(a re-encoding, not the official bytes; its tables say so)."
+        if name == "cifar10"
+        else ""
+    )
     return (
         f"Fix: run `{shell_command('con2', 'data', 'get', name, '--data-dir', data_dir)}` (needs a network, no "
         "credentials), or download "
         f"https://www.cs.toronto.edu/~kriz/{spec.archive} and extract it so that {data_dir / spec.folder}/ exists."
+        + folder
     )
 
 
@@ -336,15 +345,24 @@ def class_names(name: str) -> Sequence[str]:
 
 
 class CifarSource(Source):
-    """The official CIFAR python pickles, read directly or downloaded by torchvision (``kind = "torchvision"``)."""
+    """The official CIFAR python pickles, read directly or downloaded by torchvision (``kind = "torchvision"``);
+    for CIFAR-10, when no pickles are there, an image folder (:mod:`con2.data.cifar_folder`)."""
 
     kind = "torchvision"
 
     def find(self, info: DatasetInfo, data_dir: Path, size: int) -> Found:
-        folder = locate(info.name, data_dir)
+        try:
+            folder = locate(info.name, data_dir)
+        except DatasetMissing:
+            root = cifar_folder.folder_root(data_dir)
+            if info.name != "cifar10" or not cifar_folder.looks_like_folder(root):
+                raise
+            return cifar_folder.find(root, data_dir, SPECS[info.name].classes)
         return Found(folder, fingerprint(info.name, folder, data_dir), data_dir, files=pickle_files(info.name, folder))
 
     def table(self, info: DatasetInfo, found: Found, size: int) -> SourceTable:
+        if found.form == cifar_folder.FORMAT:
+            return cifar_folder.table(Path(found.location), found, SPECS[info.name].classes)
         return table(info.name, Path(found.location), found.fingerprint, size, found.data_dir)
 
     def download(self, info: DatasetInfo, data_dir: Path, size: int, progress: bool = True) -> None:

@@ -86,3 +86,15 @@ def write_manifest(manifest: dict[str, Any], path: Path) -> None:
     """Write a manifest atomically (JSON)."""
     with atomic_path(path) as tmp:
         tmp.write_text(json.dumps(manifest, indent=1))
+
+
+def data_source(manifest: dict[str, Any] | None) -> dict[str, str | None] | None:
+    """What a run record says of its images' source (record field ``data_source``): ``format``, the kind
+    of copy where a dataset has several (``image-folder`` for a re-encoded CIFAR-10 dump, else ``None``),
+    and ``sha256``, the content checksum of the source files (the prepared cache's key). ``None``
+    without a manifest."""
+    if not manifest:
+        return None
+    source = manifest.get("source") or {}
+    return {"format": source.get("format"), "sha256": source.get("fingerprint")}
+

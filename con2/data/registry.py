@@ -442,7 +442,7 @@ def dataset_status(name: str, data_dir: str | Path | None) -> dict[str, Any]:
     status: dict[str, Any] = {"name": info.name, "title": info.title, "family": info.family, "source": info.source}
     try:
         found = source.find(info, d, source.default_size(info))
-        status.update(present=True, location=str(found.location), problem="")
+        status.update(present=True, location=str(found.location), problem="", source=found.form or info.source)
     except DatasetMissing:
         status.update(present=False, location="", problem="missing")
     except DataError as exc:

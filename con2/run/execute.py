@@ -24,6 +24,7 @@ import numpy as np
 import torch
 
 from con2.config import RUNTIME_KEYS, RunConfig
+from con2.data.manifest import data_source
 from con2.data.rundata import check_batch_size, load_run_data
 from con2.errors import ConfigError
 from con2.methods import Method, build_method, get_spec
@@ -330,6 +331,7 @@ def execute(
         curve=curve.record() if curve is not None else None,
         validation=out.validation if val_images is not None else None,
         val_sha256=manifest.get("val_pixels_sha256"),
+        data_source=data_source(manifest),
     )
     rd.write_record(record)
     return record

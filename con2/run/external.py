@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from con2.config import load_config
+from con2.data.manifest import data_source
 from con2.data.rundata import load_run_data
 from con2.errors import Con2Error, write_failure
 from con2.run.records import RecordError, build_record
@@ -57,6 +58,7 @@ def write_external_run(
     scoring: Mapping[str, Any] | None = None,
     label: str | None = None,
     score_labels: Mapping[str, str] | None = None,
+    data_source: Mapping[str, str | None] | None = None,
 ) -> dict[str, Any]:
     """Write ``scores.csv`` and a validated ``record.json`` for one external run; return the record.
 
@@ -74,6 +76,7 @@ def write_external_run(
         score_labels: a score's display name (``{"nnd": "NND"}``; default: the score's name):
             stored as the record's ``method_card``, which the tables read for a method that is not
             registered with con2.
+        data_source: the images' source (:func:`con2.data.manifest.data_source` of the split's manifest), if known.
     """
     config = {
         "method": method,
@@ -100,6 +103,7 @@ def write_external_run(
         scoring=scoring,
         device=device,
         method_card=method_card(label, score_labels, scores) if label or score_labels else None,
+        data_source=data_source,
     )
     rd = RunDir(run_dir)
     with rd.lock():
@@ -206,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
             seed=args.seed,
             data_dir=args.data_dir or "data",
         )
-        n_train, split_sha256 = args.n_train, None
+        n_train, split_sha256, source = args.n_train, None, None
         if args.data_dir:
             data = load_run_data(cfg, verify=True)  # a new record: check the prepared cache
             manifest = data.manifest or {}
@@ -220,6 +224,7 @@ def main(argv: list[str] | None = None) -> int:
                 raise RecordError(f"{args.scores}: ids differ from {where}; score that test set, in order")
             n_train = n_train or len(data.train)
             split_sha256 = manifest.get("split_sha256")
+            source = data_source(manifest)
         if not n_train:
             raise RecordError("--n-train is required without --data-dir")
         config = json.loads(Path(args.config_json).read_text()) if args.config_json else {}
@@ -243,6 +248,7 @@ def main(argv: list[str] | None = None) -> int:
             split_sha256=split_sha256,
             label=args.label,
             score_labels=dict(item.partition("=")[::2] for item in args.score_label),
+            data_source=source,
         )
     except (Con2Error, ValueError, OSError) as exc:
         message = write_failure(exc) if isinstance(exc, OSError) else None

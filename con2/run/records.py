@@ -111,6 +111,14 @@ RECORD_SCHEMA: dict[str, Any] = {
         "batch_size": {"type": ["integer", "null"], "minimum": 1},  # the effective batch (images per step)
         "split_seed": {"type": ["integer", "null"]},
         "split_sha256": {"type": ["string", "null"]},  # the split manifest's checksum (same test ids <=> same value)
+        # since issue 44: the images' source, `format` (a kind of copy where a dataset has several: "image-folder"
+        # for a re-encoded CIFAR-10 dump, whose tables say so; null: the dataset's one source) and `sha256` (the
+        # content checksum of its files); absent in older records
+        "data_source": {
+            "type": "object",
+            "required": ["format", "sha256"],
+            "properties": {"format": {"type": ["string", "null"]}, "sha256": {"type": ["string", "null"]}},
+        },
         "scoring": {"type": "object"},  # each score column's reading, and each score's headline reading
         "method_card": {"type": "object"},  # the method spec's labels, paper rows and tags (con2.methods.spec)
         "curve": {  # the learning curve (config score_at; con2.run.curve): AUROC per column at each scored epoch
@@ -259,6 +267,7 @@ def build_record(
     curve: Mapping[str, Any] | None = None,
     validation: Mapping[str, np.ndarray] | None = None,
     val_sha256: str | None = None,
+    data_source: Mapping[str, str | None] | None = None,
 ) -> dict[str, Any]:
     """The one-run record (schema: :data:`con2.run.records.RECORD_SCHEMA`) of any run, ours or external.
 
@@ -281,6 +290,7 @@ def build_record(
             "auroc": {column: %}, "extras"}]}``.
         validation: score name -> ``[V]`` scores of the normal validation images (the columns of
             ``scores``; ``None``: none scored, no ``n_val`` in the record); ``val_sha256``: their pixels' sha256.
+        data_source: the images' source (:func:`con2.data.manifest.data_source`); ``None``: not recorded.
 
     Raises:
         RecordError: no scores, a score of another length than ``labels``, labels of one class, or
@@ -346,6 +356,8 @@ def build_record(
     if validation is not None:
         record["n_val"] = len(next(iter(validation.values()))) if validation else 0
         record["val_sha256"] = val_sha256
+    if data_source is not None:
+        record["data_source"] = dict(data_source)
     if scoring is not None:
         record["scoring"] = json.loads(json.dumps(scoring))
     if method_card is not None:
