@@ -16,7 +16,9 @@ Layouts (see spec/datasets.md):
 - Dogs vs Cats: ``dogs-vs-cats/train.zip`` holding ``train/{cat,dog}.N.jpg`` and ``test1.zip``
   holding ``test1/N.jpg``; the competition zip ``dogs-vs-cats.zip`` holds both and
   ``sampleSubmission.csv``.
-- CIFAR-10: ``cifar-10-batches-py/{data_batch_1..5,test_batch,batches.meta}`` pickles.
+- CIFAR-10: ``cifar-10-batches-py/{data_batch_1..5,test_batch,batches.meta}`` pickles; or the image-folder
+  dump ``cifar10/{train,test}/<class>/0000.jpg...`` (32x32; :func:`make_cifar10_folder`, whose counts per class
+  join this test's copy of ``cifar_folder.EXPECTED_COUNTS`` as :func:`trust_cifar` does for checksums).
 - CIFAR-100: ``cifar-100-python/{train,test,meta}`` pickles with ``coarse_labels``.
   The loader opens a CIFAR pickle (or extracts an archive) only if its md5 is the official one
   (``cifar_source.OFFICIAL_MD5``). The builders add their files' md5s to that table, which
@@ -38,7 +40,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from con2.data import cifar_source
+from con2.data import cifar_folder, cifar_source
 from con2.data.cifar_source import CIFAR10_CLASSES, CIFAR100_SUPERCLASSES
 from con2.data.imagenet30_source import CLASSES as IMAGENET30_CLASSES
 from con2.data.kaggle_source import KVASIR_CLASSES
@@ -322,6 +324,27 @@ def make_cifar100(data_dir: Path, train_per: int = 2, test_per: int = 1, trusted
     return root
 
 
+_EXPECTED_COUNTS = cifar_folder.EXPECTED_COUNTS  # the real counts, as imported (isolated_env swaps in a copy)
+
+
+def make_cifar10_folder(
+    data_dir: Path, n_train: int = 3, n_test: int = 2, suffix: str = ".png", expected: bool = True
+) -> Path:
+    """``cifar10/{train,test}/<class>/NNNN<suffix>``: ``n_train`` and ``n_test`` random 32x32 RGB images per
+    class, named as the real dump (0000.jpg...); ``expected``: those counts become this test's CIFAR-10
+    counts (the real 5000 / 1000 stay in the product; :func:`isolated_env` gives each test its own copy)."""
+    if expected:
+        if cifar_folder.EXPECTED_COUNTS is _EXPECTED_COUNTS:
+            raise RuntimeError("make_cifar10_folder needs the isolated_env fixture: it must never change the real counts")
+        cifar_folder.EXPECTED_COUNTS.update(train=n_train, test=n_test)
+    root = data_dir / "cifar10"
+    for split, n in (("train", n_train), ("test", n_test)):
+        for c, cls in enumerate(CIFAR10_CLASSES):
+            for i in range(n):
+                write_image(root / split / cls / f"{i:04d}{suffix}", 1000 * c + 10 * i + (split == "test"), size=(32, 32))
+    return root
+
+
 def tar_gz(folder: Path, archive: Path, trusted: bool = True) -> Path:
     """``archive`` (.tar.gz) holding ``folder`` under its own name, like the official CIFAR archives;
     ``trusted``: an archive named as CIFAR's joins this test's checksum table."""
@@ -372,6 +395,7 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setattr(urllib.request, "urlopen", no_network)
     # a copy of the CIFAR checksum table for this test: the builders add their fake files to it
     monkeypatch.setattr(cifar_source, "OFFICIAL_MD5", {k: dict(v) for k, v in _OFFICIAL_MD5.items()})
+    monkeypatch.setattr(cifar_folder, "EXPECTED_COUNTS", dict(_EXPECTED_COUNTS))  # make_cifar10_folder shrinks it
     return tmp_path / "cache"
 
 
