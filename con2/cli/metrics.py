@@ -1,6 +1,6 @@
 """``con2 metrics``: a finished run's operating points from its ``scores.csv``, without retraining or
 re-scoring (:mod:`con2.maths.operating`): average precision with its interval, the sensitivity at
-95% specificity and, where the run scored normal validation images (``validation_scores.csv``), the
+95% specificity, the false-positive rate at 95% true-positive rate (FPR@95TPR) and, where the run scored normal validation images (``validation_scores.csv``), the
 test rates of the threshold set on them, per score column. Records of any schema version work: only
 the scores are read.
 """
@@ -59,11 +59,12 @@ def run_metrics(run_dir: Path, scores: list[str] | None = None) -> dict[str, Any
 def _text(run: str, metrics: dict[str, Any]) -> list[str]:
     lines = [f"{run}:"]
     for column, m in metrics.items():
-        ap, at = m["ap"], m["at_specificity"]
+        ap, at, fpr = m["ap"], m["at_specificity"], m["fpr_at_tpr"]
         lines.append(
             f"  {column}: AUROC {m['auroc']:.1f}  AP {ap['ap']:.1f} [{ap['lo']:.1f}, {ap['hi']:.1f}]  "
             f"sensitivity {at['sensitivity']:.1f} at specificity {at['specificity']:.1f} "
-            f"(test threshold {at['threshold']:.4g})"
+            f"(test threshold {at['threshold']:.4g})  FPR {fpr['fpr']:.1f} [{fpr['fpr_lo']:.1f}, {fpr['fpr_hi']:.1f}] "
+            f"at TPR {fpr['tpr']:.1f}"
         )
         val = m.get("from_validation")
         if val:

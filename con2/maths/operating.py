@@ -9,6 +9,10 @@ so a threshold equal to a normal image's score keeps that image normal.
 - The sensitivity at a fixed specificity (95%) on the test set, and the threshold that gives it: the
   best any threshold can do, chosen with the test labels (an upper bound for a screening reader); at
   equal sensitivity the threshold with the higher specificity.
+- The false-positive rate at 95% true-positive rate (FPR@95TPR, the headline metric of OpenOOD and the
+  out-of-distribution literature): the share of normal test images flagged by the highest threshold that
+  flags at least 95% of the anomalies (anomalies positive, as OpenOOD treats the out-of-distribution
+  images), with its exact 95% binomial interval; scikit-learn's ``roc_curve`` at its first TPR >= 0.95.
 - A threshold chosen without the test labels: the 95th percentile of the validation normals' scores
   (the smallest validation score with at least 95% of them at or below it), and the test sensitivity
   and specificity it gives, each with its exact (Clopper-Pearson) 95% binomial interval.
@@ -25,6 +29,7 @@ from scipy.stats import beta
 
 LEVEL = 0.95  # every interval here is a 95% one
 SPECIFICITY = 0.95  # the fixed specificity a screening reader asks for
+TPR = 0.95  # the true-positive rate (anomalies flagged) of FPR@95TPR
 BOOTSTRAP = 1000  # resamples of the AP interval
 BOOTSTRAP_SEED = 0
 
@@ -126,6 +131,29 @@ def rates_at(labels: np.ndarray, scores: np.ndarray, threshold: float) -> dict[s
     return out
 
 
+def fpr_at_tpr(labels: np.ndarray, scores: np.ndarray, tpr: float = TPR) -> dict[str, float]:
+    """The false-positive rate (percent of normal test images flagged) at the highest threshold that flags
+    at least ``tpr`` of the anomalies, with its exact 95% interval: ``{"fpr", "fpr_lo", "fpr_hi", "tpr"}``
+    (``tpr``: the share of anomalies that threshold flags, percent, at least ``100 * tpr``).
+
+    Flagging every score at or above the ``ceil(tpr * M1)``-th highest anomaly score flags that many
+    anomalies (more where scores tie) and every normal image scoring as high: no higher threshold
+    flags enough anomalies, and a lower one flags no fewer normal images."""
+    normal, anomalous = _split(labels, scores)
+    if normal.size == 0 or anomalous.size == 0:
+        raise ValueError("a false-positive rate at a true-positive rate needs normal (0) and anomalous (1) images")
+    need = max(1, math.ceil(tpr * anomalous.size - 1e-9))
+    cut = float(np.sort(anomalous)[anomalous.size - need])
+    k = int((normal >= cut).sum())
+    lo, hi = clopper_pearson(k, normal.size)
+    return {
+        "fpr": 100.0 * k / normal.size,
+        "fpr_lo": 100.0 * lo,
+        "fpr_hi": 100.0 * hi,
+        "tpr": 100.0 * float((anomalous >= cut).mean()),
+    }
+
+
 def operating_points(
     labels: np.ndarray, scores: np.ndarray, validation_normal: np.ndarray | None = None
 ) -> dict[str, Any]:
@@ -136,15 +164,21 @@ def operating_points(
         validation_normal: ``[V]`` scores of normal validation images, or None where the dataset has none.
 
     Returns:
-        ``{"ap": {...}, "at_specificity": {...}, "from_validation": {...} | None}`` (percent; see the
-        module docstring): AP with its interval, the test-set threshold for 95% specificity with the
-        sensitivity it gives, and the validation threshold's test rates.
+        ``{"ap": {...}, "at_specificity": {...}, "fpr_at_tpr": {...}, "from_validation": {...} | None}``
+        (percent; see the module docstring): AP with its interval, the test-set threshold for 95%
+        specificity with the sensitivity it gives, the false-positive rate at 95% true-positive rate
+        (:func:`fpr_at_tpr`), and the validation threshold's test rates.
     """
     best = rates_at(labels, scores, threshold_at_specificity(labels, scores))
     val = None
     if validation_normal is not None and np.asarray(validation_normal).size:
         val = rates_at(labels, scores, normal_quantile(np.asarray(validation_normal, dtype=np.float64)))
-    return {"ap": average_precision(labels, scores), "at_specificity": best, "from_validation": val}
+    return {
+        "ap": average_precision(labels, scores),
+        "at_specificity": best,
+        "fpr_at_tpr": fpr_at_tpr(labels, scores),
+        "from_validation": val,
+    }
 
 
 def operating_points_of(

@@ -9,12 +9,13 @@ import math
 import numpy as np
 import pytest
 from scipy.stats import binomtest
-from sklearn.metrics import average_precision_score
+from sklearn.metrics import average_precision_score, roc_curve
 
 from con2.maths.operating import (
     average_precision,
     average_precision_of,
     clopper_pearson,
+    fpr_at_tpr,
     normal_quantile,
     operating_points,
     rates_at,
@@ -87,6 +88,35 @@ def test_the_95_percent_specificity_point_is_the_best_threshold_of_a_sweep(seed,
     # the threshold reported gives exactly these rates when applied by hand
     t = point["threshold"]
     assert np.mean(scores[labels == 1] > t) == pytest.approx(sens)
+
+
+def brute_force_fpr_at_tpr(labels: np.ndarray, scores: np.ndarray, tpr: float) -> tuple[float, float]:
+    """(FPR, TPR) of the sweep: every candidate threshold, flag at or above it; the highest threshold whose
+    TPR reaches ``tpr`` (the lowest FPR among them)."""
+    for t in sorted(set(scores.tolist()), reverse=True):
+        sens = float(np.mean(scores[labels == 1] >= t))
+        if sens >= tpr - 1e-12:
+            return float(np.mean(scores[labels == 0] >= t)), sens
+    raise AssertionError("unreachable: the lowest score flags every anomaly")
+
+
+@pytest.mark.parametrize(("seed", "n0", "n1", "ties"), CASES)
+def test_fpr_at_95_tpr_is_the_sweeps_and_scikit_learns(seed, n0, n1, ties) -> None:
+    labels, scores = scored(seed, n0, n1, ties)
+    point = operating_points(labels, scores)["fpr_at_tpr"]
+    fpr, tpr = brute_force_fpr_at_tpr(labels, scores, 0.95)
+    assert (point["fpr"], point["tpr"]) == pytest.approx((100 * fpr, 100 * tpr))
+    # scikit-learn's ROC curve (anomalies positive): the FPR at its first point with TPR >= 95%
+    fprs, tprs, _ = roc_curve(labels, scores)
+    assert point["fpr"] == pytest.approx(100 * fprs[np.argmax(tprs >= 0.95 - 1e-12)])
+    k = round(fpr * n0)
+    assert (point["fpr_lo"], point["fpr_hi"]) == pytest.approx(tuple(100 * x for x in clopper_pearson(k, n0)))
+
+
+def test_fpr_at_tpr_of_a_perfect_and_a_reversed_score() -> None:
+    labels = np.array([0, 0, 0, 0, 1, 1])
+    assert fpr_at_tpr(labels, np.array([0.0, 1, 2, 3, 4, 5]))["fpr"] == 0.0
+    assert fpr_at_tpr(labels, np.array([5.0, 4, 3, 2, 1, 0]))["fpr"] == 100.0
 
 
 @pytest.mark.parametrize(("seed", "n_val"), [(s, n) for s in range(3) for n in (1, 19, 20, 21, 78, 300)])

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from scipy.stats import binomtest
-from sklearn.metrics import average_precision_score
+from sklearn.metrics import average_precision_score, roc_curve
 from test_uncertainty import CONFIG, VARIANT, synthetic_scores, validation_scores, write_runs
 
 from con2.cli.main import main as con2_main
@@ -52,6 +52,34 @@ def test_operating_points_table_against_sklearn_and_a_sweep(tmp_path: Path, old:
         per_run = table.data[(table.data["method"] == method) & (table.data["score"] == score)]
         assert per_run.sort_values("seed")["ap"].to_numpy() == pytest.approx(aps)
     assert table.data["problem"].eq("").all()
+
+
+def fpr_at_95_tpr_by_sklearn(y: np.ndarray, s: np.ndarray) -> float:
+    """FPR (%) at scikit-learn's first ROC point (anomalies positive) whose TPR reaches 95%."""
+    fprs, tprs, _ = roc_curve(y, s)
+    return 100 * float(fprs[np.argmax(tprs >= 0.95 - 1e-12)])
+
+
+def test_the_fpr_at_95_tpr_column_against_scikit_learn(tmp_path: Path) -> None:
+    """Issue 44: FPR@95TPR per method, mean ± std over seeds, against scikit-learn's ROC curve; one run
+    shows its exact binomial interval."""
+    runs = write_runs(tmp_path)
+    table = operating_points(ReportInputs(config=CONFIG, runs=runs))
+    column = table.columns.index("FPR at 95% TPR (%)")
+    by_label = {r[1]: r for r in table.rows}
+    for method, score, label in (("con2", "nnd", "CON2 (NND)"), ("simclr", "knn", "SimCLR (kNN)")):
+        fprs = []
+        for seed in (0, 1, 2):
+            y, scores = synthetic_scores(seed)
+            fprs.append(fpr_at_95_tpr_by_sklearn(y, scores[(method, score)]))
+        assert by_label[label][column] == f"{np.mean(fprs):.1f} ± {np.std(fprs, ddof=1):.1f}"
+    one = operating_points(ReportInputs(config=CONFIG, runs=runs[runs["seed"] == 0]))
+    y, scores = synthetic_scores(0)
+    fpr = fpr_at_95_tpr_by_sklearn(y, scores[("con2", "nnd")])
+    n0 = int((y == 0).sum())
+    ci = binomtest(round(fpr * n0 / 100), n0).proportion_ci(0.95, method="exact")
+    cell = next(r for r in one.rows if r[1] == "CON2 (NND)")[column]
+    assert cell == f"{fpr:.1f} [{100 * ci.low:.1f}, {100 * ci.high:.1f}]"
 
 
 def rates_at_validation_threshold(y: np.ndarray, s: np.ndarray, val: np.ndarray) -> tuple[float, float]:
@@ -124,6 +152,7 @@ def test_con2_metrics_fills_old_records_from_their_scores(tmp_path: Path, capsys
     sens, spec = sensitivity_at_95_by_sweep(y, scores[("con2", "nnd")])
     assert got["at_specificity"]["sensitivity"] == pytest.approx(sens)
     assert got["at_specificity"]["specificity"] == pytest.approx(spec)
+    assert got["fpr_at_tpr"]["fpr"] == pytest.approx(fpr_at_95_tpr_by_sklearn(y, scores[("con2", "nnd")]))
     assert "record file not found" in out["not_filled"][str(missing)]
     scores_csv = run / "scores.csv"
     pd.read_csv(scores_csv).assign(nnd=0.0).to_csv(scores_csv, index=False)  # scores that disagree with the record
