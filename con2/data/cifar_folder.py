@@ -5,7 +5,7 @@ class under ``train/`` (5000 images each) and ``test/`` (1000 each), 32x32 RGB, 
 class names. Such a dump is a *re-encoding* of the official arrays: JPEG dumps differ from the
 official pixels (slightly), and even a PNG dump is not the official bytes, so every record of a
 run on it names this source (:data:`FORMAT`, with the content checksum of its files) and every
-table that shows such a run says so in its note (:mod:`con2.report.provenance`).
+table that shows such a run says so in its note (:func:`con2.report.tables.re_encoded_note`).
 
 The official pickles (:mod:`con2.data.cifar_source`) are preferred when both are present. The
 folder is checked by content before anything is prepared: the listing (class names, only JPEG or
@@ -24,9 +24,10 @@ from PIL import Image
 from con2.data.base import DataError
 from con2.data.cache import Found, SourceTable
 from con2.data.folders import fingerprint, list_images, open_image
+from con2.data.manifest import IMAGE_FOLDER
 
 #: The ``format`` of the source in the prepared cache's manifest, the split manifest and the run record.
-FORMAT = "image-folder"
+FORMAT = IMAGE_FOLDER
 #: The suffixes a CIFAR image dump uses (any case); another image format in a class folder is refused.
 SUFFIXES = (".jpg", ".jpeg", ".png")
 #: Images per class folder in each split of the official CIFAR-10 (tests shrink it for their fixtures).

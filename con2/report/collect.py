@@ -68,6 +68,7 @@ RUN_COLUMNS = [
     "n_test",
     "n_anomalous",
     "n_val",  # normal validation images scored (record n_val; NaN: none scored, or a record older than issue 35)
+    "data_format",  # the record's data_source.format ("image-folder": a re-encoded copy, noted by every table; "": official)
     "device",
     "machine",
     "threads",
@@ -158,6 +159,7 @@ def record_rows(
         "n_test": record["n_test"],
         "n_anomalous": record["n_anomalous"],
         "n_val": record.get("n_val", np.nan),
+        "data_format": (record.get("data_source") or {}).get("format") or "",
         "device": record.get("device"),
         "machine": machine_of(record),
         "threads": cfg.get("threads"),

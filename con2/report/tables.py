@@ -19,6 +19,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from con2.data.manifest import IMAGE_FOLDER
+from con2.paper_names import dataset_label
 from con2.report.artefacts import TABLES, ReportInputs
 from con2.report.format import Table
 
@@ -34,11 +36,32 @@ def outside_grid_note(inputs: ReportInputs) -> str | None:
     return f"{n} run(s) outside this profile's grid left out ({what}; `report.include_outside_grid: true` shows them)."
 
 
+def re_encoded_note(table: Table, inputs: ReportInputs) -> str | None:
+    """The one note a table gets when it shows a dataset whose runs read a re-encoded copy (a CIFAR-10
+    image dump: record ``data_source.format`` = ``image-folder``, runs.csv ``data_format``): its pixels are
+    not the official files', so its numbers are not the official set's to the last decimal."""
+    runs = inputs.runs
+    if runs is None or runs.empty or "data_format" not in runs or "dataset" not in table.data:
+        return None
+    shown = set(table.data["dataset"].dropna().astype(str))
+    copies = runs[(runs["data_format"] == IMAGE_FOLDER) & runs["dataset"].isin(shown)]
+    if copies.empty:
+        return None
+    names = ", ".join(dataset_label(d) for d in sorted(set(copies["dataset"])))
+    return (
+        f"{names}: read from an image folder (records' data_source.format {IMAGE_FOLDER}), a re-encoding of the "
+        "official files (e.g. JPEG), not the official bytes: its pixels differ slightly from the official arrays'."
+    )
+
+
 def build_table(name: str, inputs: ReportInputs) -> Table:
     """The table ``name`` of :data:`~con2.report.artefacts.TABLES` from ``inputs``, with the note on
-    records outside the profile's grid where it reads runs."""
+    records outside the profile's grid where it reads runs, and the note on re-encoded data where it
+    shows such a dataset (:func:`re_encoded_note`)."""
     table = TABLES[name].builder()(inputs)
     if inputs.runs is not None and (note := outside_grid_note(inputs)):
+        table.notes.append(note)
+    if note := re_encoded_note(table, inputs):
         table.notes.append(note)
     return table
 

@@ -80,3 +80,28 @@ def _written(tmp_path: Path, runs: pd.DataFrame) -> Path:
     path = tmp_path / "runs.csv"
     runs.to_csv(path, index=False)
     return path
+
+
+def test_every_table_showing_a_re_encoded_dataset_says_so_and_no_other(
+    runs: pd.DataFrame, paper: pd.DataFrame, config: dict
+) -> None:
+    """Issue 44: CIFAR-10 read from an image folder (runs.csv data_format image-folder, from the record's
+    data_source) is named as a re-encoding in the notes of every table that shows a CIFAR-10 number, and
+    in no table that shows none; official copies (an empty data_format) get no such note."""
+    more = {
+        "hours": load_compute_hours(RESOURCES / "paper_compute_hours.csv"),
+        "measured": score_runtime_measurements(),
+    }
+    marked = runs.assign(data_format=runs["dataset"].map({"cifar10": "image-folder"}).fillna(""))
+    noted = set()
+    for name, artefact in TABLES.items():
+        for dataset in ("cifar10", "breastmnist") if artefact.each else ("cifar10",):
+            table = build_table(name, inputs_of(marked, paper, config, dataset=dataset, **more))
+            shows = "dataset" in table.data and "cifar10" in set(table.data["dataset"].astype(str))
+            has = [n for n in table.notes if n.startswith("CIFAR10: read from an image folder") and "official" in n]
+            assert len(has) == (1 if shows else 0), (name, dataset, table.notes)
+            noted |= {name} if has else set()
+        official = build_table(name, inputs_of(runs.assign(data_format=""), paper, config, dataset="cifar10", **more))
+        assert not any("read from an image folder" in n for n in official.notes), name
+    # the natural tables are among them (the test looks where CIFAR-10 is shown)
+    assert {"natural_summary", "all_contexts", "per_class", "operating_points", "comparisons"} <= noted
