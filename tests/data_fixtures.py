@@ -335,13 +335,17 @@ def make_cifar10_folder(
     counts (the real 5000 / 1000 stay in the product; :func:`isolated_env` gives each test its own copy)."""
     if expected:
         if cifar_folder.EXPECTED_COUNTS is _EXPECTED_COUNTS:
-            raise RuntimeError("make_cifar10_folder needs the isolated_env fixture: it must never change the real counts")
+            raise RuntimeError(
+                "make_cifar10_folder needs the isolated_env fixture: it must never change the real counts"
+            )
         cifar_folder.EXPECTED_COUNTS.update(train=n_train, test=n_test)
     root = data_dir / "cifar10"
     for split, n in (("train", n_train), ("test", n_test)):
         for c, cls in enumerate(CIFAR10_CLASSES):
             for i in range(n):
-                write_image(root / split / cls / f"{i:04d}{suffix}", 1000 * c + 10 * i + (split == "test"), size=(32, 32))
+                write_image(
+                    root / split / cls / f"{i:04d}{suffix}", 1000 * c + 10 * i + (split == "test"), size=(32, 32)
+                )
     return root
 
 

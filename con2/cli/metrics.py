@@ -1,7 +1,8 @@
 """``con2 metrics``: a finished run's operating points from its ``scores.csv``, without retraining or
 re-scoring (:mod:`con2.maths.operating`): average precision with its interval, the sensitivity at
-95% specificity, the false-positive rate at 95% true-positive rate (FPR@95TPR) and, where the run scored normal validation images (``validation_scores.csv``), the
-test rates of the threshold set on them, per score column. Records of any schema version work: only
+95% specificity, the false-positive rate at 95% true-positive rate (FPR@95TPR) and, where the run
+scored normal validation images (``validation_scores.csv``), the test rates of the threshold set on
+them, per score column. Records of any schema version work: only
 the scores are read.
 """
 

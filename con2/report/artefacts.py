@@ -34,14 +34,15 @@ if TYPE_CHECKING:
 # data status of the grid, results/data/status.json, which says which datasets were skipped for want
 # of data and why; ``gpu``: the folder benchmarks/measured/, whose *gpu_fidelity*.jsonl lines are the
 # GPU runs; ``scores``: the per-image scores of the runs of ``runs``, the bundle the aggregation
-# writes beside it, con2.report.scores.ScoresBundle), and ``panels``, the run directories the
+# writes beside it, con2.report.scores.ScoresBundle; ``references``: reference_numbers.csv, published
+# numbers of other sources than the paper, each naming its source), and ``panels``, the run directories the
 # workflow picks for the PCA figure (a param, not a file). A table opens no other file.
-FILE_INPUTS: tuple[str, ...] = ("runs", "paper", "hours", "measured", "table", "status", "gpu", "scores")
+FILE_INPUTS: tuple[str, ...] = ("runs", "paper", "hours", "measured", "table", "status", "gpu", "scores", "references")
 INPUTS: tuple[str, ...] = (*FILE_INPUTS, "panels")
 # inputs a rule may lack (a checkout without benchmarks/measured/): the builder then gets None
 OPTIONAL_INPUTS: frozenset[str] = frozenset({"gpu", "status"})  # status: none in a rebuild before any data check
 # the inputs that are frames (:meth:`ReportInputs.frame`)
-Frame = Literal["runs", "paper", "hours", "measured", "table", "gpu"]
+Frame = Literal["runs", "paper", "hours", "measured", "table", "gpu", "references"]
 
 
 @dataclass(frozen=True)
@@ -111,7 +112,7 @@ TABLES: dict[str, Artefact] = _registry(
     _table(
         "natural_summary",
         "natural-image summary over normal classes",
-        ("runs", "paper", "status", "scores"),  # its † marks, as Table 1's
+        ("runs", "paper", "status", "scores", "references"),  # its † marks, as Table 1's; other sources' numbers
         module="summary",
     ),
     _table("all_contexts", "every context and both scores on the natural datasets", module="ablations"),
@@ -234,6 +235,8 @@ class ReportInputs:
         gpu: the GPU runs of ``benchmarks/gpu_fidelity.py`` (:func:`con2.report.gpu_runs.read_gpu_lines`).
         scores: the per-image scores of the runs of ``runs`` (:class:`con2.report.scores.ScoresBundle`,
             the aggregation's bundle); ``None``: read beside each record (:meth:`score_source`).
+        references: published numbers of other sources than the paper, each row naming its source
+            (:func:`con2.report.paper.load_reference_numbers`: CSI's repository on CIFAR-10).
         outside_grid: the records of ``runs.csv`` outside the profile's grid (``in_grid`` false: another
             profile's, or trained under another configuration), left out of ``runs`` unless the profile
             sets ``report.include_outside_grid``.
@@ -250,6 +253,7 @@ class ReportInputs:
     panels: tuple[tuple[str, str], ...] = ()
     gpu: pd.DataFrame | None = None
     scores: ScoresSource | None = None
+    references: pd.DataFrame | None = None
     outside_grid: tuple[str, ...] = ()
 
     @property
@@ -292,7 +296,11 @@ class ReportInputs:
         import pandas as pd  # lazy: the Snakefile imports this module without pandas
 
         from con2.report.collect import load_runs  # lazy: it imports pandas, which the Snakefile's parse must not
-        from con2.report.paper import load_compute_hours, load_paper_numbers  # lazy: pandas, as above
+        from con2.report.paper import (  # lazy: pandas, as above
+            load_compute_hours,
+            load_paper_numbers,
+            load_reference_numbers,
+        )
         from con2.report.scores import ScoresBundle  # lazy: pandas, as above
 
         readers: dict[str, Callable[[str], Any]] = {
@@ -304,6 +312,7 @@ class ReportInputs:
             "status": lambda p: json.loads(Path(p).read_text()),
             "gpu": _read_gpu_folder,
             "scores": ScoresBundle.read,
+            "references": load_reference_numbers,
         }
         wanted = [r for r in artefact.reads if r in FILE_INPUTS and (r in files or r not in OPTIONAL_INPUTS)]
         missing = [r for r in wanted if r not in files]

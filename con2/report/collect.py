@@ -68,7 +68,7 @@ RUN_COLUMNS = [
     "n_test",
     "n_anomalous",
     "n_val",  # normal validation images scored (record n_val; NaN: none scored, or a record older than issue 35)
-    "data_format",  # the record's data_source.format ("image-folder": a re-encoded copy, noted by every table; "": official)
+    "data_format",  # the record's data_source.format ("image-folder": a re-encoded copy, tables note it; "": official)
     "device",
     "machine",
     "threads",

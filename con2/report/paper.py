@@ -1,4 +1,5 @@
-"""The paper's published numbers and the names that join them to ours.
+"""The paper's published numbers (and other sources' published numbers, each naming its source) and the
+names that join them to ours.
 
 ``con2/resources/paper_numbers.csv`` (AUROC in percent; columns table, dataset, method,
 family, context, score, auroc_mean, auroc_std; the std is empty where the paper prints a number
@@ -45,6 +46,25 @@ def load_paper_numbers(path: str | Path) -> pd.DataFrame:
     for col in ("context", "score", "family"):
         df[col] = df[col].fillna("")
     return df
+
+
+def load_reference_numbers(path: str | Path) -> pd.DataFrame:
+    """Published numbers of other sources than the paper (``con2/resources/reference_numbers.csv``: source,
+    url, commit, where in it, dataset as the paper names it, method, score, auroc_mean, auroc_std, setting),
+    e.g. CSI's repository's one-class CIFAR-10 means: shown beside ours and the paper's, never as the paper's."""
+    df = pd.read_csv(path, dtype={"score": str, "commit": str})
+    df["score"] = df["score"].fillna("")
+    return df
+
+
+def reference_note(references: pd.DataFrame) -> str:
+    """One note naming every source of ``references`` rows: where its numbers were read (file, commit) and
+    their setting."""
+    parts = []
+    for (source, url, commit, where), rows in references.groupby(["source", "url", "commit", "where"], sort=False):
+        settings = "; ".join(dict.fromkeys(rows["setting"].astype(str)))
+        parts.append(f"{source}: {url} at {str(commit)[:7]}, {where} ({settings}); its numbers as published there")
+    return "Other sources: " + " | ".join(parts) + "." if parts else ""
 
 
 def load_compute_hours(path: str | Path) -> pd.DataFrame:

@@ -18,7 +18,7 @@ from con2.report.budget import budget_note
 from con2.report.comparisons import floor_marks, holding_marks, mark_note
 from con2.report.format import CELL_NOTE, Table, cell, shown_diff
 from con2.report.methods import Methods
-from con2.report.paper import disagreement_notes, external_code_notes, paper_value
+from con2.report.paper import disagreement_notes, external_code_notes, paper_value, reference_note
 from con2.report.scores import RUN_FOLDERS, ScoresSource
 from con2.report.select import (
     absent_notes,
@@ -71,6 +71,32 @@ def floor_notes(level: pd.DataFrame, pairs: list[tuple[str, str]], names: Method
     return notes
 
 
+def _empty_ours(dataset: str) -> dict[str, Any]:
+    """A CSV row of a published number that has no run of ours (a paper-only or another source's row)."""
+    return {
+        "dataset": dataset,
+        "method": "",
+        "score": "",
+        "variant": "",
+        "ours_mean": np.nan,
+        "ours_std": np.nan,
+        "ours_n": 0,
+        "ours_over": "",
+        "ours_lo": np.nan,
+        "ours_hi": np.nan,
+        "holds": False,
+        "beats_floor": False,
+        "diff": np.nan,
+    }
+
+
+def reference_rows(references: pd.DataFrame | None, paper_datasets: list[str]) -> pd.DataFrame:
+    """The rows of ``references`` (other sources' published numbers) on these datasets (the paper's names)."""
+    if references is None or references.empty:
+        return pd.DataFrame(columns=["source", "method", "dataset", "auroc_mean", "auroc_std"])
+    return references[references["dataset"].isin(paper_datasets)]
+
+
 def method_table(
     name: str,
     title: str,
@@ -81,9 +107,11 @@ def method_table(
     paper_table: str | None,
     status: Mapping[str, Mapping[str, Any]] | None = None,
     scores: ScoresSource = RUN_FOLDERS,
+    references: pd.DataFrame | None = None,
 ) -> Table:
     """Rows: our methods (main variants, the subject first) each followed by the paper's row; then
-    paper-only rows.
+    paper-only rows; then other sources' published numbers on these datasets (``references``: each row
+    names its source, e.g. CSI's repository), never mixed with the paper's.
 
     Columns: the group's datasets (the paper's order first). Numbers are dataset-level means; each
     of our cells says over how many normal classes and seeds, and a note names every column whose
@@ -159,27 +187,24 @@ def method_table(
             pv = paper_value(psel, None, dmap.get(d, d), pm)
             cells.append(cell(*(pv or (np.nan, np.nan)), 0, 0))
             if pv:
-                data.append(
-                    {
-                        "dataset": d,
-                        "method": "",
-                        "score": "",
-                        "variant": "",
-                        "ours_mean": np.nan,
-                        "ours_std": np.nan,
-                        "ours_n": 0,
-                        "ours_over": "",
-                        "ours_lo": np.nan,
-                        "ours_hi": np.nan,
-                        "holds": False,
-                        "beats_floor": False,
-                        "paper_method": pm,
-                        "paper_mean": pv[0],
-                        "paper_std": pv[1],
-                        "diff": np.nan,
-                    }
-                )
+                data.append({**_empty_ours(d), "paper_method": pm, "paper_mean": pv[0], "paper_std": pv[1]})
         rows.append([pm, f"paper ({fam})" if fam else "paper", *cells])
+    shown_refs = reference_rows(references, [dmap.get(d, d) for d in cols])
+    if not shown_refs.empty:
+        midrules.append(len(rows))
+    for (source, method), ref in shown_refs.groupby(["source", "method"], sort=False):
+        cells = []
+        for d in cols:
+            hit = ref[ref["dataset"] == dmap.get(d, d)]
+            mean, std = (
+                (float(hit["auroc_mean"].iloc[0]), float(hit["auroc_std"].iloc[0])) if len(hit) else (np.nan, np.nan)
+            )
+            cells.append(cell(mean, std, 0, 0))
+            if len(hit):
+                data.append(
+                    {**_empty_ours(d), "paper_method": method, "paper_mean": mean, "paper_std": std, "source": source}
+                )
+        rows.append([method, source, *cells])
     notes = [
         f"AUROC (%), mean ± std; {CELL_NOTE} Paper: as published (3 seeds; over every normal class).",
         "Ours use each method's main variant "
@@ -215,8 +240,10 @@ def method_table(
     notes += missing_weights_notes(config, runs, cols)
     notes += external_code_notes(m for m in psel["method"] if m not in used_paper)
     notes += disagreement_notes(paper, psel[psel["dataset"].isin([dmap.get(d, d) for d in cols])])
+    if not shown_refs.empty:
+        notes.append(reference_note(shown_refs))
     frame = pd.DataFrame(
-        data,
+        [{"source": "paper", **row} for row in data],  # the published number's source: the paper, unless named
         columns=[
             "dataset",
             "method",
@@ -233,6 +260,7 @@ def method_table(
             "paper_mean",
             "paper_std",
             "diff",
+            "source",
         ],
     )
     return Table(name, title, ["Method", "Source", *[dataset_label(d) for d in cols]], rows, frame, notes, midrules)
@@ -257,7 +285,8 @@ def table1_medical(inputs: ReportInputs) -> Table:
 
 def natural_summary(inputs: ReportInputs) -> Table:
     """Natural-image summary: AUROC per dataset (mean over normal classes), the paper's beside ours
-    (and CON2 (Best), ``report.best_variant``, as a row of its own)."""
+    (and CON2 (Best), ``report.best_variant``, as a row of its own), then other sources' published
+    numbers (``references``: CSI's repository's SimCLR, Rot+Trans and CSI on CIFAR-10)."""
     paper = inputs.frame("paper")
     runs, config = with_best_rows(inputs.frame("runs"), inputs.config)
     rep = report_block(config)
@@ -271,4 +300,5 @@ def natural_summary(inputs: ReportInputs) -> Table:
         "table_all_contexts_natural",
         inputs.status,
         inputs.score_source(),
+        inputs.references,
     )

@@ -38,6 +38,7 @@ class ArtefactRules:
         self.session = session
         self.paper_numbers = stable_path(resource("paper_numbers.csv"))  # package data: wherever con2 is installed
         self.paper_hours = stable_path(resource("paper_compute_hours.csv"))
+        self.reference_numbers = stable_path(resource("reference_numbers.csv"))
         self.gpu_measured = os.path.relpath(session.basedir / "benchmarks" / "measured")
 
     def table_runs(self, table: str) -> str:
@@ -79,6 +80,7 @@ class ArtefactRules:
             "status": s.status_file,  # which datasets were skipped for want of data (a table's notes say why)
             "gpu": self.gpu_measured if os.path.isdir(self.gpu_measured) else None,  # the GPU runs' lines, if any
             "scores": P.scores_bundle(self.table_runs(artefact.name)),  # the aggregation's copy of the score files
+            "references": self.reference_numbers,  # other sources' published numbers, each naming its source
             "panels": None,
         }
         inputs = {name: files[name] for name in artefact.reads if files[name]}
