@@ -166,6 +166,12 @@ TABLES: dict[str, Artefact] = _registry(
         module="curves",
     ),
     _table(
+        "length_curve",
+        "the length study's learning curves (report.scopes.length_curve: CIFAR-10's 128 epochs), per method and variant",
+        ("runs", "scores"),
+        module="curves",
+    ),
+    _table(
         "missing",
         "every dataset skipped for want of data and every method variant without its pretrained weights: why, the fix",
         ("runs", "status"),
@@ -212,6 +218,14 @@ FIGURES: dict[str, Artefact] = _registry(
         "AUROC against epoch per method, mean ± std over seeds (report.curves)",
         each="curves",
         table="learning_curve",
+    ),
+    Artefact(
+        "length_curve",
+        "con2.report.figures:learning_curve_figure",
+        ("table", "status"),
+        "the length study's AUROC against epoch per method and variant (report.length_curve)",
+        each="length_curve",
+        table="length_curve",
     ),
 )
 

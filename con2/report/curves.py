@@ -11,7 +11,7 @@ over classes. The figure ``learning_curve_<dataset>`` draws its CSV.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pandas as pd
@@ -22,7 +22,7 @@ from con2.report.collect import dataset_level, summarize
 from con2.report.format import CELL_NOTE, MISSING, Table, cell
 from con2.report.methods import Methods, method_names
 from con2.report.scores import RUN_FOLDERS, ScoresSource
-from con2.report.select import headline, main_runs, main_variant, ordered_datasets, report_block
+from con2.report.select import headline, main_runs, ordered_datasets, report_block
 
 POINT_KEYS = ["dataset", "normal_class", "method", "variant", "score", "seed", "epoch"]
 COLUMNS = [
@@ -54,7 +54,12 @@ def curve_points(
     """One row per (run, epoch) of each method's main variant and headline score, from the records'
     curves (as ``scores`` holds them: a table's, the aggregation's bundle); and the records that
     could not be read (missing or invalid)."""
-    sel = main_runs(headline(runs), rep) if not runs.empty else runs
+    return curve_rows(main_runs(headline(runs), rep) if not runs.empty else runs, names, scores)
+
+
+def curve_rows(sel: pd.DataFrame, names: Methods, scores: ScoresSource = RUN_FOLDERS) -> tuple[pd.DataFrame, list[str]]:
+    """One row per (run, epoch) of the runs of ``sel`` (each run's headline score: its method's first), from
+    the records' curves; and the records that could not be read."""
     rows, unreadable = [], []
     for (method, record), grp in sel.groupby(["method", "record"], sort=True):
         score = primary_score(names, method, list(grp["score"]))
@@ -84,6 +89,75 @@ def learning_curve(inputs: ReportInputs) -> Table:
     runs = inputs.frame("runs")
     names = method_names(inputs.config, runs)
     points, unreadable = curve_points(runs, names, rep, inputs.score_source())
+    table = curve_table(
+        "learning_curve",
+        "Learning curves: AUROC (%) after each scored epoch",
+        points,
+        rep,
+        names,
+        lambda m, v, s: names.pair_label(m, s) if s else names.label(m),
+        unreadable,
+    )
+    table.notes.insert(
+        0,
+        "AUROC (%) of each method's main variant and headline score after each scored epoch (config score_at), "
+        f"mean ± std; {CELL_NOTE}",
+    )
+    if not table.rows:
+        table.notes.append("No run of this profile carries a learning curve (set score_at in the profile's run block).")
+    return table
+
+
+LENGTH_SCOPE = "length_curve"  # the report.scopes key whose experiments are the length study
+
+
+def length_curve(inputs: ReportInputs) -> Table:
+    """``length_curve``: the learning curves of a length study (the experiments of ``report.scopes.length_curve``,
+    which `all` does not train: CIFAR-10's 128 epochs, BreastMNIST's study_length), one row per method and
+    variant; the main variants, whose curves ``learning_curve`` shows, are left out."""
+    rep = report_block(inputs.config)
+    runs = headline(inputs.frame("runs"))
+    names = method_names(inputs.config, runs)
+    scoped = LENGTH_SCOPE in (rep.get("scopes") or {})
+    main = main_runs(runs, rep) if not runs.empty else runs
+    sel = runs.drop(index=main.index) if scoped and not runs.empty else runs.iloc[0:0]
+    points, unreadable = curve_rows(sel, names, inputs.score_source())
+    table = curve_table(
+        LENGTH_SCOPE,
+        "Length study: AUROC (%) after each scored epoch of the long runs",
+        points,
+        rep,
+        names,
+        lambda m, v, s: f"{names.pair_label(m, s) if s else names.label(m)}, {v}",
+        unreadable,
+    )
+    table.notes.insert(
+        0,
+        "AUROC (%) after each scored epoch (config score_at) of the length study's runs (report.scopes.length_curve: "
+        f"trained by `snakemake studies` or by naming this table), mean ± std; {CELL_NOTE} Its last column is the "
+        "full test-time plan of the finished run where that epoch is the run's last.",
+    )
+    if not scoped:
+        table.notes.append("This profile has no length study (report.scopes.length_curve names none).")
+    elif not table.rows:
+        table.notes.append(
+            "No record of the length study yet: `snakemake --cores 2 results/tables/length_curve.md` trains it."
+        )
+    return table
+
+
+def curve_table(
+    name: str,
+    title: str,
+    points: pd.DataFrame,
+    rep: Mapping[str, Any],
+    names: Methods,
+    label_of: Callable[[str, str, str], str],
+    unreadable: list[str],
+) -> Table:
+    """Rows: dataset x (method, variant, score) of ``points`` (:func:`curve_rows`), labelled by ``label_of``
+    (``label_of(method, variant, "")`` names a series in the notes); columns: the scored epochs; each cell
+    the mean over classes of the seed means (:data:`CELL_NOTE`)."""
     keys = ["dataset", "method", "variant", "score", "epoch"]
     level = dataset_level(summarize(points, "auroc", [*keys[:-1], "normal_class", "epoch"]), keys)
     views = points.groupby(keys[:-1])["views"].agg(lambda v: ", ".join(sorted(set(v)))) if len(points) else None
@@ -92,12 +166,15 @@ def learning_curve(inputs: ReportInputs) -> Table:
     body, data = [], []
     for d in datasets:
         sub = level[level["dataset"] == d]
-        pairs = sorted(dict.fromkeys(zip(sub["method"], sub["score"])), key=lambda p: names.pair_key(*p))
-        for m, s in pairs:
-            label = names.pair_label(m, s)
+        triples = sorted(
+            dict.fromkeys(zip(sub["method"], sub["variant"], sub["score"])),
+            key=lambda t: (names.pair_key(t[0], t[2]), t[1]),
+        )
+        for m, v, s in triples:
+            label = label_of(m, v, s)
             cells = []
             for e in epochs:
-                hit = sub[(sub["method"] == m) & (sub["score"] == s) & (sub["epoch"] == e)]
+                hit = sub[(sub["method"] == m) & (sub["variant"] == v) & (sub["score"] == s) & (sub["epoch"] == e)]
                 if hit.empty:
                     cells.append(MISSING)
                     continue
@@ -109,33 +186,21 @@ def learning_curve(inputs: ReportInputs) -> Table:
                         "label": label,
                         "epoch": e,
                         **{k: r[k] for k in ("mean", "std", "n", "n_classes", "seeds_min", "seeds_max")},
-                        "views": views.get((d, m, main_variant(rep, m), s), "") if views is not None else "",
+                        "views": views.get((d, m, v, s), "") if views is not None else "",
                     }
                 )
             body.append([dataset_label(d), label, *cells])
-    notes = [
-        f"AUROC (%) of each method's main variant and headline score after each scored epoch (config score_at), "
-        f"mean ± std; {CELL_NOTE}"
-    ]
+    notes = []
     if views is not None and len(views):
         notes.append(
             "Test-time plan of the curve points: "
-            + "; ".join(f"{names.label(m)} on {dataset_label(d)}: {v}" for (d, m, _, _), v in views.items())
+            + "; ".join(f"{label_of(m, v, '')} on {dataset_label(d)}: {w}" for (d, m, v, _), w in views.items())
             + " (the final column of the other tables uses the full plan)."
         )
-    if not body:
-        notes.append("No run of this profile carries a learning curve (set score_at in the profile's run block).")
     if unreadable:
         notes.append(f"{len(unreadable)} record(s) listed in runs.csv could not be read: {', '.join(unreadable[:3])}.")
     frame = pd.DataFrame(data, columns=COLUMNS)
-    return Table(
-        "learning_curve",
-        "Learning curves: AUROC (%) after each scored epoch",
-        ["Dataset", "Method", *[f"epoch {e}" for e in epochs]],
-        body,
-        frame,
-        notes,
-    )
+    return Table(name, title, ["Dataset", "Method", *[f"epoch {e}" for e in epochs]], body, frame, notes)
 
 
 def curve_frame(table: pd.DataFrame, dataset: str) -> dict[str, pd.DataFrame]:
