@@ -167,7 +167,7 @@ TABLES: dict[str, Artefact] = _registry(
     ),
     _table(
         "length_curve",
-        "the length study's learning curves (report.scopes.length_curve: CIFAR-10's 128 epochs), per method and variant",
+        "the length study's learning curves (report.scopes.length_curve: CIFAR-10's 128 epochs) per method, variant",
         ("runs", "scores"),
         module="curves",
     ),
