@@ -52,7 +52,7 @@ def check_report(config: Mapping[str, Any], tables: Collection[str] = ()) -> Non
         known(rep["subject"], methods, "subject", "a method of the experiments")
     for floor in rep.get("floors") or []:
         known(floor, methods, "floors", "a method of the experiments")
-    for key in ("medical", "natural", "per_class", "pca", "comparisons", "length_curve"):
+    for key in ("medical", "natural", "per_class", "pca", "comparisons", "length_curve", "claims"):
         for dataset in rep.get(key) or []:
             known(dataset, datasets, key, "a key of `datasets`")
     for method, variant in (rep.get("main_variants") or {}).items():

@@ -154,6 +154,13 @@ TABLES: dict[str, Artefact] = _registry(
         each="comparisons",
     ),
     _table(
+        "claims",
+        "which of the paper's claims on a dataset hold at this budget (report.claims): paired tests, Holm",
+        ("runs", "paper", "scores", "references"),
+        module="claims",
+        each="claims",
+    ),
+    _table(
         "operating_points",
         "average precision and sensitivity at 95% specificity per dataset and method, from each run's scores.csv",
         ("runs", "scores"),

@@ -68,6 +68,7 @@ RUN_COLUMNS = [
     "n_test",
     "n_anomalous",
     "n_val",  # normal validation images scored (record n_val; NaN: none scored, or a record older than issue 35)
+    "chosen_context",  # CON2 (Best)'s choice (record metrics.chosen_context; "" for every other run)
     "data_format",  # the record's data_source.format ("image-folder": a re-encoded copy, tables note it; "": official)
     "device",
     "machine",
@@ -159,6 +160,7 @@ def record_rows(
         "n_test": record["n_test"],
         "n_anomalous": record["n_anomalous"],
         "n_val": record.get("n_val", np.nan),
+        "chosen_context": str(record["metrics"].get("chosen_context") or ""),
         "data_format": (record.get("data_source") or {}).get("format") or "",
         "device": record.get("device"),
         "machine": machine_of(record),

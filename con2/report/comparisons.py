@@ -129,6 +129,39 @@ def _paired_class(
     return (res, "") if not res.reason else (None, res.reason)
 
 
+def paired_over_classes(
+    ref: pd.DataFrame,
+    other: pd.DataFrame,
+    ref_score: str,
+    score: str,
+    scores: ScoresSource = RUN_FOLDERS,
+    reuse_ref: bool = False,
+) -> dict[str, Any]:
+    """``other`` minus ``ref`` (rows of the run frame, one score each), paired per normal class and seed
+    (:func:`_paired_class`), the classes averaged with their variances summed: ``diff``, ``lo``, ``hi``,
+    ``se`` (AUROC percent), ``p``, ``n_classes``, ``n_seeds`` and ``reason`` (why nothing was paired;
+    "" otherwise). ``reuse_ref``: the reference trains nothing (a floor): its one run pairs with every seed."""
+    results, why, seeds = [], "", 0
+    for c in sorted(set(ref["normal_class"]) & set(other["normal_class"])):
+        res, why_c = _paired_class(
+            ref[ref["normal_class"] == c], other[other["normal_class"] == c], ref_score, score, scores, reuse_ref
+        )
+        if res is None:
+            why = why or f"class {c}: {why_c}"
+            continue
+        results.append(res)
+        seeds = max(seeds, res.n_seeds)
+    out: dict[str, Any] = {"n_classes": len(results), "n_seeds": seeds, "reason": ""}
+    if not results:
+        out["reason"] = why or "no normal class run by both"
+        return out
+    diff = float(np.mean([r.diff for r in results]))
+    se = math.sqrt(sum(r.se**2 for r in results)) / len(results)
+    lo, hi = normal_interval(diff, se, LEVEL)
+    p = float(2 * norm.sf(abs(diff) / se)) if se > 0 else (1.0 if diff == 0 else 0.0)
+    return {**out, "diff": 100 * diff, "lo": 100 * lo, "hi": 100 * hi, "se": 100 * se, "p": p}
+
+
 def compare(
     runs: pd.DataFrame,
     config: Mapping[str, Any],
@@ -153,41 +186,10 @@ def compare(
     rows = []
     for m, s in pairs:
         other = sel[(sel["method"] == m) & (sel["score"] == s)]
-        results, why, seeds = [], "", 0
-        for c in sorted(set(ref_rows["normal_class"]) & set(other["normal_class"])):
-            res, why_c = _paired_class(
-                ref_rows[ref_rows["normal_class"] == c],
-                other[other["normal_class"] == c],
-                ref[1],
-                s,
-                scores,
-                reuse_ref=ref[0] in names.floors,
-            )
-            if res is None:
-                why = why or f"class {c}: {why_c}"
-                continue
-            results.append(res)
-            seeds = max(seeds, res.n_seeds)
+        result = paired_over_classes(ref_rows, other, ref[1], s, scores, reuse_ref=ref[0] in names.floors)
         if ref_rows.empty:
-            why = f"no run of the reference {names.pair_label(*ref)}"
-        elif not results:
-            why = why or "no normal class run by both"
-        row = {
-            "dataset": dataset,
-            "method": m,
-            "score": s,
-            "reference": f"{ref[0]}/{ref[1]}",
-            "n_classes": len(results),
-            "n_seeds": seeds,
-            "reason": "" if results else why,
-        }
-        if results:
-            diff = float(np.mean([r.diff for r in results]))
-            se = math.sqrt(sum(r.se**2 for r in results)) / len(results)
-            lo, hi = normal_interval(diff, se, LEVEL)
-            p = float(2 * norm.sf(abs(diff) / se)) if se > 0 else (1.0 if diff == 0 else 0.0)
-            row.update(diff=100 * diff, lo=100 * lo, hi=100 * hi, se=100 * se, p=p)
-        rows.append(row)
+            result["reason"] = f"no run of the reference {names.pair_label(*ref)}"
+        rows.append({"dataset": dataset, "method": m, "score": s, "reference": f"{ref[0]}/{ref[1]}", **result})
     frame = pd.DataFrame(rows, columns=COLUMNS)
     frame["p_holm"] = holm(frame["p"].to_numpy(dtype=np.float64)) if len(frame) else []
     frame["holds"] = (frame["p_holm"] <= alpha(config)).astype(bool)
