@@ -22,7 +22,7 @@ from con2.report.collect import dataset_level, summarize
 from con2.report.format import CELL_NOTE, MISSING, Table, cell
 from con2.report.methods import Methods, method_names
 from con2.report.scores import RUN_FOLDERS, ScoresSource
-from con2.report.select import headline, main_runs, ordered_datasets, report_block
+from con2.report.select import headline, level_stats, lookup_stat, main_runs, ordered_datasets, report_block
 
 POINT_KEYS = ["dataset", "normal_class", "method", "variant", "score", "seed", "epoch"]
 COLUMNS = [
@@ -122,6 +122,7 @@ def length_curve(inputs: ReportInputs) -> Table:
     main = main_runs(runs, rep) if not runs.empty else runs
     sel = runs.drop(index=main.index) if scoped and not runs.empty else runs.iloc[0:0]
     points, unreadable = curve_rows(sel, names, inputs.score_source())
+    final = level_stats(sel, ["dataset", "method", "variant", "score"])  # the finished runs' own AUROC
     table = curve_table(
         LENGTH_SCOPE,
         "Length study: AUROC (%) after each scored epoch of the long runs",
@@ -130,12 +131,14 @@ def length_curve(inputs: ReportInputs) -> Table:
         names,
         lambda m, v, s: f"{names.pair_label(m, s) if s else names.label(m)}, {v}",
         unreadable,
+        ("final (full plan)", lambda d, m, v, s: lookup_stat(final, dataset=d, method=m, variant=v, score=s).text()),
     )
     table.notes.insert(
         0,
         "AUROC (%) after each scored epoch (config score_at) of the length study's runs (report.scopes.length_curve: "
-        f"trained by `snakemake studies` or by naming this table), mean ± std; {CELL_NOTE} Its last column is the "
-        "full test-time plan of the finished run where that epoch is the run's last.",
+        f"trained by `snakemake studies` or by naming this table), mean ± std; {CELL_NOTE} Every epoch column uses "
+        "the curve's cheap test-time plan (config curve_views); 'final (full plan)' is the finished runs' own AUROC, "
+        "with the test-time views of the run, as every other table shows it.",
     )
     if not scoped:
         table.notes.append("This profile has no length study (report.scopes.length_curve names none).")
@@ -154,10 +157,12 @@ def curve_table(
     names: Methods,
     label_of: Callable[[str, str, str], str],
     unreadable: list[str],
+    last: tuple[str, Callable[[str, str, str, str], str]] | None = None,
 ) -> Table:
     """Rows: dataset x (method, variant, score) of ``points`` (:func:`curve_rows`), labelled by ``label_of``
     (``label_of(method, variant, "")`` names a series in the notes); columns: the scored epochs; each cell
-    the mean over classes of the seed means (:data:`CELL_NOTE`)."""
+    the mean over classes of the seed means (:data:`CELL_NOTE`); ``last``: a last column's header and its
+    cell of ``(dataset, method, variant, score)``."""
     keys = ["dataset", "method", "variant", "score", "epoch"]
     level = dataset_level(summarize(points, "auroc", [*keys[:-1], "normal_class", "epoch"]), keys)
     views = points.groupby(keys[:-1])["views"].agg(lambda v: ", ".join(sorted(set(v)))) if len(points) else None
@@ -189,7 +194,7 @@ def curve_table(
                         "views": views.get((d, m, v, s), "") if views is not None else "",
                     }
                 )
-            body.append([dataset_label(d), label, *cells])
+            body.append([dataset_label(d), label, *cells, *([last[1](d, m, v, s)] if last else [])])
     notes = []
     if views is not None and len(views):
         notes.append(
@@ -200,7 +205,8 @@ def curve_table(
     if unreadable:
         notes.append(f"{len(unreadable)} record(s) listed in runs.csv could not be read: {', '.join(unreadable[:3])}.")
     frame = pd.DataFrame(data, columns=COLUMNS)
-    return Table(name, title, ["Dataset", "Method", *[f"epoch {e}" for e in epochs]], body, frame, notes)
+    header = ["Dataset", "Method", *[f"epoch {e}" for e in epochs], *([last[0]] if last else [])]
+    return Table(name, title, header, body, frame, notes)
 
 
 def curve_frame(table: pd.DataFrame, dataset: str) -> dict[str, pd.DataFrame]:
