@@ -16,7 +16,7 @@ import math
 import resource
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from con2.config import RUNTIME_KEYS, RunConfig
-from con2.data.manifest import data_source
+from con2.data.manifest import data_source, pixels_digest
 from con2.data.rundata import check_batch_size, load_run_data
 from con2.errors import ConfigError
 from con2.methods import Method, build_method, get_spec
@@ -40,12 +40,15 @@ from con2.training.engine import TrainSettings, fit, planned_steps
 __all__ = [
     "CHECKPOINT",
     "CONFIG",
+    "DATA_KEY",
     "FEATURES",
     "MAX_NN_BLOCKS",
     "MAX_SCORING_BATCHES",
     "RECORD",
     "SCORES",
+    "check_same_data",
     "check_scoring_work",
+    "data_identity",
     "execute",
     "scoring_work",
     "to_tensor",
@@ -186,6 +189,45 @@ def prepare_method(method: Method, train_images: torch.Tensor, state: dict[str, 
         )
 
 
+# The checkpoint entry naming the images a run trained on: the split's sha256 (con2.data.manifest, over its ids,
+# labels and pixels), so a resume on other images (another data_dir, a changed copy) is refused.
+DATA_KEY = "data_sha256"
+
+
+def data_identity(manifest: Mapping[str, Any] | None, train: np.ndarray, test: np.ndarray) -> str:
+    """The identity of a run's images: its split manifest's ``split_sha256`` (ids, labels and pixels of the
+    training and test images), else the sha256 of those pixels (:func:`con2.data.manifest.pixels_digest`)."""
+    split = (manifest or {}).get("split_sha256")
+    return str(split) if split else pixels_digest(train, test)
+
+
+def check_same_data(state: Mapping[str, Any], trained_on: str, checkpoint: Path, cfg: RunConfig) -> None:
+    """Refuse to resume a checkpoint trained on other images than ``trained_on`` (:func:`data_identity`): the
+    rest of the run would train on a second dataset, with what the first one decided (CON2 (Best)'s context),
+    and its record would name only the second. A checkpoint of an older con2 names no images: a note says so.
+
+    Raises:
+        ConfigError: naming both identities and the two ways on (the old data, or a fresh start).
+    """
+    kept = state.get(DATA_KEY)
+    if kept is None:
+        print(
+            f"note: checkpoint {checkpoint} predates con2 naming the images it trained on; resuming it on "
+            f"{cfg.dataset} in {cfg.data_dir or 'the default data folder'} unchecked",
+            flush=True,
+        )
+        return
+    if kept == trained_on:
+        return
+    retrain = shell_command("con2", "train", "--run-dir", checkpoint.parent, "--force")
+    raise ConfigError(
+        f"checkpoint {checkpoint} was trained on other images of {cfg.dataset} (split sha256 {str(kept)[:16]}) than "
+        f"data_dir {cfg.data_dir or '(default)'} holds now ({trained_on[:16]}): resuming would train one run on two "
+        f"datasets. Fix: point data_dir back at the copy it trained on, or start afresh on this one (`{retrain}` "
+        f"with its configuration; the checkpoint is replaced)"
+    )
+
+
 def _load_trained(method: Method, state: dict[str, Any], checkpoint: Path, config: Path, cfg: RunConfig) -> None:
     """Load a trained model's weights (the checkpoint ``state`` read from ``checkpoint``) for re-scoring; a
     checkpoint trained with another configuration than ``cfg`` (:func:`con2.training.checkpoints.check_trained_config`)
@@ -256,10 +298,12 @@ def execute(
     val_images = to_tensor(data.val) if data.val is not None and len(data.val) else None
     source = rd.checkpoint if train or weights is None else Path(weights)
     state = None  # the checkpoint a resume continues or a re-scoring loads: it fixes what prepare decided
+    trained_on = data_identity(data.manifest, data.train, data.test)
     if not train:
         state = _read_trained(source, device)
-    elif method.fixed_keys and source.is_file():
+    elif source.is_file():  # a resume: only on the images the checkpoint trained on
         state = load_checkpoint(source, "cpu")
+        check_same_data(state, trained_on, source, cfg)
     prepare_method(method, train_images, state, source)
     curve = None
     if train:
@@ -270,7 +314,8 @@ def execute(
             curve = LearningCurve(
                 cfg, method, train_images, test_images, data.test_labels, device, rd, final, rd.checkpoint.is_file()
             )
-        result = fit(method, train_images, settings, device, rd.checkpoint, on_epoch_end, curve, method.fixed_state())
+        fixed = {**method.fixed_state(), DATA_KEY: trained_on}  # every checkpoint names the images it trained on
+        result = fit(method, train_images, settings, device, rd.checkpoint, on_epoch_end, curve, fixed)
         fit_seconds, ips, curve_seconds = result.fit_seconds, result.images_per_second, result.hook_seconds
         sessions: dict[str, Any] = {"resumed": result.resumed_from_epoch > 0, "sessions": result.sessions}
         training = {
