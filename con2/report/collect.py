@@ -40,6 +40,7 @@ from con2.paths import path_identity, run_key
 from con2.report.methods import CARD_COLUMNS, card_fields, record_card
 from con2.report.scores import scores_problem
 from con2.run.records import RecordError, read_record
+from con2.run.rundir import unfinished_rescore
 
 RUN_KEYS = ["dataset", "normal_class", "method", "variant", "seed"]
 GROUP_KEYS = ["dataset", "normal_class", "method", "variant", "score"]
@@ -209,6 +210,14 @@ def _fix_broken(path: str) -> str:
     )
 
 
+def _fix_unfinished(path: str) -> str:
+    folder = shlex.quote(str(Path(path).parent))
+    return (
+        f"finish its training: delete the record (rm {shlex.quote(path)}) and run the same command again, or run "
+        f"con2 train --run-dir {folder} with its configuration (both resume from its checkpoint)"
+    )
+
+
 def _fix_misplaced(path: str) -> str:
     folder = shlex.quote(str(Path(path).parent))
     return f"move its folder out of results/runs (mv {folder} elsewhere) or delete it: a copy is not a run"
@@ -299,7 +308,8 @@ def collect_valid_runs(
     runs_root: str | Path | None = None,
 ) -> tuple[pd.DataFrame, list[SkippedRecord]]:
     """As :func:`collect_runs`, but a bad record (missing, unreadable, binary, not JSON, against the
-    schema, a NaN metric, a path that disagrees with its fields, a ``scores.csv`` beside it that is
+    schema, a NaN metric, a path that disagrees with its fields, a re-scoring of an unfinished checkpoint
+    (:func:`con2.run.rundir.unfinished_rescore`: not the run's numbers), a ``scores.csv`` beside it that is
     malformed or disagrees with it: :func:`con2.report.scores.scores_problem`) is left out and
     returned with what is wrong and the fix (through a linked folder: remove the link, :func:`skip`),
     so one record never stops the aggregation of the others.
@@ -319,6 +329,10 @@ def collect_valid_runs(
         misplaced = path_problem(rec, path, runs_root)
         if misplaced:
             skipped.append(skip(str(path), misplaced, _fix_misplaced(str(path)), runs_root))
+            continue
+        unfinished = unfinished_rescore(rec)
+        if unfinished:
+            skipped.append(skip(str(path), f"{unfinished}: not the finished run's numbers", _fix_unfinished(str(path))))
             continue
         bad_scores = scores_problem(rec, path)
         if bad_scores:

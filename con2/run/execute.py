@@ -228,6 +228,23 @@ def check_same_data(state: Mapping[str, Any], trained_on: str, checkpoint: Path,
     )
 
 
+def checkpoint_progress(state: Mapping[str, Any], planned_epochs: int) -> dict[str, Any] | None:
+    """What a re-scored checkpoint ``state`` had trained (the record's ``rescored``): its epoch and step, the
+    ``planned_epochs`` of its configuration, and ``unfinished`` when it had not reached them (a run killed, or
+    still training when its checkpoint was copied); ``None`` for a checkpoint that names no epoch (another
+    program's)."""
+    epoch, step = state.get("epoch"), state.get("step")
+    if not isinstance(epoch, int) or isinstance(epoch, bool) or epoch < 0:
+        return None
+    step = int(step) if isinstance(step, int) and step >= 0 else 0
+    return {
+        "checkpoint_epoch": epoch,
+        "checkpoint_step": step,
+        "planned_epochs": int(planned_epochs),
+        "unfinished": epoch < planned_epochs,
+    }
+
+
 def _load_trained(method: Method, state: dict[str, Any], checkpoint: Path, config: Path, cfg: RunConfig) -> None:
     """Load a trained model's weights (the checkpoint ``state`` read from ``checkpoint``) for re-scoring; a
     checkpoint trained with another configuration than ``cfg`` (:func:`con2.training.checkpoints.check_trained_config`)
@@ -305,7 +322,7 @@ def execute(
         state = load_checkpoint(source, "cpu")
         check_same_data(state, trained_on, source, cfg)
     prepare_method(method, train_images, state, source)
-    curve = None
+    curve, rescored = None, None
     if train:
         rd.write_config(cfg)
         settings = train_settings(cfg)
@@ -329,7 +346,8 @@ def execute(
         method.to(device)
         _load_trained(method, state, source, source.parent / CONFIG, cfg)
         fit_seconds, ips, curve_seconds, sessions = 0.0, None, 0.0, {}
-        training = {"epochs": 0, "steps": 0, "resumed_from_epoch": None}
+        training = {"epochs": 0, "steps": 0, "resumed_from_epoch": None}  # this command trained nothing
+        rescored = checkpoint_progress(state, planned_steps(len(train_images), train_settings(cfg))[2])
 
     t_score = time.perf_counter()
     with scoring_progress(scoring_printer() if cfg.progress else None):
@@ -377,6 +395,7 @@ def execute(
         validation=out.validation if val_images is not None else None,
         val_sha256=manifest.get("val_pixels_sha256"),
         data_source=data_source(manifest),
+        rescored=rescored,
     )
     rd.write_record(record)
     return record

@@ -119,6 +119,19 @@ RECORD_SCHEMA: dict[str, Any] = {
             "required": ["format", "sha256"],
             "properties": {"format": {"type": ["string", "null"]}, "sha256": {"type": ["string", "null"]}},
         },
+        # since issue 47: a re-scoring (`con2 evaluate`) names the checkpoint it scored: the epoch and step it had
+        # reached, the epochs its configuration plans and whether it had not reached them (`unfinished`: a run
+        # killed or still training); the aggregation leaves an unfinished one out of every table
+        "rescored": {
+            "type": "object",
+            "required": ["checkpoint_epoch", "checkpoint_step", "planned_epochs", "unfinished"],
+            "properties": {
+                "checkpoint_epoch": {"type": "integer", "minimum": 0},
+                "checkpoint_step": {"type": "integer", "minimum": 0},
+                "planned_epochs": {"type": "integer", "minimum": 0},
+                "unfinished": {"type": "boolean"},
+            },
+        },
         "scoring": {"type": "object"},  # each score column's reading, and each score's headline reading
         "method_card": {"type": "object"},  # the method spec's labels, paper rows and tags (con2.methods.spec)
         "curve": {  # the learning curve (config score_at; con2.run.curve): AUROC per column at each scored epoch
@@ -268,6 +281,7 @@ def build_record(
     validation: Mapping[str, np.ndarray] | None = None,
     val_sha256: str | None = None,
     data_source: Mapping[str, str | None] | None = None,
+    rescored: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The one-run record (schema: :data:`con2.run.records.RECORD_SCHEMA`) of any run, ours or external.
 
@@ -291,6 +305,8 @@ def build_record(
         validation: score name -> ``[V]`` scores of the normal validation images (the columns of
             ``scores``; ``None``: none scored, no ``n_val`` in the record); ``val_sha256``: their pixels' sha256.
         data_source: the images' source (:func:`con2.data.manifest.data_source`); ``None``: not recorded.
+        rescored: a re-scoring's checkpoint (``checkpoint_epoch``, ``checkpoint_step``, ``planned_epochs``,
+            ``unfinished``); ``None``: the run trained here.
 
     Raises:
         RecordError: no scores, a score of another length than ``labels``, labels of one class, or
@@ -358,6 +374,8 @@ def build_record(
         record["val_sha256"] = val_sha256
     if data_source is not None:
         record["data_source"] = dict(data_source)
+    if rescored is not None:
+        record["rescored"] = dict(rescored)
     if scoring is not None:
         record["scoring"] = json.loads(json.dumps(scoring))
     if method_card is not None:

@@ -87,6 +87,18 @@ class Stored:
     problem: str = ""
 
 
+def unfinished_rescore(record: Mapping[str, Any]) -> str:
+    """``"re-scored (con2 evaluate) from a checkpoint at epoch 47 of 3000"`` for a record of a re-scoring whose
+    checkpoint had not finished training (its ``rescored``), else ``""``: its numbers are not the run's."""
+    rescored = record.get("rescored")
+    if not isinstance(rescored, Mapping) or not rescored.get("unfinished"):
+        return ""
+    return (
+        f"re-scored (con2 evaluate) from a checkpoint at epoch {rescored.get('checkpoint_epoch')} of "
+        f"{rescored.get('planned_epochs')}"
+    )
+
+
 class RunDir:
     """One run directory (see the module docstring): paths, lock, state and writes."""
 
@@ -164,7 +176,8 @@ class RunDir:
                 raise RunDirError(
                     f"{exc}. Fix: rerun with --force to retrain this run (it replaces the record), or restore the file"
                 ) from None
-            return Stored(self.record, dict(r["config"]), r["config_hash"], True)
+            # a re-scoring of an unfinished checkpoint (its `rescored`) is no finished run: training resumes
+            return Stored(self.record, dict(r["config"]), r["config_hash"], not unfinished_rescore(r))
         if self.checkpoint.is_file() and self.config.is_file():
             try:
                 cfg = load_config(self.config)
