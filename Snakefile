@@ -68,6 +68,8 @@ rule all:
         W.table_files,
         W.study_files,  # as their records stand: a study table never shows an older profile's runs
         W.figure_files,
+        W.aggregate_files,  # a deleted or never-written aggregate is rebuilt (con2.workflow.session says why)
+        W.study_aggregate_files,
         W.grid_records,  # a deleted run's record: trained again (con2.workflow.session, `grid_records` says why)
         W.checked_grid_records,
     message:
@@ -79,6 +81,7 @@ rule studies:
     localrule: True
     input:
         W.study_files,
+        W.study_aggregate_files,  # as in `all`
         W.study_records,  # as in `all`
         W.study_checked_records,
     message:

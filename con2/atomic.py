@@ -19,6 +19,7 @@ import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import BinaryIO
 
 PARTIAL = ".partial-"
 
@@ -137,3 +138,28 @@ def open_regular(path: Path, mode: int = 0o644) -> int:
         os.close(fd)
         raise NotARegularFile(path, problem)
     return fd
+
+
+def open_regular_file(path: Path) -> BinaryIO:
+    """``path``, a regular file (a link to one is followed), opened for reading without waiting: a FIFO, a
+    device or a folder at a name con2 reads (``record.json``, ``scores.csv``) is refused at once, never read
+    (a FIFO would block the reader forever, ``/dev/zero`` never end).
+
+    Raises:
+        NotARegularFile: ``path`` is no regular file; FileNotFoundError and other ``OSError``: as ``open``.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise NotARegularFile(Path(path), "not a regular file (a folder, a FIFO or a device)")
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_regular(path: Path) -> bytes:
+    """The bytes of the regular file ``path`` (:func:`open_regular_file`)."""
+    with open_regular_file(path) as handle:
+        return handle.read()

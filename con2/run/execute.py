@@ -31,7 +31,7 @@ from con2.methods import Method, build_method, get_spec
 from con2.methods.scoring import ScoringProgress, scoring_progress
 from con2.run.curve import LearningCurve
 from con2.run.records import build_record
-from con2.run.rundir import CHECKPOINT, CONFIG, FEATURES, RECORD, SCORES, RunDir
+from con2.run.rundir import CHECKPOINT, CONFIG, FEATURES, RECORD, SCORES, VALIDATION, RunDir
 from con2.text import shell_command
 from con2.training.checkpoints import check_trained_config, copy_checkpoint, load_checkpoint
 from con2.training.device import select_device
@@ -358,8 +358,10 @@ def execute(
         if source.resolve() != rd.checkpoint.resolve():
             copy_checkpoint(source, rd.checkpoint)
         rd.write_config(cfg)
-    rd.write_scores(data.test_labels, out.scores)
-    rd.write_validation_scores(out.validation)
+    files = {
+        SCORES: rd.write_scores(data.test_labels, out.scores),
+        VALIDATION: rd.write_validation_scores(out.validation),
+    }
     if out.arrays:
         rd.write_features(out.arrays)
     manifest = data.manifest or {}
@@ -396,6 +398,7 @@ def execute(
         val_sha256=manifest.get("val_pixels_sha256"),
         data_source=data_source(manifest),
         rescored=rescored,
+        files_sha256={name: sha for name, sha in files.items() if sha is not None},
     )
     rd.write_record(record)
     return record

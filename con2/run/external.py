@@ -34,7 +34,7 @@ from con2.data.manifest import data_source
 from con2.data.rundata import load_run_data
 from con2.errors import Con2Error, write_failure
 from con2.run.records import RecordError, build_record
-from con2.run.rundir import RECORD, RunDir
+from con2.run.rundir import RECORD, SCORES, RunDir, bytes_sha256, scores_text
 from con2.text import unsafe_text
 
 
@@ -86,6 +86,7 @@ def write_external_run(
         "split_seed": split_seed,
         **(config or {}),
     }
+    int_labels = np.asarray(labels).astype(np.int64)
     record = build_record(
         dataset=dataset,
         normal_class=str(normal_class),
@@ -104,10 +105,11 @@ def write_external_run(
         device=device,
         method_card=method_card(label, score_labels, scores) if label or score_labels else None,
         data_source=data_source,
+        files_sha256={SCORES: bytes_sha256(scores_text(int_labels, scores).encode())},
     )
     rd = RunDir(run_dir)
     with rd.lock():
-        rd.write_scores(np.asarray(labels).astype(np.int64), scores)
+        rd.write_scores(int_labels, scores)
         rd.write_record(record)  # written last, so present = complete
     return record
 

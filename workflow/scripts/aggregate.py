@@ -29,6 +29,7 @@ def main() -> None:
     from con2.paths import BENCH_ROOT, RUNS_ROOT, record_key
     from con2.report.collect import collect_valid_runs, summarize
     from con2.report.scores import bundle_bytes
+    from con2.run.rundir import bytes_sha256
 
     grid = dict(snakemake.params.grid)  # run key -> config hash (None: a method that keeps none)
     records = [str(p) for p in (*snakemake.input.records, *snakemake.input.checked)]  # before and after the data check
@@ -49,12 +50,14 @@ def main() -> None:
     outputs = [(runs, snakemake.output.runs), (skipped_frame, snakemake.output.skipped)]
     if "summary" in snakemake.output.keys():  # the scoped aggregation (rule aggregate_scope) writes none
         outputs.append((summarize(runs), snakemake.output.summary))
-    for frame, path in outputs:
+    runs_text = runs.to_csv(index=False)  # sealed in the scores bundle: a table refuses a hand-edited copy
+    outputs = [(runs_text, snakemake.output.runs), *((frame.to_csv(index=False), path) for frame, path in outputs[1:])]
+    for text, path in outputs:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         with atomic_path(Path(path)) as tmp:
-            frame.to_csv(tmp, index=False)
+            tmp.write_bytes(text.encode("utf-8"))
     with atomic_path(Path(snakemake.output.scores)) as tmp:
-        tmp.write_bytes(bundle_bytes(runs["record"].unique()))
+        tmp.write_bytes(bundle_bytes(runs["record"].unique(), bytes_sha256(runs_text.encode("utf-8"))))
     print(f"{len(records)} records, {len(runs)} rows -> {snakemake.output.runs}")
     for s in skipped:
         print(s.line())
