@@ -12,6 +12,7 @@ and the runs CSV is sealed in the scores bundle, which every table reading it ch
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 from pathlib import Path
@@ -125,7 +126,7 @@ def test_the_workflow_s_aggregation_sees_an_older_restored_scores_csv(tmp_path: 
         finish(r)
         scores = Path(r.run_dir, SCORES)
         scores.write_text("index,label,nnd\n0,0,0.1\n1,1,0.9\n")
-        Path(r.record).write_text('{"files_sha256": {"scores.csv": "%s"}}' % sha256(scores))
+        Path(r.record).write_text(json.dumps({"files_sha256": {SCORES: sha256(scores)}}))
     keep_mtime(Path(runs[1].run_dir, SCORES), lambda p: p.write_text("index,label,nnd\n0,0,0.9\n1,1,0.1\n"))
     s = session(tmp_path)
     assert s.edited_scores() == [os.path.join(runs[1].run_dir, SCORES)]
