@@ -41,7 +41,9 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, A
     write_medmnist_npz(root / "data" / "medmnist" / "breastmnist.npz", COUNTS)
     cfg = {**TINY, "dataset": "breastmnist", "data_dir": str(root / "data"), "image_size": 28, "epochs": 1}
     rd = root / "run"
-    return rd, run(make_config(cfg), rd)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("CON2_CACHE_DIR", str(root / "cache"))  # the prepared copy stays in this test
+        return rd, run(make_config(cfg), rd)
 
 
 @pytest.fixture

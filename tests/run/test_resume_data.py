@@ -38,6 +38,7 @@ def breastmnist(data_dir: Path, pixel_seed: int) -> dict:
 def test_a_resume_on_other_images_is_refused_and_forced_starts_afresh(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("CON2_CACHE_DIR", str(tmp_path / "cache"))  # the prepared copies stay in this test
     first = make_config(breastmnist(tmp_path / "a", pixel_seed=0))
     other = make_config(breastmnist(tmp_path / "b", pixel_seed=1))
     sha_first = load_run_data(first).manifest["split_sha256"]
