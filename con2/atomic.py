@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import errno
 import os
+import shlex
 import shutil
 import stat
 from collections.abc import Iterator
@@ -38,10 +39,29 @@ def remove(path: Path) -> None:
 
 
 def install(src: Path, final: Path) -> None:
-    """Move ``src`` onto ``final`` in one rename (a folder at ``final`` is removed first)."""
+    """Move ``src`` onto ``final`` in one rename (a folder written atomically replaces the folder at ``final``).
+
+    Raises:
+        IsADirectoryError: ``src`` is a file and ``final`` a folder: a file is never written over a folder,
+            whose contents (someone's files) would be removed without a word.
+    """
     if final.is_dir() and not final.is_symlink():
+        if not src.is_dir():
+            raise IsADirectoryError(errno.EISDIR, folder_in_the_way(final), str(final))
         shutil.rmtree(final)
     os.replace(src, final)
+
+
+def folder_in_the_way(path: Path) -> str:
+    """The message for a folder at ``path`` where con2 writes (or removes) a file: it is left as it is."""
+    try:
+        entries = sum(1 for _ in path.iterdir())
+    except OSError:
+        entries = 0
+    return (
+        f"{path} is a folder ({entries} entr{'y' if entries == 1 else 'ies'}) where con2 writes a file; it is left as "
+        f"it is. Fix: move it out of the way (mv {shlex.quote(str(path))} elsewhere) and rerun"
+    )
 
 
 def _about(exc: OSError, tmp: Path) -> bool:

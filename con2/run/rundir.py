@@ -40,7 +40,15 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from con2.atomic import NotARegularFile, clean_partials, read_regular, remove, write_bytes_atomic, write_text_atomic
+from con2.atomic import (
+    NotARegularFile,
+    clean_partials,
+    folder_in_the_way,
+    read_regular,
+    remove,
+    write_bytes_atomic,
+    write_text_atomic,
+)
 from con2.config import RunConfig, config_diff, load_config
 from con2.errors import ConfigError, RunDirError
 from con2.run.lock import link_refusal, locked
@@ -210,14 +218,17 @@ class RunDir:
     def check_links(self) -> None:
         """Refuse a run file (:data:`RUN_FILES`) that is a symbolic link: con2 would read another run's
         file as this one's, and its target is no file of this directory (atomic writes replace the
-        link, never the target, but a run must not start from, or be judged by, a file elsewhere).
+        link, never the target, but a run must not start from, or be judged by, a file elsewhere); and one
+        that is a folder (``checkpoint.pt/important.txt``), which a write or ``--force`` would remove.
 
         Raises:
-            RunDirError: naming the link, its target and the fix.
+            RunDirError: naming the link and its target, or the folder, and the fix.
         """
         for name in RUN_FILES:
             if (self.path / name).is_symlink():
                 raise link_refusal(self.path / name)
+            if (self.path / name).is_dir():  # never written over nor removed (--force): someone's files
+                raise RunDirError(folder_in_the_way(self.path / name))
 
     def holds_run_files(self) -> list[str]:
         """The :data:`RUN_FILES` present here (links included), in that order."""
