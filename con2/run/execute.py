@@ -11,6 +11,7 @@ before anything is written, and writes nothing until the scores exist.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import resource
@@ -293,13 +294,14 @@ def execute(
     t_wall = time.perf_counter()
     # a new run or a re-scoring checks the prepared cache's sha256 (milliseconds); a resumed one trusts it
     data = load_run_data(cfg, verify=not (train and rd.checkpoint.is_file()))
-    if train:
-        check_batch_size(cfg, len(data.train), data.normal_class)
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     device = select_device(cfg.device)
     torch.manual_seed(cfg.seed)  # model initialisation
     method = build_method(cfg)
+    trains = method.trains()  # a method with every weight frozen (a floor) is scored untrained: no loop, no batch
+    if train and trains:
+        check_batch_size(cfg, len(data.train), data.normal_class)
     n_views = len(method.test_plan())
     n_val = 0 if data.val is None else len(data.val)
     batches, _ = check_scoring_work(cfg, n_views, len(data.train), len(data.test) + n_val)
@@ -325,7 +327,7 @@ def execute(
     curve, rescored = None, None
     if train:
         rd.write_config(cfg)
-        settings = train_settings(cfg)
+        settings = train_settings(cfg) if trains else dataclasses.replace(train_settings(cfg), max_steps=0)
         if cfg.score_at:  # the learning curve: scored after those epochs, before their checkpoints
             final = planned_steps(len(train_images), settings)[2]
             curve = LearningCurve(
@@ -378,7 +380,7 @@ def execute(
         config_hash=cfg.config_hash(),
         split_seed=cfg.split_seed,
         split_sha256=manifest.get("split_sha256"),
-        batch_size=min(cfg.batch_size, len(data.train)),
+        batch_size=min(cfg.batch_size, len(data.train)) if trains else None,
         timing={
             "fit_seconds": fit_seconds,
             "score_seconds": score_seconds,
