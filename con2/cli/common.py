@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from con2.errors import Con2Error, ConfigError, write_failure
+from con2.text import terminal_safe
 
 # Every option of a ``con2`` subcommand that names a file or folder, by its ``dest``: an empty value
 # (what an unset shell variable, ``--out "$OUT"``, gives) would be read as "not given" or as the current
@@ -63,5 +64,5 @@ def run_command(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print("con2: interrupted; rerun the same command to resume from the last checkpoint", file=sys.stderr)
         return 130
-    print(f"con2: error: {message}", file=sys.stderr)
+    print(f"con2: error: {terminal_safe(message)}", file=sys.stderr)  # a file name's escapes shown, one line
     return 2

@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from con2.text import terminal_safe
+
 RECORD = "record.json"
 
 
@@ -86,11 +88,10 @@ def cmd_metrics(args: argparse.Namespace) -> int:
             failed[run] = str(exc)
     if args.json:
         print(json.dumps({"runs": done, "not_filled": failed}, indent=2, allow_nan=False, default=float))
-    else:
-        for run, metrics in done.items():
-            print("\n".join(_text(run, metrics)))
-        for run, why in failed.items():
-            print(f"not filled: {run}: {why}")
+    else:  # a run folder's and a score column's names are anyone's text: each line through terminal_safe
+        lines = [line for run, metrics in done.items() for line in _text(run, metrics)]
+        lines += [f"not filled: {run}: {why}" for run, why in failed.items()]
+        print("\n".join(terminal_safe(line) for line in lines))
     return 1 if failed else 0
 
 

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from con2.paths import data_marker
-from con2.text import shell_command, terminal_safe
+from con2.text import csv_value, shell_command, terminal_safe
 
 UNAVAILABLE = "con2 workflow: unavailable: "  # prefix of the line prepare_data logs when it fails (strict)
 
@@ -161,7 +161,7 @@ def outside_grid(runs_csv: str | Path) -> list[str]:
         return []
     with open(path, newline="") as fh:
         rows = list(csv.DictReader(fh))
-    return sorted({r["record"] for r in rows if r.get("in_grid", "True") in ("False", "false", "0")})
+    return sorted({csv_value(r["record"]) for r in rows if r.get("in_grid", "True") in ("False", "false", "0")})
 
 
 def skipped_records(files: Iterable[str | Path]) -> list[tuple[str, str, str]]:
@@ -173,7 +173,8 @@ def skipped_records(files: Iterable[str | Path]) -> list[tuple[str, str, str]]:
         if not Path(path).is_file():
             continue
         with open(path, newline="") as fh:
-            for row in csv.DictReader(fh):
+            for raw in csv.DictReader(fh):
+                row = {k: csv_value(v) for k, v in raw.items() if isinstance(v, str)}  # as the aggregation had them
                 record = row.get("record", "")
                 try:
                     now = Path(record).stat().st_mtime_ns

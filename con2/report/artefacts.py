@@ -294,6 +294,7 @@ class ReportInputs:
         import pandas as pd  # lazy: the Snakefile imports this module without pandas
 
         from con2.report.collect import load_runs  # lazy: it imports pandas, which the Snakefile's parse must not
+        from con2.report.format import from_csv_frame  # lazy: pandas, as above
         from con2.report.paper import load_compute_hours, load_paper_numbers  # lazy: pandas, as above
         from con2.report.scores import ScoresBundle, check_runs_seal  # lazy: pandas, as above
 
@@ -302,7 +303,7 @@ class ReportInputs:
             "paper": load_paper_numbers,
             "hours": load_compute_hours,
             "measured": pd.read_csv,
-            "table": lambda p: pd.read_csv(p, dtype={"normal_class": str, "classes": str}),
+            "table": lambda p: from_csv_frame(pd.read_csv(p, dtype={"normal_class": str, "classes": str})),
             "status": lambda p: json.loads(Path(p).read_text()),
             "gpu": _read_gpu_folder,
             "scores": ScoresBundle.read,

@@ -37,6 +37,7 @@ import numpy as np
 import pandas as pd
 
 from con2.paths import path_identity, run_key
+from con2.report.format import from_csv_frame
 from con2.report.methods import CARD_COLUMNS, card_fields, record_card
 from con2.report.scores import scores_problem
 from con2.run.records import RecordError, read_record
@@ -383,7 +384,8 @@ def dataset_level(summary: pd.DataFrame, keys: list[str] | None = None) -> pd.Da
 
 
 def load_runs(path: str | Path) -> pd.DataFrame:
-    """Read ``runs.csv`` back with names as strings (normal class ``"0"`` stays ``"0"``)."""
+    """Read ``runs.csv`` back with names as strings (normal class ``"0"`` stays ``"0"``) and as they were before
+    the aggregation wrote them (:func:`con2.report.format.csv_frame`)."""
     text_cols = [
         "dataset",
         "normal_class",
@@ -399,7 +401,7 @@ def load_runs(path: str | Path) -> pd.DataFrame:
         "config_hash",
         "record",
     ]
-    df = pd.read_csv(path, dtype={c: str for c in text_cols})
+    df = from_csv_frame(pd.read_csv(path, dtype={c: str for c in text_cols}))  # as the aggregation wrote them
     for c in RUN_COLUMNS:
         if c not in df.columns:
             df[c] = True if c == "in_grid" else np.nan
