@@ -61,8 +61,9 @@ def run_command(args: argparse.Namespace) -> int:
         return int(args.func(args))
     except (Con2Error, OSError) as exc:  # disk full, read-only, missing file: say which path and what to do
         message = error_message(exc)
-    except KeyboardInterrupt:
-        print("con2: interrupted; rerun the same command to resume from the last checkpoint", file=sys.stderr)
+    except KeyboardInterrupt:  # only training has a checkpoint to resume from; the other commands start again
+        again = "to resume from the last checkpoint" if getattr(args, "command", "") == "train" else "to start it again"
+        print(f"con2: interrupted; rerun the same command {again}", file=sys.stderr)
         return 130
     print(f"con2: error: {terminal_safe(message)}", file=sys.stderr)  # a file name's escapes shown, one line
     return 2

@@ -53,8 +53,10 @@ def run_metrics(run_dir: Path, scores: list[str] | None = None) -> dict[str, Any
     out = {}
     for column in scores or columns:
         values = frame[column].to_numpy(dtype=np.float64)
-        validation, _ = read_validation_scores(record_path, column, record.get("n_val"))
+        validation, why = read_validation_scores(record_path, column, record.get("n_val"))
         out[column] = {"auroc": auroc(labels, values), **operating_points(labels, values, validation)}
+        if validation is None and record.get("n_val"):  # the run scored validation images: say why there is no line
+            out[column]["validation_problem"] = why
     return out
 
 
@@ -68,6 +70,8 @@ def _text(run: str, metrics: dict[str, Any]) -> list[str]:
             f"(test threshold {at['threshold']:.4g})"
         )
         val = m.get("from_validation")
+        if m.get("validation_problem"):
+            lines.append(f"    at the validation threshold: not computed ({m['validation_problem']})")
         if val:
             lines.append(
                 f"    at the validation threshold {val['threshold']:.4g}: sensitivity {val['sensitivity']:.1f} "
