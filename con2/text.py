@@ -198,9 +198,10 @@ def csv_value(cell: str) -> str:
 
 
 def html_text(text: str) -> str:
-    """``text`` for HTML (element text or an attribute's value): ``&``, ``<``, ``>`` and both quotes as
-    entities, control characters shown (:func:`terminal_safe`)."""
-    return html.escape(terminal_safe(text), quote=True)
+    """``text`` for HTML (element text, or the value of an attribute in double quotes, as con2 writes them):
+    ``&``, ``<``, ``>`` and ``"`` as entities (an apostrophe stays, as prose reads), control characters shown
+    (:func:`terminal_safe`)."""
+    return html.escape(terminal_safe(text), quote=False).replace('"', "&quot;")
 
 
 def mpl_text(text: str) -> str:
