@@ -26,6 +26,7 @@ import json
 import math
 import re
 import shlex
+import zlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
@@ -37,6 +38,7 @@ import pandas as pd
 
 from con2.atomic import NotARegularFile, open_regular_file, read_regular
 from con2.run.rundir import SCORES, VALIDATION, bytes_sha256, written_sha256
+from con2.text import terminal_safe
 
 # percent points: half the last digit the tables print (a stored AUROC rounded to one decimal passes)
 AUROC_TOLERANCE = 0.05
@@ -411,6 +413,53 @@ def check_runs_seal(runs_csv: str | Path, bundle: str | Path) -> None:
     )
 
 
+class BundleTooLarge(ValueError):
+    """A scores bundle that expands beyond what its size allows (:func:`bounded_gunzip`)."""
+
+
+# A bundle expands at most this many times its compressed size (level-1 gzip of score files' JSON: about 3 to 5),
+# and never needs to be refused below BUNDLE_FLOOR: a 3 MB gzip of 3 GB of whitespace took 6.4 GB of memory.
+BUNDLE_RATIO = 50
+BUNDLE_FLOOR = 256 * 2**20
+
+
+def bounded_gunzip(path: Path) -> bytes:
+    """The decompressed bytes of the gzip file ``path``, read in chunks and refused once they pass
+    ``max(BUNDLE_FLOOR, BUNDLE_RATIO x its size)``.
+
+    Raises:
+        BundleTooLarge: naming the bound; OSError, zlib.error, EOFError: not a whole gzip file.
+    """
+    with open_regular_file(path) as raw:
+        compressed = raw.read()
+    limit = max(BUNDLE_FLOOR, BUNDLE_RATIO * len(compressed))
+    out, total = [], 0
+    inflate = zlib.decompressobj(wbits=31)  # gzip, one member (bundle_bytes writes one)
+    data = compressed
+    while data and not inflate.eof:
+        chunk = inflate.decompress(data, 1 << 20)
+        total += len(chunk)
+        if total > limit:
+            raise BundleTooLarge(f"it expands beyond {limit:,} bytes, {BUNDLE_RATIO} times its size")
+        out.append(chunk)
+        data = inflate.unconsumed_tail
+    if not inflate.eof:
+        raise EOFError("the gzip stream ends early")
+    return b"".join(out)
+
+
+def _entry_ok(entry: Any) -> bool:
+    """Whether a bundle entry is what :func:`bundle_bytes` writes: score files' text (or ``{UNREADABLE: why}``)
+    and the record's curve (a mapping, or None)."""
+    if not isinstance(entry, dict):
+        return False
+    for name in (SCORES, VALIDATION):
+        value = entry.get(name)
+        if value is not None and not isinstance(value, str) and not (isinstance(value, dict) and UNREADABLE in value):
+            return False
+    return entry.get(CURVE) is None or isinstance(entry.get(CURVE), dict)
+
+
 class ScoresBundle:
     """The aggregation's copy of the score files of the runs of one runs CSV (:func:`bundle_bytes`):
     the same checks and messages as :data:`RUN_FOLDERS`, each file parsed once."""
@@ -429,12 +478,18 @@ class ScoresBundle:
             ValueError: not a bundle of this format (rerun the aggregation: ``snakemake`` does).
         """
         try:
-            data = json.loads(gzip.decompress(Path(path).read_bytes()))
-        except (OSError, EOFError, ValueError) as exc:
-            why = type(exc).__name__
-            raise ValueError(f"{path} is no scores bundle ({why}); delete it and rerun snakemake") from exc
+            data = json.loads(bounded_gunzip(Path(path)))
+        except (OSError, EOFError, ValueError, zlib.error, NotARegularFile, RecursionError) as exc:
+            why = str(exc) if isinstance(exc, BundleTooLarge) else type(exc).__name__
+            raise ValueError(f"{path} is no scores bundle ({why}); delete it and rerun snakemake") from None
         if not isinstance(data, dict) or data.get("format") != BUNDLE_FORMAT or not isinstance(data.get("runs"), dict):
             raise ValueError(f"{path} is no scores bundle of format {BUNDLE_FORMAT}; delete it and rerun snakemake")
+        odd = next((record for record, entry in data["runs"].items() if not _entry_ok(entry)), None)
+        if odd is not None:  # a hand-made or damaged file: one line, never an AttributeError later
+            raise ValueError(
+                f"{path} is no scores bundle (its entry {terminal_safe(str(odd))[:120]!r} is not score files' text); "
+                f"delete it and rerun snakemake"
+            )
         return cls(data["runs"])
 
     def test(self, record: str | Path, expected: Expected | None = None) -> RunScores:

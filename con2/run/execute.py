@@ -17,7 +17,8 @@ import math
 import resource
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -154,6 +155,37 @@ def check_scoring_work(cfg: RunConfig, n_views: int, n_train: int, n_test: int) 
             f"Fix: --set nn_chunk={fits} or more (it bounds memory: nn_chunk^2 floats; the default is 4096)"
         )
     return batches, blocks
+
+
+_NO_MEMORY = ("out of memory", "not enough memory", "can't allocate memory", "cannot allocate memory")
+
+
+@contextmanager
+def out_of_memory_refused(cfg: RunConfig, stage: str) -> Iterator[None]:
+    """Turn running out of memory during ``stage`` (the allocator's error: each bound on ``image_size``, ``width``
+    and ``batch_size`` holds, but together they need more than the machine has) into one line naming those keys
+    and the fix. The last checkpoint is kept (written atomically); a smaller batch is another configuration,
+    so the fix names ``--force`` or another run directory.
+
+    Raises:
+        ConfigError: in place of ``torch.OutOfMemoryError`` or an allocator's ``RuntimeError``.
+    """
+    try:
+        yield
+    except (torch.OutOfMemoryError, RuntimeError, MemoryError) as exc:
+        text = str(exc).strip()
+        if not isinstance(exc, (torch.OutOfMemoryError, MemoryError)) and not any(
+            m in text.lower() for m in _NO_MEMORY
+        ):
+            raise
+        first = text.splitlines()[0][:200] if text else type(exc).__name__
+        keys = f"image_size={cfg.image_size}, width={cfg.width}, batch_size={cfg.batch_size}"
+        more = f", eval_batch_size={cfg.eval_batch_size}" if stage == "scoring" else ""
+        raise ConfigError(
+            f"{stage} ran out of memory on {cfg.device} ({first}): {keys}{more} together need more than this machine "
+            f"has. Fix: lower batch_size{' or eval_batch_size' if more else ''} (or image_size, width) and rerun with "
+            f"--force or into another --run-dir"
+        ) from None
 
 
 def _read_trained(checkpoint: Path, device: torch.device) -> dict[str, Any]:
@@ -334,7 +366,8 @@ def execute(
                 cfg, method, train_images, test_images, data.test_labels, device, rd, final, rd.checkpoint.is_file()
             )
         fixed = {**method.fixed_state(), DATA_KEY: trained_on}  # every checkpoint names the images it trained on
-        result = fit(method, train_images, settings, device, rd.checkpoint, on_epoch_end, curve, fixed)
+        with out_of_memory_refused(cfg, "training"):
+            result = fit(method, train_images, settings, device, rd.checkpoint, on_epoch_end, curve, fixed)
         fit_seconds, ips, curve_seconds = result.fit_seconds, result.images_per_second, result.hook_seconds
         sessions: dict[str, Any] = {"resumed": result.resumed_from_epoch > 0, "sessions": result.sessions}
         training = {
@@ -352,7 +385,7 @@ def execute(
         rescored = checkpoint_progress(state, planned_steps(len(train_images), train_settings(cfg))[2])
 
     t_score = time.perf_counter()
-    with scoring_progress(scoring_printer() if cfg.progress else None):
+    with scoring_progress(scoring_printer() if cfg.progress else None), out_of_memory_refused(cfg, "scoring"):
         out = method.score(train_images, test_images, device, val_images)
     score_seconds = time.perf_counter() - t_score
 

@@ -33,6 +33,7 @@ from con2.config import RUNTIME_KEYS
 from con2.data import DataError, find_source, normal_classes
 from con2.data.source import Found
 from con2.grid import experiments as E
+from con2.grid.checks import check_data_dir
 from con2.grid.status import awaits_training, checked_in, same_folder, unknown_class
 from con2.grid.workflow_grid import workflow_grid
 from con2.report.artefacts import TABLES, figure_targets, table_targets
@@ -95,6 +96,7 @@ class Session:
     ) -> None:
         self.config = config
         self.basedir = Path(basedir)
+        check_data_dir(os.path.abspath(os.path.expanduser(config["data_dir"])))  # too long: one line, not a traceback
         self.data_dir = Path(os.path.abspath(os.path.expanduser(config["data_dir"])))  # how messages name it
         self.started = time.time()
         self.strict = bool(config.get("strict", False))
