@@ -77,6 +77,11 @@ def output_to_log(path: str) -> TextIO:
             f"--log {path} is a folder; --log takes the path of a file to write. Fix: pass a file in it, e.g. "
             f"--log {log / 'train.log'}"
         )
+    if log.exists() and not log.is_file():  # /dev/full, a FIFO: every line written after the run would fail
+        raise ConfigError(
+            f"--log {path} is not a regular file (a device or a pipe); --log takes the path of a file to write. Fix: "
+            f"pass a file, e.g. --log train.log"
+        )
     log.parent.mkdir(parents=True, exist_ok=True)
     console = os.fdopen(os.dup(sys.stdout.fileno()), "w", buffering=1)
     sys.stdout.flush()

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from con2.errors import ConfigError
 from con2.text import terminal_safe
 
 RECORD = "record.json"
@@ -82,12 +83,26 @@ def _text(run: str, metrics: dict[str, Any]) -> list[str]:
 
 
 def cmd_metrics(args: argparse.Namespace) -> int:
-    """Print each run's operating points; the runs it could not fill are named at the end (exit 1)."""
+    """Print each run's operating points; the runs it could not fill are named at the end (exit 1).
+
+    ``--score nnd lh RUN`` takes every word after it as a column, the run folder too: a word that names a folder
+    is a run folder, wherever it stands.
+
+    Raises:
+        ConfigError: no run folder given.
+    """
+    runs = [*args.run_dir, *(s for s in args.score if Path(s).is_dir())]
+    columns = [s for s in args.score if not Path(s).is_dir()]
+    if not runs:
+        raise ConfigError(
+            "con2 metrics: no run folder given. Fix: con2 metrics RUN [RUN ...] [--score COLUMN ...] (a run folder "
+            "holds record.json and scores.csv)"
+        )
     done: dict[str, Any] = {}
     failed: dict[str, str] = {}
-    for run in args.run_dir:
+    for run in runs:
         try:
-            done[run] = run_metrics(Path(run), args.score or None)
+            done[run] = run_metrics(Path(run), columns or None)
         except ValueError as exc:
             failed[run] = str(exc)
     if args.json:
@@ -106,7 +121,7 @@ def add_metrics_subcommand(sub: argparse._SubParsersAction) -> None:
         help="a finished run's AUROC, average precision and sensitivity at 95%% specificity from its scores.csv "
         "(no retraining; records of any version)",
     )
-    p.add_argument("run_dir", nargs="+", help="run directories (each holding record.json and scores.csv)")
+    p.add_argument("run_dir", nargs="*", help="run directories (each holding record.json and scores.csv)")
     p.add_argument("--score", nargs="*", default=[], metavar="COLUMN", help="score columns (default: every one)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the lines")
     p.set_defaults(func=cmd_metrics)
