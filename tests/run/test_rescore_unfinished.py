@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 import yaml
 from conftest import TINY
+from test_resume_data import killed_after_epoch_1
 
-import con2.training.engine as engine
 from con2.cli.main import main
 from con2.config import make_config
 from con2.report.collect import collect_valid_runs
@@ -27,25 +27,11 @@ from con2.run.runner import CHECKPOINT, RECORD, run
 UNFINISHED = {**TINY, "epochs": 3}
 
 
-class Stopped(Exception):
-    """The run stopped right after its epoch-1 checkpoint (a kill there)."""
-
-
 @pytest.fixture
 def killed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A run killed right after its epoch-1 checkpoint (3 epochs planned): its folder."""
-    real = engine.fault_point
-
-    def stop_after_epoch_1(name: str, **context: object) -> None:
-        if name == "after_checkpoint" and context.get("epoch") == 1:
-            raise Stopped
-        real(name, **context)
-
     rd = tmp_path / "run"
-    monkeypatch.setattr(engine, "fault_point", stop_after_epoch_1)
-    with pytest.raises(Stopped):
-        run(make_config(UNFINISHED), rd)
-    monkeypatch.setattr(engine, "fault_point", real)
+    killed_after_epoch_1(make_config(UNFINISHED), rd, monkeypatch)
     assert (rd / CHECKPOINT).is_file() and not (rd / RECORD).exists()
     return rd
 

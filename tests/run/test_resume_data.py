@@ -15,7 +15,7 @@ from conftest import TINY
 from data_fixtures import write_medmnist_npz
 
 import con2.training.engine as engine
-from con2.config import make_config
+from con2.config import RunConfig, make_config
 from con2.data.rundata import load_run_data
 from con2.errors import ConfigError
 from con2.run.execute import DATA_KEY
@@ -27,6 +27,21 @@ COUNTS = {"train": [30, 70], "val": [2, 2], "test": [20, 25]}
 
 class Stopped(Exception):
     """The run stopped right after its epoch-1 checkpoint (a kill there)."""
+
+
+def killed_after_epoch_1(cfg: RunConfig, rd: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run ``cfg`` in ``rd`` and stop it right after its epoch-1 checkpoint, as a kill there would."""
+    real = engine.fault_point
+
+    def stop_after_epoch_1(name: str, **context: object) -> None:
+        if name == "after_checkpoint" and context.get("epoch") == 1:
+            raise Stopped
+        real(name, **context)
+
+    monkeypatch.setattr(engine, "fault_point", stop_after_epoch_1)
+    with pytest.raises(Stopped):
+        run(cfg, rd)
+    monkeypatch.setattr(engine, "fault_point", real)
 
 
 def breastmnist(data_dir: Path, pixel_seed: int) -> dict:
@@ -44,18 +59,8 @@ def test_a_resume_on_other_images_is_refused_and_forced_starts_afresh(
     sha_first = load_run_data(first).manifest["split_sha256"]
     sha_other = load_run_data(other).manifest["split_sha256"]
     assert sha_first != sha_other
-    real = engine.fault_point
-
-    def stop_after_epoch_1(name: str, **context: object) -> None:
-        if name == "after_checkpoint" and context.get("epoch") == 1:
-            raise Stopped
-        real(name, **context)
-
     rd = tmp_path / "run"
-    monkeypatch.setattr(engine, "fault_point", stop_after_epoch_1)
-    with pytest.raises(Stopped):
-        run(first, rd)
-    monkeypatch.setattr(engine, "fault_point", real)
+    killed_after_epoch_1(first, rd, monkeypatch)
     kept = (rd / CHECKPOINT).read_bytes()
     assert load_checkpoint(rd / CHECKPOINT)[DATA_KEY] == sha_first
 
