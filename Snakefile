@@ -17,7 +17,7 @@ from snakemake.exceptions import WorkflowError
 from snakemake.utils import min_version, validate
 
 from con2.data import default_data_dir
-from con2.grid.checks import GridError, check_profile_size
+from con2.grid.checks import GridError, check_profile_schema, check_profile_size
 
 min_version("9.0")
 
@@ -38,6 +38,10 @@ for _flag in ("download", "strict", "progress", "compile"):  # `--config strict=
         config[_flag] = str(config[_flag]).lower() == "true"
 
 
+try:  # one line naming the key (Snakemake's own message below prints the whole schema)
+    check_profile_schema(config, f"{workflow.basedir}/workflow/schemas/config.schema.yaml")
+except GridError as exc:
+    raise WorkflowError(f"invalid workflow config: {exc}") from None
 validate(config, "workflow/schemas/config.schema.yaml")
 
 
@@ -68,6 +72,8 @@ rule all:
         W.table_files,
         W.study_files,  # as their records stand: a study table never shows an older profile's runs
         W.figure_files,
+        W.aggregate_files,  # a deleted or never-written aggregate is rebuilt (con2.workflow.session says why)
+        W.study_aggregate_files,
         W.grid_records,  # a deleted run's record: trained again (con2.workflow.session, `grid_records` says why)
         W.checked_grid_records,
     message:
@@ -79,6 +85,7 @@ rule studies:
     localrule: True
     input:
         W.study_files,
+        W.study_aggregate_files,  # as in `all`
         W.study_records,  # as in `all`
         W.study_checked_records,
     message:

@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import errno
 import os
+import shlex
 import shutil
 import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import BinaryIO
 
 PARTIAL = ".partial-"
 
@@ -37,10 +39,29 @@ def remove(path: Path) -> None:
 
 
 def install(src: Path, final: Path) -> None:
-    """Move ``src`` onto ``final`` in one rename (a folder at ``final`` is removed first)."""
+    """Move ``src`` onto ``final`` in one rename (a folder written atomically replaces the folder at ``final``).
+
+    Raises:
+        IsADirectoryError: ``src`` is a file and ``final`` a folder: a file is never written over a folder,
+            whose contents (someone's files) would be removed without a word.
+    """
     if final.is_dir() and not final.is_symlink():
+        if not src.is_dir():
+            raise IsADirectoryError(errno.EISDIR, folder_in_the_way(final), str(final))
         shutil.rmtree(final)
     os.replace(src, final)
+
+
+def folder_in_the_way(path: Path) -> str:
+    """The message for a folder at ``path`` where con2 writes (or removes) a file: it is left as it is."""
+    try:
+        entries = sum(1 for _ in path.iterdir())
+    except OSError:
+        entries = 0
+    return (
+        f"{path} is a folder ({entries} entr{'y' if entries == 1 else 'ies'}) where con2 writes a file; it is left as "
+        f"it is. Fix: move it out of the way (mv {shlex.quote(str(path))} elsewhere) and rerun"
+    )
 
 
 def _about(exc: OSError, tmp: Path) -> bool:
@@ -137,3 +158,28 @@ def open_regular(path: Path, mode: int = 0o644) -> int:
         os.close(fd)
         raise NotARegularFile(path, problem)
     return fd
+
+
+def open_regular_file(path: Path) -> BinaryIO:
+    """``path``, a regular file (a link to one is followed), opened for reading without waiting: a FIFO, a
+    device or a folder at a name con2 reads (``record.json``, ``scores.csv``) is refused at once, never read
+    (a FIFO would block the reader forever, ``/dev/zero`` never end).
+
+    Raises:
+        NotARegularFile: ``path`` is no regular file; FileNotFoundError and other ``OSError``: as ``open``.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise NotARegularFile(Path(path), "not a regular file (a folder, a FIFO or a device)")
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_regular(path: Path) -> bytes:
+    """The bytes of the regular file ``path`` (:func:`open_regular_file`)."""
+    with open_regular_file(path) as handle:
+        return handle.read()

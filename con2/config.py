@@ -48,6 +48,10 @@ EVALUATE_RUNTIME_KEYS: tuple[str, ...] = ("data_dir", "device", "threads", "prog
 # Bounds that keep a typo from running for hours (see validate): at most MAX_TTA test-time views
 # (the paper uses 40); seeds are numpy seeds (0 .. 2**32 - 1).
 MAX_TTA = 1024
+# The most epochs and optimiser steps a run may ask for (the paper's longest is 2048 epochs): beyond, a typo
+# (10**400) overflows the cost plan's arithmetic instead of meaning anything.
+MAX_EPOCHS = 1_000_000
+MAX_STEPS = 10**12
 MAX_SEED = 2**32 - 1
 # The largest image side: prepared data hold every image at this size in memory (digits at 1024 px
 # took 5.7 GB), and the paper's largest is 224 px.
@@ -252,7 +256,9 @@ def validate(cfg: RunConfig) -> None:
     """Range checks that a type check cannot catch; the message names the key, the range and the fix."""
 
     def out_of_range(key: str, rule: str, fix: str) -> ConfigError:
-        return ConfigError(f"config key {key!r} must be {rule}, got {getattr(cfg, key)!r}. Fix: {fix}")
+        got = repr(getattr(cfg, key))
+        got = got if len(got) <= 40 else f"{got[:20]}... ({len(got)} characters)"
+        return ConfigError(f"config key {key!r} must be {rule}, got {got}. Fix: {fix}")
 
     if re.fullmatch(ENCODER_REGEX, cfg.encoder) is None:
         raise ConfigError(
@@ -289,6 +295,10 @@ def validate(cfg: RunConfig) -> None:
             f"takes (its downsampling would leave the last stage less than one pixel of image). "
             f"Fix: --set image_size={smallest} or larger (the prepared data are resized to it)"
         )
+    if cfg.epochs > MAX_EPOCHS:
+        raise out_of_range("epochs", f"at most {MAX_EPOCHS:,} (the paper's is 2048)", "--set epochs=2048 or fewer")
+    if cfg.max_steps is not None and cfg.max_steps > MAX_STEPS:
+        raise out_of_range("max_steps", f"at most {MAX_STEPS:,} (or null: epochs decide)", "drop the key")
     if cfg.max_steps is not None and cfg.max_steps < 0:
         raise ConfigError(
             f"config key 'max_steps' must be >= 0 (0: evaluate the untrained encoder), got {cfg.max_steps}"
@@ -354,6 +364,11 @@ def validate_readings(cfg: RunConfig) -> None:
         raise ConfigError(f"config key 'blur_sigma' must satisfy 0 < low <= high, got {cfg.blur_sigma}")
     if cfg.csi_views < 0:
         raise ConfigError(f"config key 'csi_views' must be >= 0 (0: no CSI reading), got {cfg.csi_views}")
+    if cfg.csi_views > MAX_TTA:  # each is one encoder pass over every image at scoring: refused before training
+        raise ConfigError(
+            f"config key 'csi_views' must be at most {MAX_TTA} (each view is one encoder pass over the training and "
+            f"test images per context), got {cfg.csi_views}. Fix: --set csi_views=10 (the default)"
+        )
     bad = [e for e in cfg.score_at if e < 1]
     if bad:
         raise ConfigError(f"config key 'score_at' lists epochs {bad}; every entry must be an epoch >= 1")

@@ -68,11 +68,16 @@ def write_image(path: Path, seed: int, **kw) -> Path:
 
 
 def write_medmnist_npz(
-    path: Path, counts: dict[str, list[int]], size: int = 28, label_shape: str = "N1", channels: int = 0
+    path: Path,
+    counts: dict[str, list[int]],
+    size: int = 28,
+    label_shape: str = "N1",
+    channels: int = 0,
+    pixel_seed: int = 0,
 ) -> Path:
     """An npz with the official keys; ``counts[split][label]`` images per label, labels ``(N,)``
-    (``label_shape="N"``) or ``(N, 1)`` (``"N1"``, official)."""
-    rng = np.random.default_rng(0)
+    (``label_shape="N"``) or ``(N, 1)`` (``"N1"``, official); ``pixel_seed``: other images, same layout."""
+    rng = np.random.default_rng(pixel_seed)
     arrays = {}
     for split in ("train", "val", "test"):
         labels = np.concatenate([np.full(n, c, dtype=np.uint8) for c, n in enumerate(counts[split])])

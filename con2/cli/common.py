@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from con2.errors import Con2Error, ConfigError, write_failure
+from con2.text import terminal_safe
 
 # Every option of a ``con2`` subcommand that names a file or folder, by its ``dest``: an empty value
 # (what an unset shell variable, ``--out "$OUT"``, gives) would be read as "not given" or as the current
@@ -60,8 +61,9 @@ def run_command(args: argparse.Namespace) -> int:
         return int(args.func(args))
     except (Con2Error, OSError) as exc:  # disk full, read-only, missing file: say which path and what to do
         message = error_message(exc)
-    except KeyboardInterrupt:
-        print("con2: interrupted; rerun the same command to resume from the last checkpoint", file=sys.stderr)
+    except KeyboardInterrupt:  # only training has a checkpoint to resume from; the other commands start again
+        again = "to resume from the last checkpoint" if getattr(args, "command", "") == "train" else "to start it again"
+        print(f"con2: interrupted; rerun the same command {again}", file=sys.stderr)
         return 130
-    print(f"con2: error: {message}", file=sys.stderr)
+    print(f"con2: error: {terminal_safe(message)}", file=sys.stderr)  # a file name's escapes shown, one line
     return 2

@@ -17,12 +17,13 @@ from con2.data import default_data_dir
 from con2.errors import ConfigError
 
 
-def check_seed_arg(seed: int) -> None:
-    """Refuse a ``--seed`` the measurement cannot use (NumPy refuses a negative one) before anything is loaded."""
+def check_seed_arg(
+    seed: int, option: str = "--seed", what: str = "the seed of the image sample, encoders and folds"
+) -> None:
+    """Refuse a seed option the measurement cannot use (NumPy refuses a negative one) before anything is loaded."""
     if not 0 <= seed <= MAX_SEED:
         raise ConfigError(
-            f"--seed {seed}: the seed of the image sample, encoders and folds is 0..{MAX_SEED}. Fix: --seed 0 "
-            "(the default) or another seed in that range"
+            f"{option} {seed}: {what} is 0..{MAX_SEED}. Fix: {option} 0 (the default) or another seed in that range"
         )
 
 
@@ -45,6 +46,7 @@ def cmd_contexts(args: argparse.Namespace) -> int:
     on the normal training images of D (each normal class the paper runs, or C), and the choice."""
 
     check_seed_arg(args.seed)
+    check_seed_arg(args.split_seed, "--split-seed", "the split seed (as config key split_seed)")
     if args.size is not None:
         check_sizes([args.size])
 

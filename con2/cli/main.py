@@ -16,6 +16,7 @@ import argparse
 import dataclasses
 import json
 import os
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -42,7 +43,7 @@ from con2.paths import RULE_METHODS_DIR
 from con2.run.rundir import RunDir
 from con2.run.runner import run
 from con2.run.signals import sigterm_as_interrupt
-from con2.text import shell_command
+from con2.text import shell_command, terminal_safe
 from con2.yaml_files import read_text_file, read_yaml_mapping
 
 # Start-up imports only the standard library, yaml and con2's light modules (config, errors,
@@ -75,6 +76,11 @@ def output_to_log(path: str) -> TextIO:
         raise ConfigError(
             f"--log {path} is a folder; --log takes the path of a file to write. Fix: pass a file in it, e.g. "
             f"--log {log / 'train.log'}"
+        )
+    if log.exists() and not log.is_file():  # /dev/full, a FIFO: every line written after the run would fail
+        raise ConfigError(
+            f"--log {path} is not a regular file (a device or a pipe); --log takes the path of a file to write. Fix: "
+            f"pass a file, e.g. --log train.log"
         )
     log.parent.mkdir(parents=True, exist_ok=True)
     console = os.fdopen(os.dup(sys.stdout.fileno()), "w", buffering=1)
@@ -114,7 +120,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         return _train(args, cfg, RunDir(args.run_dir), console)
     except (Con2Error, OSError) as exc:
         if console is not None:  # the error line on the console too (the traceback-free one; the log has it)
-            print(f"con2: error: {error_message(exc)}", file=console, flush=True)
+            print(f"con2: error: {terminal_safe(error_message(exc))}", file=console, flush=True)
         raise
 
 
@@ -152,9 +158,9 @@ def _train(args: argparse.Namespace, cfg: RunConfig, rd: RunDir, console: TextIO
         say=lambda line: print(line, flush=True),
     )
     if complete:
-        say(f"{rd.record} exists: run already complete (use --force to retrain)")
+        say(terminal_safe(f"{rd.record} exists: run already complete (use --force to retrain)"))
     else:
-        say(_summary(record, rd.path))
+        say(terminal_safe(_summary(record, rd.path)))
     return 0
 
 
@@ -229,7 +235,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if elsewhere:
         check_evaluate_out(src, out)  # before loading torch: a refusal costs nothing
     record = run(cfg, out.path, train=False, weights=src.checkpoint, before=check)
-    print(_summary(record, out.path))
+    print(terminal_safe(_summary(record, out.path)))
     return 0
 
 
@@ -255,8 +261,17 @@ def rule_methods(args: argparse.Namespace) -> dict[str, dict[str, str]]:
             f"(workflow/rules/methods/*.smk, or a profile's extra_rules)"
         )
     for f in args.rules:  # a folder, /dev/zero, a FIFO or a binary file (a checkpoint) is no rule file
-        read_text_file(Path(f), "--rules", "pass a Snakemake rule file (.smk text)", kind="Snakemake rule file")
+        text = read_text_file(Path(f), "--rules", "pass a Snakemake rule file (.smk text)", kind="Snakemake rule file")
+        if not RULE_LINE.search(text):  # /etc/passwd is text, and no rule file
+            raise ConfigError(
+                f"--rules {f} defines no Snakemake rule (no `rule NAME:` line), so no method. Fix: pass a Snakemake "
+                f"rule file (workflow/rules/methods/*.smk, or a profile's extra_rules)"
+            )
     return rule_file_methods([*found, *args.rules])
+
+
+# A rule's first line in a Snakemake file (what makes a file a rule file for `con2 methods --rules`).
+RULE_LINE = re.compile(r"^(?:checkpoint|rule)\s+\w+\s*:", re.M)
 
 
 def cmd_methods(args: argparse.Namespace) -> int:
@@ -282,17 +297,20 @@ def cmd_methods(args: argparse.Namespace) -> int:
             )
         )
         return 0
+    lines = []
     for name, cls in methods.items():
-        print(f"{name}: {cls.description}")
-        print(f"  scores: {', '.join(cls.score_names)}")
-        for k, v in _method_params(cls).items():
-            print(f"  params.{k} = {v!r}")
+        lines.append(f"{name}: {cls.description}")
+        lines.append(f"  scores: {', '.join(cls.score_names)}")
+        lines += [f"  params.{k} = {v!r}" for k, v in _method_params(cls).items()]
     where = Path(args.workflow) / RULE_METHODS_DIR
     if not rules:
-        print(f"rule-based methods: none in {where}/ (list a rule file with --rules FILE)")
-    for name, info in rules.items():
-        print(f"{name}: {info['description'] or '(rule-based method)'}")
-        print(f"  rule file: {info['rule_file']} (trained by its own rule; a profile adds it with extra_methods)")
+        lines.append(f"rule-based methods: none in {where}/ (list a rule file with --rules FILE)")
+    for name, info in rules.items():  # a rule file's name and first comment are anyone's text
+        lines.append(f"{name}: {info['description'] or '(rule-based method)'}")
+        lines.append(
+            f"  rule file: {info['rule_file']} (trained by its own rule; a profile adds it with extra_methods)"
+        )
+    print("\n".join(terminal_safe(line) for line in lines))
     return 0
 
 

@@ -15,6 +15,9 @@ from typing import Any
 
 import numpy as np
 
+from con2.errors import ConfigError
+from con2.text import terminal_safe
+
 RECORD = "record.json"
 
 
@@ -52,8 +55,10 @@ def run_metrics(run_dir: Path, scores: list[str] | None = None) -> dict[str, Any
     out = {}
     for column in scores or columns:
         values = frame[column].to_numpy(dtype=np.float64)
-        validation, _ = read_validation_scores(record_path, column, record.get("n_val"))
+        validation, why = read_validation_scores(record_path, column, record.get("n_val"))
         out[column] = {"auroc": auroc(labels, values), **operating_points(labels, values, validation)}
+        if validation is None and record.get("n_val"):  # the run scored validation images: say why there is no line
+            out[column]["validation_problem"] = why
     return out
 
 
@@ -68,6 +73,8 @@ def _text(run: str, metrics: dict[str, Any]) -> list[str]:
             f"at TPR {fpr['tpr']:.1f}"
         )
         val = m.get("from_validation")
+        if m.get("validation_problem"):
+            lines.append(f"    at the validation threshold: not computed ({m['validation_problem']})")
         if val:
             lines.append(
                 f"    at the validation threshold {val['threshold']:.4g}: sensitivity {val['sensitivity']:.1f} "
@@ -78,21 +85,34 @@ def _text(run: str, metrics: dict[str, Any]) -> list[str]:
 
 
 def cmd_metrics(args: argparse.Namespace) -> int:
-    """Print each run's operating points; the runs it could not fill are named at the end (exit 1)."""
+    """Print each run's operating points; the runs it could not fill are named at the end (exit 1).
+
+    ``--score nnd lh RUN`` takes every word after it as a column, the run folder too: a word that names a folder
+    is a run folder, wherever it stands.
+
+    Raises:
+        ConfigError: no run folder given.
+    """
+    runs = [*args.run_dir, *(s for s in args.score if Path(s).is_dir())]
+    columns = [s for s in args.score if not Path(s).is_dir()]
+    if not runs:
+        raise ConfigError(
+            "con2 metrics: no run folder given. Fix: con2 metrics RUN [RUN ...] [--score COLUMN ...] (a run folder "
+            "holds record.json and scores.csv)"
+        )
     done: dict[str, Any] = {}
     failed: dict[str, str] = {}
-    for run in args.run_dir:
+    for run in runs:
         try:
-            done[run] = run_metrics(Path(run), args.score or None)
+            done[run] = run_metrics(Path(run), columns or None)
         except ValueError as exc:
             failed[run] = str(exc)
     if args.json:
         print(json.dumps({"runs": done, "not_filled": failed}, indent=2, allow_nan=False, default=float))
-    else:
-        for run, metrics in done.items():
-            print("\n".join(_text(run, metrics)))
-        for run, why in failed.items():
-            print(f"not filled: {run}: {why}")
+    else:  # a run folder's and a score column's names are anyone's text: each line through terminal_safe
+        lines = [line for run, metrics in done.items() for line in _text(run, metrics)]
+        lines += [f"not filled: {run}: {why}" for run, why in failed.items()]
+        print("\n".join(terminal_safe(line) for line in lines))
     return 1 if failed else 0
 
 
@@ -103,7 +123,7 @@ def add_metrics_subcommand(sub: argparse._SubParsersAction) -> None:
         help="a finished run's AUROC, average precision and sensitivity at 95%% specificity from its scores.csv "
         "(no retraining; records of any version)",
     )
-    p.add_argument("run_dir", nargs="+", help="run directories (each holding record.json and scores.csv)")
+    p.add_argument("run_dir", nargs="*", help="run directories (each holding record.json and scores.csv)")
     p.add_argument("--score", nargs="*", default=[], metavar="COLUMN", help="score columns (default: every one)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the lines")
     p.set_defaults(func=cmd_metrics)

@@ -26,6 +26,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -335,7 +336,7 @@ def prepare(
         for row, i in enumerate(bar):
             try:
                 out[row] = preprocess(table.read(int(i)), table.recipe, size, table.channels)
-            except (OSError, ValueError, SyntaxError) as exc:
+            except (OSError, ValueError, SyntaxError, Image.DecompressionBombError) as exc:  # a bomb: no traceback
                 if isinstance(exc, OSError) and exc.errno in (errno.EACCES, errno.EPERM, errno.EIO):
                     raise  # the file cannot be read (Source.prepare says so), which is no sign of damage
                 raise DataError(
@@ -373,12 +374,38 @@ def prepare(
             "class": [int(table.labels[i]) for i in order],
         },
     }
+    duplicates = duplicates_across_classes(manifest)
+    manifest["duplicates_across_classes"] = duplicates
+    for group in duplicates:
+        print(f"note: {table.dataset}: {duplicate_note(group)}", file=sys.stderr, flush=True)
     with atomic_path(mpath) as tmp:
         tmp.write_text(json.dumps(manifest))
     prepared = load_prepared(directory)
     if prepared is None:  # pragma: no cover - would mean the file system lost our write
         raise DataError(f"{table.dataset}: the cache just written to {directory} does not read back")
     return prepared
+
+
+def duplicates_across_classes(manifest: dict[str, Any]) -> list[list[str]]:
+    """The groups of sample ids whose files are byte-identical (the same sha256 in the manifest's per-file
+    hashes) but which are labelled with more than one class: one image both normal and anomalous (BR35H's
+    copy holds such a pair). Each group sorted, the groups sorted; ``[]`` for a source without per-file hashes."""
+    files = (manifest.get("source") or {}).get("files") or {}
+    samples = manifest.get("samples") or {}
+    by_sha: dict[str, list[tuple[str, int]]] = {}
+    for sample, label in zip(samples.get("id", []), samples.get("class", []), strict=False):
+        entry = files.get(sample)
+        if isinstance(entry, list) and entry and isinstance(entry[-1], str):
+            by_sha.setdefault(entry[-1], []).append((str(sample), int(label)))
+    return sorted(sorted(s for s, _ in group) for group in by_sha.values() if len({c for _, c in group}) > 1)
+
+
+def duplicate_note(group: list[str]) -> str:
+    """One line on a group of :func:`duplicates_across_classes`."""
+    return (
+        f"{' = '.join(group)} are byte-identical files in different class folders: one image is both a normal and "
+        f"an anomalous sample (kept as the folders say; delete the wrong copy to correct the labels)"
+    )
 
 
 def reserve(path: Path) -> None:

@@ -336,5 +336,9 @@ class MedMNISTSource(Source):
         """MedMNIST's smallest published size, 28 px (the paper's medical runs)."""
         return 28
 
+    def published_sizes(self, info: DatasetInfo) -> tuple[int, ...] | None:
+        """The sizes MedMNIST publishes (:data:`SIZES`)."""
+        return SIZES
+
 
 SOURCE = MedMNISTSource()

@@ -164,6 +164,10 @@ class Source(ABC):
         """The size ``con2 data get`` and ``con2 data list`` use when none is given: the paper's."""
         return info.paper_size
 
+    def published_sizes(self, info: DatasetInfo) -> tuple[int, ...] | None:
+        """The only sizes this source can be prepared at (MedMNIST's npz files), or None: any size."""
+        return None
+
     def prepare(
         self,
         info: DatasetInfo,

@@ -134,12 +134,19 @@ def positive(row: Mapping[str, str], column: str, kind: type[int] | type[float])
     text = (row.get(column) or "").strip()
     try:
         value = kind(text)
-    except ValueError:
-        value = None
-    if value is None or not math.isfinite(value) or value <= 0:
+        finite = math.isfinite(value) and value <= MAX_TABLE_VALUE  # 10**400 overflows a float: not finite
+    except (ValueError, OverflowError):
+        value, finite = None, False
+    if value is None or not finite or value <= 0:
         what = "whole number" if kind is int else "number"
-        raise ValueError(f"column {column} is {text!r}, not a positive finite {what}")
+        shown = text if len(text) <= 40 else f"{text[:20]}... ({len(text)} characters)"
+        raise ValueError(f"column {column} is {shown!r}, not a positive finite {what} of at most {MAX_TABLE_VALUE:.0e}")
     return value
+
+
+# The largest size or rate a cost table may hold (images, images per second): far beyond any real one, small
+# enough that the plan's arithmetic never overflows.
+MAX_TABLE_VALUE = 1e15
 
 
 def rate_of_row(r: Mapping[str, str]) -> Rate:

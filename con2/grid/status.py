@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from con2.paths import data_marker
-from con2.text import shell_command, terminal_safe
+from con2.text import csv_value, shell_command, terminal_safe
 
 UNAVAILABLE = "con2 workflow: unavailable: "  # prefix of the line prepare_data logs when it fails (strict)
 
@@ -48,11 +48,29 @@ def data_fix(dataset: str, size: int | None, data_dir: str | Path) -> tuple[str,
     ``data_dir`` that exists but is no folder (``/etc/passwd``) is the problem itself: first another
     one, and the command names ``DIR``."""
     where = os.path.normpath(data_dir)
+    first, size = published_size(dataset, size)  # MedMNIST at 16 px: no `--size 16`, which the command refuses
     if os.path.exists(where) and not os.path.isdir(where):  # the fix is another data_dir, not a download there
-        return f"--config data_dir=DIR (a folder: {shlex.quote(where)} is not one), then ", get_command(
+        return f"{first}--config data_dir=DIR (a folder: {shlex.quote(where)} is not one), then ", get_command(
             dataset, size, "DIR"
         )
-    return "", get_command(dataset, size, where)
+    return first, get_command(dataset, size, where)
+
+
+def published_size(dataset: str, size: int | None) -> tuple[str, int | None]:
+    """``(what to do first, size)``: ``size`` where ``dataset``'s source can be prepared at it, else the nearest
+    published size above it (the largest below, past the last) and the profile change that asks for it."""
+    from con2.data import DataError, get_info  # lazy: numpy and PIL only when a fix is built
+    from con2.data.registry import source_of  # lazy: as above
+
+    try:
+        info = get_info(dataset)
+        sizes = source_of(info).published_sizes(info)
+    except DataError:
+        return "", size
+    if not size or sizes is None or size in sizes:
+        return "", size
+    nearest = min((s for s in sizes if s >= size), default=max(sizes))
+    return f"set data_size: {nearest} for {dataset} (it comes in {', '.join(map(str, sizes))} px), then ", nearest
 
 
 def fix_command(dataset: str, size: int, data_dir: str | Path) -> str:
@@ -161,7 +179,7 @@ def outside_grid(runs_csv: str | Path) -> list[str]:
         return []
     with open(path, newline="") as fh:
         rows = list(csv.DictReader(fh))
-    return sorted({r["record"] for r in rows if r.get("in_grid", "True") in ("False", "false", "0")})
+    return sorted({csv_value(r["record"]) for r in rows if r.get("in_grid", "True") in ("False", "false", "0")})
 
 
 def skipped_records(files: Iterable[str | Path]) -> list[tuple[str, str, str]]:
@@ -173,7 +191,8 @@ def skipped_records(files: Iterable[str | Path]) -> list[tuple[str, str, str]]:
         if not Path(path).is_file():
             continue
         with open(path, newline="") as fh:
-            for row in csv.DictReader(fh):
+            for raw in csv.DictReader(fh):
+                row = {k: csv_value(v) for k, v in raw.items() if isinstance(v, str)}  # as the aggregation had them
                 record = row.get("record", "")
                 try:
                     now = Path(record).stat().st_mtime_ns

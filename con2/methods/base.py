@@ -83,6 +83,12 @@ class Method(nn.Module):
         """Take what a checkpoint ``state`` kept under :attr:`fixed_keys`, before :meth:`prepare` (which then
         decides nothing again). A key the checkpoint lacks (an older con2 wrote it) is left to :meth:`prepare`."""
 
+    def trains(self) -> bool:
+        """Whether training changes anything: some parameter is trainable. A method whose every weight is frozen
+        (the floors, the zero-shot baselines) is scored untrained whatever the budget: the run skips the loop
+        (as ``max_steps: 0`` does) and records no epochs, steps or images per second."""
+        return any(p.requires_grad for p in self.parameters())
+
     def training_loss(self, images: Tensor, progress: float) -> dict[str, Tensor]:
         """uint8 ``[N, C, H, W]`` on the device -> ``{"loss": scalar, ...terms}``."""
         raise NotImplementedError

@@ -312,24 +312,27 @@ class ReportInputs:
         """Read the files ``artefact`` reads (``files``: input name -> path; others are ignored).
 
         Raises:
-            ValueError: ``files`` lacks one the artefact reads (the rule must list it as an input).
+            ValueError: ``files`` lacks one the artefact reads (the rule must list it as an input), or the runs
+                CSV is not the one the aggregation sealed in the scores bundle given beside it
+                (:func:`con2.report.scores.check_runs_seal`).
         """
         import pandas as pd  # lazy: the Snakefile imports this module without pandas
 
         from con2.report.collect import load_runs  # lazy: it imports pandas, which the Snakefile's parse must not
+        from con2.report.format import from_csv_frame  # lazy: pandas, as above
         from con2.report.paper import (  # lazy: pandas, as above
             load_compute_hours,
             load_paper_numbers,
             load_reference_numbers,
         )
-        from con2.report.scores import ScoresBundle  # lazy: pandas, as above
+        from con2.report.scores import ScoresBundle, check_runs_seal  # lazy: pandas, as above
 
         readers: dict[str, Callable[[str], Any]] = {
             "runs": load_runs,
             "paper": load_paper_numbers,
             "hours": load_compute_hours,
             "measured": pd.read_csv,
-            "table": lambda p: pd.read_csv(p, dtype={"normal_class": str, "classes": str}),
+            "table": lambda p: from_csv_frame(pd.read_csv(p, dtype={"normal_class": str, "classes": str})),
             "status": lambda p: json.loads(Path(p).read_text()),
             "gpu": _read_gpu_folder,
             "scores": ScoresBundle.read,
@@ -339,6 +342,8 @@ class ReportInputs:
         missing = [r for r in wanted if r not in files]
         if missing:
             raise ValueError(f"{artefact.name} reads {missing}: give the rule these inputs ({list(files)} given)")
+        if "runs" in wanted and files.get("scores"):  # the aggregation's seal: a hand-edited runs CSV is refused
+            check_runs_seal(files["runs"], files["scores"])
         frames = {r: readers[r](files[r]) for r in wanted}
         outside: tuple[str, ...] = ()
         runs = frames.get("runs")

@@ -37,9 +37,11 @@ import numpy as np
 import pandas as pd
 
 from con2.paths import path_identity, run_key
+from con2.report.format import from_csv_frame
 from con2.report.methods import CARD_COLUMNS, card_fields, record_card
 from con2.report.scores import scores_problem
 from con2.run.records import RecordError, read_record
+from con2.run.rundir import unfinished_rescore
 
 RUN_KEYS = ["dataset", "normal_class", "method", "variant", "seed"]
 GROUP_KEYS = ["dataset", "normal_class", "method", "variant", "score"]
@@ -213,6 +215,14 @@ def _fix_broken(path: str) -> str:
     )
 
 
+def _fix_unfinished(path: str) -> str:
+    folder = shlex.quote(str(Path(path).parent))
+    return (
+        f"finish its training: delete the record (rm {shlex.quote(path)}) and run the same command again, or run "
+        f"con2 train --run-dir {folder} with its configuration (both resume from its checkpoint)"
+    )
+
+
 def _fix_misplaced(path: str) -> str:
     folder = shlex.quote(str(Path(path).parent))
     return f"move its folder out of results/runs (mv {folder} elsewhere) or delete it: a copy is not a run"
@@ -303,7 +313,8 @@ def collect_valid_runs(
     runs_root: str | Path | None = None,
 ) -> tuple[pd.DataFrame, list[SkippedRecord]]:
     """As :func:`collect_runs`, but a bad record (missing, unreadable, binary, not JSON, against the
-    schema, a NaN metric, a path that disagrees with its fields, a ``scores.csv`` beside it that is
+    schema, a NaN metric, a path that disagrees with its fields, a re-scoring of an unfinished checkpoint
+    (:func:`con2.run.rundir.unfinished_rescore`: not the run's numbers), a ``scores.csv`` beside it that is
     malformed or disagrees with it: :func:`con2.report.scores.scores_problem`) is left out and
     returned with what is wrong and the fix (through a linked folder: remove the link, :func:`skip`),
     so one record never stops the aggregation of the others.
@@ -323,6 +334,10 @@ def collect_valid_runs(
         misplaced = path_problem(rec, path, runs_root)
         if misplaced:
             skipped.append(skip(str(path), misplaced, _fix_misplaced(str(path)), runs_root))
+            continue
+        unfinished = unfinished_rescore(rec)
+        if unfinished:
+            skipped.append(skip(str(path), f"{unfinished}: not the finished run's numbers", _fix_unfinished(str(path))))
             continue
         bad_scores = scores_problem(rec, path)
         if bad_scores:
@@ -373,7 +388,8 @@ def dataset_level(summary: pd.DataFrame, keys: list[str] | None = None) -> pd.Da
 
 
 def load_runs(path: str | Path) -> pd.DataFrame:
-    """Read ``runs.csv`` back with names as strings (normal class ``"0"`` stays ``"0"``)."""
+    """Read ``runs.csv`` back with names as strings (normal class ``"0"`` stays ``"0"``) and as they were before
+    the aggregation wrote them (:func:`con2.report.format.csv_frame`)."""
     text_cols = [
         "dataset",
         "normal_class",
@@ -389,7 +405,7 @@ def load_runs(path: str | Path) -> pd.DataFrame:
         "config_hash",
         "record",
     ]
-    df = pd.read_csv(path, dtype={c: str for c in text_cols})
+    df = from_csv_frame(pd.read_csv(path, dtype={c: str for c in text_cols}))  # as the aggregation wrote them
     for c in RUN_COLUMNS:
         if c not in df.columns:
             df[c] = True if c == "in_grid" else np.nan

@@ -37,6 +37,7 @@ from con2.report.curves import curve_frame  # noqa: E402
 from con2.report.methods import method_names  # noqa: E402
 from con2.report.select import skipped_data  # noqa: E402
 from con2.run.records import RecordError, read_record  # noqa: E402
+from con2.text import mpl_text  # noqa: E402
 
 PCA_MAX_POINTS = 300  # points per group and panel of the PCA figure (report.pca_max_points)
 PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"]
@@ -57,7 +58,9 @@ def legend_outside(ax: plt.Axes, **kwargs: object) -> None:
 
 
 def _empty(ax: plt.Axes, text: str) -> None:
-    ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, color="0.4")
+    """``text`` (lines that may name a panel's run) in the middle of an empty panel."""
+    shown = "\n".join(mpl_text(line) for line in text.splitlines())
+    ax.text(0.5, 0.5, shown, ha="center", va="center", transform=ax.transAxes, color="0.4")
     ax.set_xticks([])
     ax.set_yticks([])
 
@@ -124,7 +127,7 @@ def grouped_bars(
             means[:, j],
             width,
             yerr=err,
-            label=name,
+            label=mpl_text(name),
             color=PALETTE[j % len(PALETTE)],
             capsize=2,
             error_kw={"elinewidth": 0.8},
@@ -132,7 +135,8 @@ def grouped_bars(
     ax.set_xticks(x)
     widest = max((len(line) for g in groups for line in g.splitlines()), default=0)
     tilt = widest > 6 and widest * len(groups) > 60  # long labels, many groups: tilted, else level
-    ax.set_xticklabels(groups, rotation=45 if tilt else 0, ha="right" if tilt else "center")
+    shown = ["\n".join(mpl_text(line) for line in g.splitlines()) for g in groups]  # a group may take two lines
+    ax.set_xticklabels(shown, rotation=45 if tilt else 0, ha="right" if tilt else "center")
     ax.set_ylabel(ylabel)
     ax.grid(axis="y", alpha=0.3)
     legend_outside(ax)
@@ -226,7 +230,8 @@ def score_runtime_figure(inputs: ReportInputs, png: str | Path, pdf: str | Path)
         for score in sorted(sub["score"].unique(), key=lambda s: (names.any_score_rank(s), str(s))):
             g = sub[sub["score"] == score].groupby(sweep, as_index=False)[value].median().sort_values(sweep)
             colour = PALETTE[names.any_score_rank(score) % len(PALETTE)]
-            ax.plot(g[sweep], g[value], marker="o", ms=3, label=f"S_{names.any_score_label(score)}", color=colour)
+            label = mpl_text(f"S_{names.any_score_label(score)}")
+            ax.plot(g[sweep], g[value], marker="o", ms=3, label=label, color=colour)
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel(xlabel)
@@ -290,7 +295,7 @@ def pca_panel(
             ax.plot([p_te0[i, 0], p_te1[i, 0]], [p_te0[i, 1], p_te1[i, 1]], color=colour, lw=0.3, alpha=0.35)
         ax.scatter(p_te0[idx, 0], p_te0[idx, 1], s=8, c=colour, marker="o", label=f"{name}, context 0", linewidths=0)
         ax.scatter(p_te1[idx, 0], p_te1[idx, 1], s=10, c=colour, marker="^", label=f"{name}, context 1", linewidths=0)
-    ax.set_title(title, fontsize=9)
+    ax.set_title(mpl_text(title), fontsize=9)
     ax.set_xlabel(f"PC1 ({100 * explained[0]:.0f}% var.)")
     ax.set_ylabel(f"PC2 ({100 * explained[1]:.0f}% var.)")
     ax.tick_params(labelsize=7)
@@ -371,7 +376,7 @@ def learning_curve_figure(inputs: ReportInputs, png: str | Path, pdf: str | Path
             x, y = g["epoch"].to_numpy(float), g["mean"].to_numpy(float)
             lo, hi = int(g["seeds_min"].min()), int(g["seeds_max"].max())
             counts = f"{classes_text(int(g['n_classes'].max()))} × {seeds_text(lo, hi)}"
-            ax.plot(x, y, marker="o", ms=3, color=colour, label=f"{label} ({counts})")
+            ax.plot(x, y, marker="o", ms=3, color=colour, label=mpl_text(f"{label} ({counts})"))
             band = (g["n"].to_numpy(float) > 1) & np.isfinite(g["std"].to_numpy(float))
             if band.any():
                 sd = np.where(band, g["std"].to_numpy(float), 0.0)

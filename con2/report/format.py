@@ -13,9 +13,9 @@ Differences between shown numbers are taken from the shown (rounded) values (:fu
 
 from __future__ import annotations
 
-import html
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,7 +23,7 @@ import pandas as pd
 
 from con2.atomic import atomic_path
 from con2.faults import fault_point
-from con2.text import code_block, markdown_text
+from con2.text import code_block, csv_cell, csv_value, html_text, latex_escape, markdown_text
 
 MISSING = "–"
 
@@ -203,18 +203,18 @@ class Table:
         out = [
             "<!DOCTYPE html>",
             '<html lang="en"><head><meta charset="utf-8">',
-            f"<title>{html.escape(self.title)}</title>",
+            f"<title>{html_text(self.title)}</title>",
             f"<style>{_HTML_STYLE}</style>",
             "</head><body>",
             f"<h3>{inline_html(self.title)}</h3>",
             *html_blocks(self.lead),
-            f'<table id="{html.escape(self.name)}">',
+            f'<table id="{html_text(self.name)}">',
             f"<thead><tr>{cells('th', self.columns)}</tr></thead>",
             "<tbody>",
             *body,
             "</tbody></table>",
             *([f'<ul class="notes">{"".join(f"<li>{inline_html(n)}</li>" for n in notes)}</ul>'] if notes else []),
-            *([f"<pre><code>{html.escape(chr(10).join(self.code), quote=False)}</code></pre>"] if self.code else []),
+            *([f"<pre><code>{chr(10).join(html_text(line) for line in self.code)}</code></pre>"] if self.code else []),
             "</body></html>",
         ]
         return "\n".join(out) + "\n"
@@ -223,7 +223,7 @@ class Table:
         """Write the files (CSV, Markdown, LaTeX and, given a path, HTML), each atomically (a killed
         writer leaves no partial file)."""
         with atomic_path(Path(csv)) as tmp:
-            self.data.to_csv(tmp, index=False)
+            csv_frame(self.data).to_csv(tmp, index=False)
         fault_point("table_csv_written", table=self.name)  # tests: a Ctrl-C with the table half-written
         texts = [(md, self.markdown()), (tex, self.latex())]
         texts += [(html_path, self.html())] if html_path is not None else []
@@ -243,9 +243,9 @@ _HTML_STYLE = (
 
 
 def inline_html(text: str) -> str:
-    """Escape ``text`` for HTML and turn the Markdown marks the tables use (``**bold**``,
-    ```code```) into tags."""
-    s = html.escape(str(text), quote=False)
+    """Escape ``text`` for HTML (:func:`con2.text.html_text`) and turn the Markdown marks the tables use
+    (``**bold**``, ```code```) into tags."""
+    s = html_text(text)
     s = re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", s)
     return re.sub(r"`([^`]+)`", r"<code>\1</code>", s)
 
@@ -266,26 +266,6 @@ def html_blocks(lines: list[str]) -> list[str]:
     return out
 
 
-_LATEX_SPECIAL = {
-    "&": r"\&",
-    "%": r"\%",
-    "$": r"\$",
-    "#": r"\#",
-    "_": r"\_",
-    "{": r"\{",
-    "}": r"\}",
-    "~": r"\textasciitilde{}",
-    "^": r"\textasciicircum{}",
-    "\\": r"\textbackslash{}",
-}
-
-
-def latex_escape(text: str) -> str:
-    """Escape LaTeX specials; ``±`` becomes ``$\\pm$`` and the en dash ``--``."""
-    s = "".join(_LATEX_SPECIAL.get(ch, ch) for ch in str(text))
-    return s.replace("±", r"$\pm$").replace("–", "--").replace("−", "-")
-
-
 _NUMBER = re.compile(
     r"^([+-]?\d+(\.\d+)?(e[+-]?\d+)?( ± \d+(\.\d+)?)?)( \[\d+×\d+(-\d+)?\])?"
     r"(?P<ci> \(\d+(\.\d+)?–\d+(\.\d+)?\))?(?P<mark>†)?$"
@@ -302,3 +282,26 @@ def latex_cell(text: str) -> str:
         number += r" {\scriptsize " + m.group("ci").strip().replace("–", "--") + "}" if m.group("ci") else ""
         return number + (r"\textsuperscript{\dag}" if m.group("mark") else "")
     return latex_escape(s)
+
+
+def csv_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` as con2 writes it to a CSV file: every text cell and column name through
+    :func:`con2.text.csv_cell` (no formula a spreadsheet would run, no control character)."""
+    return _text_mapped(frame, csv_cell)
+
+
+def from_csv_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """A frame read back from a CSV file :func:`csv_frame` wrote: its text cells and names as they were
+    (:func:`con2.text.csv_value`)."""
+    return _text_mapped(frame, csv_value)
+
+
+def _text_mapped(frame: pd.DataFrame, text: Callable[[str], str]) -> pd.DataFrame:
+    """A copy of ``frame`` with ``text`` applied to every text cell (of a column that is neither numbers nor
+    booleans) and every column name."""
+    out = frame.copy()
+    for column in out.columns:
+        if not pd.api.types.is_numeric_dtype(out[column]) and not pd.api.types.is_bool_dtype(out[column]):
+            out[column] = out[column].map(lambda v: text(v) if isinstance(v, str) else v)
+    out.columns = [text(c) if isinstance(c, str) else c for c in out.columns]
+    return out

@@ -24,6 +24,9 @@ import gzip
 import io
 import json
 import math
+import re
+import shlex
+import zlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
@@ -33,7 +36,9 @@ from typing import Any, Protocol
 import numpy as np
 import pandas as pd
 
-from con2.run.rundir import SCORES, VALIDATION
+from con2.atomic import NotARegularFile, open_regular_file, read_regular
+from con2.run.rundir import SCORES, VALIDATION, bytes_sha256, written_sha256
+from con2.text import terminal_safe
 
 # percent points: half the last digit the tables print (a stored AUROC rounded to one decimal passes)
 AUROC_TOLERANCE = 0.05
@@ -46,11 +51,14 @@ class Expected:
     Attributes:
         n_test: test images (rows). n_anomalous: anomalies (label 1).
         aurocs: ``((column, AUROC in percent), ...)``, each to be recomputed from its column.
+        sha256: the sha256 of the file's bytes as its run wrote it (the record's ``files_sha256``; since
+            issue 47): a file sorted within each label, or restored from elsewhere, keeps its AUROC but not this.
     """
 
     n_test: int | None = None
     n_anomalous: int | None = None
     aurocs: tuple[tuple[str, float], ...] = ()
+    sha256: str | None = None
 
 
 @dataclass(frozen=True)
@@ -80,9 +88,11 @@ def as_count(value: Any) -> int | None:
 
 
 def expected_of_record(record: Mapping[str, Any]) -> Expected:
-    """:class:`Expected` of a validated record: its test counts and every AUROC of ``metrics.auroc``."""
+    """:class:`Expected` of a validated record: its test counts, every AUROC of ``metrics.auroc`` and the
+    sha256 of its ``scores.csv``."""
     aurocs = tuple(sorted((str(k), float(v)) for k, v in record["metrics"]["auroc"].items()))
-    return Expected(as_count(record.get("n_test")), as_count(record.get("n_anomalous")), aurocs)
+    counts = as_count(record.get("n_test")), as_count(record.get("n_anomalous"))
+    return Expected(*counts, aurocs, written_sha256(record, SCORES))
 
 
 def expected_of_row(row: Mapping[str, Any], score: str) -> Expected:
@@ -144,10 +154,40 @@ def disagreement(frame: pd.DataFrame, expected: Expected) -> str:
     return ""
 
 
-@lru_cache(maxsize=1024)
-def _checked(path: str, stamp: tuple[int, int], expected: Expected) -> RunScores:
-    """:func:`read_run_scores` of a file as it is at ``stamp`` (mtime ns, size): a changed file is read again."""
-    return _checked_csv(path, expected)
+NOT_WRITTEN = (
+    "is not the file its run wrote (its sha256 differs from the record's files_sha256: edited, sorted, shifted or "
+    "restored from another run)"
+)
+
+
+def read_score_file(path: Path) -> tuple[bytes | None, str, bool]:
+    """``(bytes, "", True)`` of a score file, else ``(None, problem, found)``: no file (``found`` False), no
+    regular file (a folder, a FIFO: never waited on) or unreadable."""
+    try:
+        return read_regular(path), "", True
+    except FileNotFoundError:
+        return None, "", False
+    except NotARegularFile:
+        return None, "is not a regular file (a folder, a FIFO or a device)", True
+    except OSError as exc:
+        return None, f"cannot be read ({exc.strerror or type(exc).__name__})", True
+
+
+_PARSED: dict[str, tuple[pd.DataFrame | None, str]] = {}  # a scores.csv's sha256 -> parsed (content-keyed)
+_PARSED_MAX = 1024
+
+
+def _parsed_bytes(data: bytes) -> tuple[str, tuple[pd.DataFrame | None, str]]:
+    """``(sha256, parsed)`` of a ``scores.csv``'s bytes, parsed once per content (never per mtime)."""
+    digest = bytes_sha256(data)
+    if digest not in _PARSED:
+        if len(_PARSED) >= _PARSED_MAX:
+            _PARSED.pop(next(iter(_PARSED)))
+        try:
+            _PARSED[digest] = _parsed_csv(io.StringIO(data.decode("utf-8")))
+        except UnicodeDecodeError:
+            _PARSED[digest] = (None, "is not a readable CSV (UnicodeDecodeError)")
+    return digest, _PARSED[digest]
 
 
 def _parsed_csv(source: str | io.StringIO) -> tuple[pd.DataFrame | None, str]:
@@ -169,35 +209,41 @@ def _against(parsed: tuple[pd.DataFrame | None, str], expected: Expected) -> Run
     return RunScores(None if problem else frame, problem)
 
 
-def _checked_csv(source: str | io.StringIO, expected: Expected) -> RunScores:
-    """A ``scores.csv`` (a path, or its text), parsed and checked against ``expected``."""
-    return _against(_parsed_csv(source), expected)
-
-
 def read_run_scores(record: str | Path, expected: Expected | None = None) -> RunScores:
-    """The ``scores.csv`` beside ``record``, checked (:func:`parse_scores`, :func:`disagreement`).
+    """The ``scores.csv`` beside ``record``, checked by its content: its sha256 against ``expected.sha256``
+    (where the record keeps one), then :func:`parse_scores` and :func:`disagreement`.
 
     Returns:
         :class:`RunScores`: the frame, or ``found`` False (no file), or the problem (one phrase that
         follows "its scores.csv ...").
     """
-    path = scores_file(record)
-    try:
-        st = path.stat()
-    except OSError:
-        return RunScores(None, f"no {SCORES} beside the record", found=False)
-    if not path.is_file():
-        return RunScores(None, "is not a file")
-    return _checked(str(path), (st.st_mtime_ns, st.st_size), expected or Expected())
+    expected = expected or Expected()
+    data, problem, found = read_score_file(scores_file(record))
+    if data is None:
+        return RunScores(None, problem or f"no {SCORES} beside the record", found=found)
+    digest, parsed = _parsed_bytes(data)
+    if expected.sha256 is not None and digest != expected.sha256:
+        return RunScores(None, NOT_WRITTEN)
+    return _against(parsed, expected)
 
 
 def scores_problem(record: Mapping[str, Any], path: str | Path) -> str | None:
-    """Why a validated record at ``path`` may not be aggregated for its ``scores.csv``, or None
-    (None also without the file: a record older than scores.csv, or an external one without it)."""
+    """Why a validated record at ``path`` may not be aggregated for its score files, or None (None also
+    without a ``scores.csv``: a record older than scores.csv, or an external one without it): a ``scores.csv``
+    that is malformed, disagrees with the record or is not the file its run wrote; a ``validation_scores.csv``
+    that is not the file its run wrote (records since issue 47 keep both files' sha256)."""
     scores = read_run_scores(path, expected_of_record(record))
-    if not scores.found or not scores.problem:
+    if scores.found and scores.problem:
+        return f"its {SCORES} {scores.problem}"
+    kept = written_sha256(record, VALIDATION)
+    if kept is None:
         return None
-    return f"its {SCORES} {scores.problem}"
+    data, problem, found = read_score_file(validation_file(path))
+    if data is None:
+        return f"its {VALIDATION} {problem or 'is missing (its record scored validation images)'}"
+    if bytes_sha256(data) != kept:
+        return f"its {VALIDATION} {NOT_WRITTEN}"
+    return None
 
 
 def validation_file(record: str | Path) -> Path:
@@ -206,10 +252,10 @@ def validation_file(record: str | Path) -> Path:
 
 
 @lru_cache(maxsize=256)
-def _validation_table(path: str, stamp: tuple[int, int]) -> pd.DataFrame:
-    """A ``validation_scores.csv`` as it is at ``stamp`` (mtime ns, size): read once for all its
-    score columns, as :func:`_checked` reads a ``scores.csv`` (callers only read the frame)."""
-    return pd.read_csv(path)
+def _validation_table(digest: str, data: bytes) -> pd.DataFrame:
+    """A ``validation_scores.csv`` of these bytes (keyed by their sha256, ``digest``): read once for all its
+    score columns, as a ``scores.csv`` is (callers only read the frame)."""
+    return pd.read_csv(io.BytesIO(data))
 
 
 def read_validation_scores(record: str | Path, column: str, n_val: Any) -> tuple[np.ndarray | None, str]:
@@ -221,12 +267,12 @@ def read_validation_scores(record: str | Path, column: str, n_val: Any) -> tuple
     if not n:
         return None, "no validation images scored"
     path = validation_file(record)
+    data, problem, found = read_score_file(path)
+    if data is None:
+        return None, f"{path} {problem}" if found else f"no {VALIDATION} beside the record (its n_val is {n})"
     try:
-        st = path.stat()
-        table = _validation_table(str(path), (st.st_mtime_ns, st.st_size))
-    except FileNotFoundError:
-        return None, f"no {VALIDATION} beside the record (its n_val is {n})"
-    except (OSError, ValueError) as exc:
+        table = _validation_table(bytes_sha256(data), data)
+    except ValueError as exc:
         return None, f"{path} cannot be read ({type(exc).__name__})"
     return _validation_values(table, path, column, n)
 
@@ -289,36 +335,129 @@ CURVE = "curve"  # a bundle entry's copy of its record's learning curve
 
 
 def _file_text(path: Path) -> str | dict[str, str] | None:
-    """A score file's text; None when there is none; ``{UNREADABLE: why}`` when it cannot be read as text."""
+    """A score file's text; None when there is none; ``{UNREADABLE: why}`` when it cannot be read as text
+    (a FIFO or a folder included: never waited on)."""
     try:
-        return path.read_text(encoding="utf-8")
+        return read_regular(path).decode("utf-8")
     except FileNotFoundError:
         return None
-    except (OSError, UnicodeDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, NotARegularFile) as exc:
         return {UNREADABLE: type(exc).__name__}
 
 
 def _record_curve(record: str) -> Mapping[str, Any] | None:
     """The ``curve`` of a record the aggregation kept (``{}`` without one; None if unreadable now)."""
     try:
-        data = json.loads(Path(record).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = json.loads(read_regular(Path(record)).decode("utf-8"))
+    except (OSError, ValueError, NotARegularFile):
         return None
     return (data.get("curve") or {}) if isinstance(data, dict) else None
 
 
-def bundle_bytes(records: Iterable[str]) -> bytes:
+def bundle_bytes(records: Iterable[str], csv_sha256: str | None = None) -> bytes:
     """What each of ``records``' runs scored, in one file (gzip of sorted JSON, no timestamp: the same
-    files give the same bytes): ``{"format": 1, "runs": {record: {"scores.csv": text,
+    files give the same bytes): ``{"csv_sha256": ..., "format": 1, "runs": {record: {"scores.csv": text,
     "validation_scores.csv": text, "curve": the record's curve}}}``, a file absent beside its record
-    absent from its entry."""
+    absent from its entry. ``csv_sha256``: the sha256 of the runs CSV written beside it, the seal a table
+    checks that CSV by (:func:`check_runs_seal`; sorted first, so it is read without the rest)."""
     runs: dict[str, dict[str, Any]] = {}
     for record in sorted(set(map(str, records))):
         files: dict[str, Any] = {name: _file_text(Path(record).parent / name) for name in (SCORES, VALIDATION)}
         files[CURVE] = _record_curve(record)
         runs[record] = {name: text for name, text in files.items() if text is not None}
-    text = json.dumps({"format": BUNDLE_FORMAT, "runs": runs}, sort_keys=True)
+    seal = {SEAL: csv_sha256} if csv_sha256 else {}
+    text = json.dumps({**seal, "format": BUNDLE_FORMAT, "runs": runs}, sort_keys=True)
     return gzip.compress(text.encode("utf-8"), compresslevel=1, mtime=0)  # level 1: 1/17 of the time of 9, 14% larger
+
+
+SEAL = "csv_sha256"  # the bundle's entry holding its runs CSV's sha256 (before "format" and "runs", sorted)
+_SEAL_HEAD = re.compile(r'^\{"csv_sha256": "([0-9a-f]{64})"')
+
+
+def bundle_seal(path: str | Path) -> str | None:
+    """The runs CSV's sha256 sealed in the bundle at ``path`` (its first bytes only), or None (a bundle
+    written before the seal, or no bundle of this kind)."""
+    try:
+        with open_regular_file(Path(path)) as raw, gzip.open(raw, "rb") as handle:
+            head = handle.read(100).decode("utf-8", errors="replace")
+    except (OSError, EOFError, NotARegularFile):
+        return None
+    found = _SEAL_HEAD.match(head)
+    return found.group(1) if found else None
+
+
+def check_runs_seal(runs_csv: str | Path, bundle: str | Path) -> None:
+    """Refuse a runs CSV that is not the file the aggregation wrote beside ``bundle`` (its sha256 differs from
+    the seal :func:`bundle_bytes` keeps): a hand edit would reach every table, whose checks would then blame
+    the records. A bundle without a seal (written before issue 47) checks nothing.
+
+    Raises:
+        ValueError: naming the file and the fix (rebuild it from the records).
+    """
+    sealed = bundle_seal(bundle)
+    if sealed is None:
+        return
+    data, problem, found = read_score_file(Path(runs_csv))
+    if data is not None and bytes_sha256(data) == sealed:
+        return
+    seal = Path(bundle).name
+    why = problem or (
+        f"is not the file the aggregation wrote (its sha256 is not the one {seal} seals: edited by hand?)"
+        if found
+        else "is missing"
+    )
+    raise ValueError(
+        f"{runs_csv} {why}; the tables are built from the records only. Fix: delete it "
+        f"(rm {shlex.quote(str(runs_csv))}) and run the same snakemake command again: the aggregation writes it anew "
+        f"from the records"
+    )
+
+
+class BundleTooLarge(ValueError):
+    """A scores bundle that expands beyond what its size allows (:func:`bounded_gunzip`)."""
+
+
+# A bundle expands at most this many times its compressed size (level-1 gzip of score files' JSON: about 3 to 5),
+# and never needs to be refused below BUNDLE_FLOOR: a 3 MB gzip of 3 GB of whitespace took 6.4 GB of memory.
+BUNDLE_RATIO = 50
+BUNDLE_FLOOR = 256 * 2**20
+
+
+def bounded_gunzip(path: Path) -> bytes:
+    """The decompressed bytes of the gzip file ``path``, read in chunks and refused once they pass
+    ``max(BUNDLE_FLOOR, BUNDLE_RATIO x its size)``.
+
+    Raises:
+        BundleTooLarge: naming the bound; OSError, zlib.error, EOFError: not a whole gzip file.
+    """
+    with open_regular_file(path) as raw:
+        compressed = raw.read()
+    limit = max(BUNDLE_FLOOR, BUNDLE_RATIO * len(compressed))
+    out, total = [], 0
+    inflate = zlib.decompressobj(wbits=31)  # gzip, one member (bundle_bytes writes one)
+    data = compressed
+    while data and not inflate.eof:
+        chunk = inflate.decompress(data, 1 << 20)
+        total += len(chunk)
+        if total > limit:
+            raise BundleTooLarge(f"it expands beyond {limit:,} bytes, {BUNDLE_RATIO} times its size")
+        out.append(chunk)
+        data = inflate.unconsumed_tail
+    if not inflate.eof:
+        raise EOFError("the gzip stream ends early")
+    return b"".join(out)
+
+
+def _entry_ok(entry: Any) -> bool:
+    """Whether a bundle entry is what :func:`bundle_bytes` writes: score files' text (or ``{UNREADABLE: why}``)
+    and the record's curve (a mapping, or None)."""
+    if not isinstance(entry, dict):
+        return False
+    for name in (SCORES, VALIDATION):
+        value = entry.get(name)
+        if value is not None and not isinstance(value, str) and not (isinstance(value, dict) and UNREADABLE in value):
+            return False
+    return entry.get(CURVE) is None or isinstance(entry.get(CURVE), dict)
 
 
 class ScoresBundle:
@@ -339,12 +478,18 @@ class ScoresBundle:
             ValueError: not a bundle of this format (rerun the aggregation: ``snakemake`` does).
         """
         try:
-            data = json.loads(gzip.decompress(Path(path).read_bytes()))
-        except (OSError, EOFError, ValueError) as exc:
-            why = type(exc).__name__
-            raise ValueError(f"{path} is no scores bundle ({why}); delete it and rerun snakemake") from exc
+            data = json.loads(bounded_gunzip(Path(path)))
+        except (OSError, EOFError, ValueError, zlib.error, NotARegularFile, RecursionError) as exc:
+            why = str(exc) if isinstance(exc, BundleTooLarge) else type(exc).__name__
+            raise ValueError(f"{path} is no scores bundle ({why}); delete it and rerun snakemake") from None
         if not isinstance(data, dict) or data.get("format") != BUNDLE_FORMAT or not isinstance(data.get("runs"), dict):
             raise ValueError(f"{path} is no scores bundle of format {BUNDLE_FORMAT}; delete it and rerun snakemake")
+        odd = next((record for record, entry in data["runs"].items() if not _entry_ok(entry)), None)
+        if odd is not None:  # a hand-made or damaged file: one line, never an AttributeError later
+            raise ValueError(
+                f"{path} is no scores bundle (its entry {terminal_safe(str(odd))[:120]!r} is not score files' text); "
+                f"delete it and rerun snakemake"
+            )
         return cls(data["runs"])
 
     def test(self, record: str | Path, expected: Expected | None = None) -> RunScores:

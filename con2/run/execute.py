@@ -11,12 +11,14 @@ before anything is written, and writes nothing until the scores exist.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import resource
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -24,14 +26,14 @@ import numpy as np
 import torch
 
 from con2.config import RUNTIME_KEYS, RunConfig
-from con2.data.manifest import data_source
+from con2.data.manifest import data_source, pixels_digest
 from con2.data.rundata import check_batch_size, load_run_data
 from con2.errors import ConfigError
 from con2.methods import Method, build_method, get_spec
 from con2.methods.scoring import ScoringProgress, scoring_progress
 from con2.run.curve import LearningCurve
 from con2.run.records import build_record
-from con2.run.rundir import CHECKPOINT, CONFIG, FEATURES, RECORD, SCORES, RunDir
+from con2.run.rundir import CHECKPOINT, CONFIG, FEATURES, RECORD, SCORES, VALIDATION, RunDir
 from con2.text import shell_command
 from con2.training.checkpoints import check_trained_config, copy_checkpoint, load_checkpoint
 from con2.training.device import select_device
@@ -40,12 +42,15 @@ from con2.training.engine import TrainSettings, fit, planned_steps
 __all__ = [
     "CHECKPOINT",
     "CONFIG",
+    "DATA_KEY",
     "FEATURES",
     "MAX_NN_BLOCKS",
     "MAX_SCORING_BATCHES",
     "RECORD",
     "SCORES",
+    "check_same_data",
     "check_scoring_work",
+    "data_identity",
     "execute",
     "scoring_work",
     "to_tensor",
@@ -152,6 +157,37 @@ def check_scoring_work(cfg: RunConfig, n_views: int, n_train: int, n_test: int) 
     return batches, blocks
 
 
+_NO_MEMORY = ("out of memory", "not enough memory", "can't allocate memory", "cannot allocate memory")
+
+
+@contextmanager
+def out_of_memory_refused(cfg: RunConfig, stage: str) -> Iterator[None]:
+    """Turn running out of memory during ``stage`` (the allocator's error: each bound on ``image_size``, ``width``
+    and ``batch_size`` holds, but together they need more than the machine has) into one line naming those keys
+    and the fix. The last checkpoint is kept (written atomically); a smaller batch is another configuration,
+    so the fix names ``--force`` or another run directory.
+
+    Raises:
+        ConfigError: in place of ``torch.OutOfMemoryError`` or an allocator's ``RuntimeError``.
+    """
+    try:
+        yield
+    except (torch.OutOfMemoryError, RuntimeError, MemoryError) as exc:
+        text = str(exc).strip()
+        if not isinstance(exc, (torch.OutOfMemoryError, MemoryError)) and not any(
+            m in text.lower() for m in _NO_MEMORY
+        ):
+            raise
+        first = text.splitlines()[0][:200] if text else type(exc).__name__
+        keys = f"image_size={cfg.image_size}, width={cfg.width}, batch_size={cfg.batch_size}"
+        more = f", eval_batch_size={cfg.eval_batch_size}" if stage == "scoring" else ""
+        raise ConfigError(
+            f"{stage} ran out of memory on {cfg.device} ({first}): {keys}{more} together need more than this machine "
+            f"has. Fix: lower batch_size{' or eval_batch_size' if more else ''} (or image_size, width) and rerun with "
+            f"--force or into another --run-dir"
+        ) from None
+
+
 def _read_trained(checkpoint: Path, device: torch.device) -> dict[str, Any]:
     """The checkpoint a re-scoring loads (read once, before anything is written).
 
@@ -184,6 +220,62 @@ def prepare_method(method: Method, train_images: torch.Tensor, state: dict[str, 
             f"run's training images ({decided})",
             flush=True,
         )
+
+
+# The checkpoint entry naming the images a run trained on: the split's sha256 (con2.data.manifest, over its ids,
+# labels and pixels), so a resume on other images (another data_dir, a changed copy) is refused.
+DATA_KEY = "data_sha256"
+
+
+def data_identity(manifest: Mapping[str, Any] | None, train: np.ndarray, test: np.ndarray) -> str:
+    """The identity of a run's images: its split manifest's ``split_sha256`` (ids, labels and pixels of the
+    training and test images), else the sha256 of those pixels (:func:`con2.data.manifest.pixels_digest`)."""
+    split = (manifest or {}).get("split_sha256")
+    return str(split) if split else pixels_digest(train, test)
+
+
+def check_same_data(state: Mapping[str, Any], trained_on: str, checkpoint: Path, cfg: RunConfig) -> None:
+    """Refuse to resume a checkpoint trained on other images than ``trained_on`` (:func:`data_identity`): the
+    rest of the run would train on a second dataset, with what the first one decided (CON2 (Best)'s context),
+    and its record would name only the second. A checkpoint of an older con2 names no images: a note says so.
+
+    Raises:
+        ConfigError: naming both identities and the two ways on (the old data, or a fresh start).
+    """
+    kept = state.get(DATA_KEY)
+    if kept is None:
+        print(
+            f"note: checkpoint {checkpoint} predates con2 naming the images it trained on; resuming it on "
+            f"{cfg.dataset} in {cfg.data_dir or 'the default data folder'} unchecked",
+            flush=True,
+        )
+        return
+    if kept == trained_on:
+        return
+    retrain = shell_command("con2", "train", "--run-dir", checkpoint.parent, "--force")
+    raise ConfigError(
+        f"checkpoint {checkpoint} was trained on other images of {cfg.dataset} (split sha256 {str(kept)[:16]}) than "
+        f"data_dir {cfg.data_dir or '(default)'} holds now ({trained_on[:16]}): resuming would train one run on two "
+        f"datasets. Fix: point data_dir back at the copy it trained on, or start afresh on this one (`{retrain}` "
+        f"with its configuration; the checkpoint is replaced)"
+    )
+
+
+def checkpoint_progress(state: Mapping[str, Any], planned_epochs: int) -> dict[str, Any] | None:
+    """What a re-scored checkpoint ``state`` had trained (the record's ``rescored``): its epoch and step, the
+    ``planned_epochs`` of its configuration, and ``unfinished`` when it had not reached them (a run killed, or
+    still training when its checkpoint was copied); ``None`` for a checkpoint that names no epoch (another
+    program's)."""
+    epoch, step = state.get("epoch"), state.get("step")
+    if not isinstance(epoch, int) or isinstance(epoch, bool) or epoch < 0:
+        return None
+    step = int(step) if isinstance(step, int) and step >= 0 else 0
+    return {
+        "checkpoint_epoch": epoch,
+        "checkpoint_step": step,
+        "planned_epochs": int(planned_epochs),
+        "unfinished": epoch < planned_epochs,
+    }
 
 
 def _load_trained(method: Method, state: dict[str, Any], checkpoint: Path, config: Path, cfg: RunConfig) -> None:
@@ -234,13 +326,14 @@ def execute(
     t_wall = time.perf_counter()
     # a new run or a re-scoring checks the prepared cache's sha256 (milliseconds); a resumed one trusts it
     data = load_run_data(cfg, verify=not (train and rd.checkpoint.is_file()))
-    if train:
-        check_batch_size(cfg, len(data.train), data.normal_class)
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     device = select_device(cfg.device)
     torch.manual_seed(cfg.seed)  # model initialisation
     method = build_method(cfg)
+    trains = method.trains()  # a method with every weight frozen (a floor) is scored untrained: no loop, no batch
+    if train and trains:
+        check_batch_size(cfg, len(data.train), data.normal_class)
     n_views = len(method.test_plan())
     n_val = 0 if data.val is None else len(data.val)
     batches, _ = check_scoring_work(cfg, n_views, len(data.train), len(data.test) + n_val)
@@ -256,21 +349,25 @@ def execute(
     val_images = to_tensor(data.val) if data.val is not None and len(data.val) else None
     source = rd.checkpoint if train or weights is None else Path(weights)
     state = None  # the checkpoint a resume continues or a re-scoring loads: it fixes what prepare decided
+    trained_on = data_identity(data.manifest, data.train, data.test)
     if not train:
         state = _read_trained(source, device)
-    elif method.fixed_keys and source.is_file():
+    elif source.is_file():  # a resume: only on the images the checkpoint trained on
         state = load_checkpoint(source, "cpu")
+        check_same_data(state, trained_on, source, cfg)
     prepare_method(method, train_images, state, source)
-    curve = None
+    curve, rescored = None, None
     if train:
         rd.write_config(cfg)
-        settings = train_settings(cfg)
+        settings = train_settings(cfg) if trains else dataclasses.replace(train_settings(cfg), max_steps=0)
         if cfg.score_at:  # the learning curve: scored after those epochs, before their checkpoints
             final = planned_steps(len(train_images), settings)[2]
             curve = LearningCurve(
                 cfg, method, train_images, test_images, data.test_labels, device, rd, final, rd.checkpoint.is_file()
             )
-        result = fit(method, train_images, settings, device, rd.checkpoint, on_epoch_end, curve, method.fixed_state())
+        fixed = {**method.fixed_state(), DATA_KEY: trained_on}  # every checkpoint names the images it trained on
+        with out_of_memory_refused(cfg, "training"):
+            result = fit(method, train_images, settings, device, rd.checkpoint, on_epoch_end, curve, fixed)
         fit_seconds, ips, curve_seconds = result.fit_seconds, result.images_per_second, result.hook_seconds
         sessions: dict[str, Any] = {"resumed": result.resumed_from_epoch > 0, "sessions": result.sessions}
         training = {
@@ -284,10 +381,11 @@ def execute(
         method.to(device)
         _load_trained(method, state, source, source.parent / CONFIG, cfg)
         fit_seconds, ips, curve_seconds, sessions = 0.0, None, 0.0, {}
-        training = {"epochs": 0, "steps": 0, "resumed_from_epoch": None}
+        training = {"epochs": 0, "steps": 0, "resumed_from_epoch": None}  # this command trained nothing
+        rescored = checkpoint_progress(state, planned_steps(len(train_images), train_settings(cfg))[2])
 
     t_score = time.perf_counter()
-    with scoring_progress(scoring_printer() if cfg.progress else None):
+    with scoring_progress(scoring_printer() if cfg.progress else None), out_of_memory_refused(cfg, "scoring"):
         out = method.score(train_images, test_images, device, val_images)
     score_seconds = time.perf_counter() - t_score
 
@@ -295,8 +393,10 @@ def execute(
         if source.resolve() != rd.checkpoint.resolve():
             copy_checkpoint(source, rd.checkpoint)
         rd.write_config(cfg)
-    rd.write_scores(data.test_labels, out.scores)
-    rd.write_validation_scores(out.validation)
+    files = {
+        SCORES: rd.write_scores(data.test_labels, out.scores),
+        VALIDATION: rd.write_validation_scores(out.validation),
+    }
     if out.arrays:
         rd.write_features(out.arrays)
     manifest = data.manifest or {}
@@ -313,7 +413,7 @@ def execute(
         config_hash=cfg.config_hash(),
         split_seed=cfg.split_seed,
         split_sha256=manifest.get("split_sha256"),
-        batch_size=min(cfg.batch_size, len(data.train)),
+        batch_size=min(cfg.batch_size, len(data.train)) if trains else None,
         timing={
             "fit_seconds": fit_seconds,
             "score_seconds": score_seconds,
@@ -332,6 +432,8 @@ def execute(
         validation=out.validation if val_images is not None else None,
         val_sha256=manifest.get("val_pixels_sha256"),
         data_source=data_source(manifest),
+        rescored=rescored,
+        files_sha256={name: sha for name, sha in files.items() if sha is not None},
     )
     rd.write_record(record)
     return record

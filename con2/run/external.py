@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import re
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -34,8 +35,8 @@ from con2.data.manifest import data_source
 from con2.data.rundata import load_run_data
 from con2.errors import Con2Error, write_failure
 from con2.run.records import RecordError, build_record
-from con2.run.rundir import RECORD, RunDir
-from con2.text import unsafe_text
+from con2.run.rundir import RECORD, SCORES, RunDir, bytes_sha256, scores_text
+from con2.text import terminal_safe, unsafe_text
 
 
 def write_external_run(
@@ -86,6 +87,7 @@ def write_external_run(
         "split_seed": split_seed,
         **(config or {}),
     }
+    int_labels = np.asarray(labels).astype(np.int64)
     record = build_record(
         dataset=dataset,
         normal_class=str(normal_class),
@@ -104,18 +106,27 @@ def write_external_run(
         device=device,
         method_card=method_card(label, score_labels, scores) if label or score_labels else None,
         data_source=data_source,
+        files_sha256={SCORES: bytes_sha256(scores_text(int_labels, scores).encode())},
     )
     rd = RunDir(run_dir)
     with rd.lock():
-        rd.write_scores(np.asarray(labels).astype(np.int64), scores)
+        rd.write_scores(int_labels, scores)
         rd.write_record(record)  # written last, so present = complete
     return record
+
+
+# What an external program's score column may be called: the name every table, figure and terminal line shows.
+SCORE_COLUMN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,63}")
 
 
 def read_score_table(path: str | Path) -> tuple[np.ndarray, dict[str, np.ndarray], list[str] | None]:
     """Read a program's CSV: a ``label`` column, optionally ``index`` and ``id``, the other columns scores.
 
     Returns ``(labels [M], {score: [M]}, ids or None)`` in ``index`` order.
+
+    Raises:
+        RecordError: no such file, no ``label`` column, no score column, a score column that is not numeric or
+            whose name is no :data:`SCORE_COLUMN` (a terminal escape, Markdown, ``$\\foo$`` for matplotlib).
     """
     import pandas as pd  # lazy: pandas only when an external program's scores are read
 
@@ -130,6 +141,12 @@ def read_score_table(path: str | Path) -> tuple[np.ndarray, dict[str, np.ndarray
     names = [c for c in table.columns if c not in ("index", "label", "id")]
     if not names:
         raise RecordError(f"{p}: no score columns besides 'index', 'id' and 'label'")
+    odd = [str(c) for c in names if not SCORE_COLUMN.fullmatch(str(c))]
+    if odd:  # a column's name becomes a score's name in every table, figure and terminal line
+        raise RecordError(
+            f"{p}: score column {terminal_safe(odd[0])!r} is no score name (letters, digits and _ . + -, starting "
+            f"with a letter, a digit or _, at most 64 characters). Fix: rename that column in the program's CSV"
+        )
     bad = [c for c in names if not pd.api.types.is_numeric_dtype(table[c])]
     if bad:
         raise RecordError(f"{p}: score column(s) {bad} are not numeric")
@@ -252,7 +269,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     except (Con2Error, ValueError, OSError) as exc:
         message = write_failure(exc) if isinstance(exc, OSError) else None
-        print(f"con2.run.external: error: {message or exc}", file=sys.stderr)
+        print(f"con2.run.external: error: {terminal_safe(str(message or exc))}", file=sys.stderr)
         return 2
     print(
         " ".join(f"AUROC[{k}]={v:.1f}" for k, v in record["metrics"]["auroc"].items()),

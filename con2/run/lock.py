@@ -12,6 +12,7 @@ import fcntl
 import json
 import os
 import socket
+import stat
 import sys
 import time
 from collections.abc import Iterator
@@ -99,6 +100,26 @@ def _acquire(path: Path) -> int:
                 return fd
         except FileNotFoundError:
             pass
+        os.close(fd)
+
+
+def holder_of(path: Path) -> str | None:
+    """Who holds the lock file ``path`` now (:func:`locked`), or None: no such regular file, or no holder. Creates
+    and writes nothing: a reader (``con2 evaluate --out``) asks before it reads a run directory it does not own."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return _holder_text(fd)
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
         os.close(fd)
 
 

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from con2.atomic import write_text_atomic
+from con2.atomic import NotARegularFile, read_regular, write_text_atomic
 from con2.errors import Con2Error
 from con2.run.provenance import _git_commit, _versions, cpu_model, hash_config
 
@@ -119,6 +119,22 @@ RECORD_SCHEMA: dict[str, Any] = {
             "required": ["format", "sha256"],
             "properties": {"format": {"type": ["string", "null"]}, "sha256": {"type": ["string", "null"]}},
         },
+        # since issue 47: the sha256 of the score files the run wrote beside its record ({"scores.csv": hex,
+        # "validation_scores.csv": hex}): the aggregation checks them by content (con2.report.scores)
+        "files_sha256": {"type": "object", "additionalProperties": {"type": "string", "pattern": "^[0-9a-f]{64}$"}},
+        # since issue 47: a re-scoring (`con2 evaluate`) names the checkpoint it scored: the epoch and step it had
+        # reached, the epochs its configuration plans and whether it had not reached them (`unfinished`: a run
+        # killed or still training); the aggregation leaves an unfinished one out of every table
+        "rescored": {
+            "type": "object",
+            "required": ["checkpoint_epoch", "checkpoint_step", "planned_epochs", "unfinished"],
+            "properties": {
+                "checkpoint_epoch": {"type": "integer", "minimum": 0},
+                "checkpoint_step": {"type": "integer", "minimum": 0},
+                "planned_epochs": {"type": "integer", "minimum": 0},
+                "unfinished": {"type": "boolean"},
+            },
+        },
         "scoring": {"type": "object"},  # each score column's reading, and each score's headline reading
         "method_card": {"type": "object"},  # the method spec's labels, paper rows and tags (con2.methods.spec)
         "curve": {  # the learning curve (config score_at; con2.run.curve): AUROC per column at each scored epoch
@@ -213,9 +229,11 @@ def read_record(path: str | Path) -> dict[str, Any]:
     with the file: missing, unreadable, binary, not JSON) on failure."""
     p = Path(path)
     try:
-        text = p.read_bytes().decode("utf-8")
+        text = read_regular(p).decode("utf-8")
     except FileNotFoundError:
         raise RecordError(f"{p}: record file not found") from None
+    except NotARegularFile:  # a FIFO would block the aggregation, `con2 metrics` and the workflow forever
+        raise RecordError(f"{p}: not a regular file (a folder, a FIFO or a device), so not a run record") from None
     except UnicodeDecodeError:
         raise RecordError(f"{p}: not a text file (binary or damaged), so not a run record") from None
     except OSError as exc:
@@ -268,6 +286,8 @@ def build_record(
     validation: Mapping[str, np.ndarray] | None = None,
     val_sha256: str | None = None,
     data_source: Mapping[str, str | None] | None = None,
+    rescored: Mapping[str, Any] | None = None,
+    files_sha256: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """The one-run record (schema: :data:`con2.run.records.RECORD_SCHEMA`) of any run, ours or external.
 
@@ -291,6 +311,9 @@ def build_record(
         validation: score name -> ``[V]`` scores of the normal validation images (the columns of
             ``scores``; ``None``: none scored, no ``n_val`` in the record); ``val_sha256``: their pixels' sha256.
         data_source: the images' source (:func:`con2.data.manifest.data_source`); ``None``: not recorded.
+        rescored: a re-scoring's checkpoint (``checkpoint_epoch``, ``checkpoint_step``, ``planned_epochs``,
+            ``unfinished``); ``None``: the run trained here.
+        files_sha256: the sha256 of each score file written beside the record (``{"scores.csv": hex, ...}``).
 
     Raises:
         RecordError: no scores, a score of another length than ``labels``, labels of one class, or
@@ -358,6 +381,10 @@ def build_record(
         record["val_sha256"] = val_sha256
     if data_source is not None:
         record["data_source"] = dict(data_source)
+    if rescored is not None:
+        record["rescored"] = dict(rescored)
+    if files_sha256:
+        record["files_sha256"] = dict(files_sha256)
     if scoring is not None:
         record["scoring"] = json.loads(json.dumps(scoring))
     if method_card is not None:

@@ -28,7 +28,9 @@ them: the command line answers "already complete" without loading torch.
 
 from __future__ import annotations
 
+import hashlib
 import io
+import json
 import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -38,7 +40,15 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from con2.atomic import clean_partials, remove, write_bytes_atomic, write_text_atomic
+from con2.atomic import (
+    NotARegularFile,
+    clean_partials,
+    folder_in_the_way,
+    read_regular,
+    remove,
+    write_bytes_atomic,
+    write_text_atomic,
+)
 from con2.config import RunConfig, config_diff, load_config
 from con2.errors import ConfigError, RunDirError
 from con2.run.lock import link_refusal, locked
@@ -85,6 +95,80 @@ class Stored:
     config_hash: str | None
     complete: bool
     problem: str = ""
+
+
+def bytes_sha256(data: bytes) -> str:
+    """The sha256 (hex) of a score file's bytes, as a record's ``files_sha256`` keeps it."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def written_sha256(record: Mapping[str, Any], name: str) -> str | None:
+    """The sha256 a record keeps of the score file ``name`` its run wrote (``files_sha256``), or None (older)."""
+    files = record.get("files_sha256")
+    value = files.get(name) if isinstance(files, Mapping) else None
+    return value if isinstance(value, str) else None
+
+
+def score_file_state(record_path: str | Path, name: str) -> str:
+    """Whether the score file ``name`` beside the record at ``record_path`` is the one its run wrote, by content:
+    ``"same"``; ``"edited"`` (other bytes than the record's ``files_sha256``, or, for a record older than that,
+    a ``scores.csv`` newer than the record); ``"gone"`` (the record keeps its sha256, the file is missing or
+    no regular file); ``"unknown"`` (nothing to compare it with). The record is read as JSON, not validated."""
+    folder = Path(record_path).parent
+    try:
+        record = json.loads(read_regular(Path(record_path)))
+    except (OSError, ValueError, NotARegularFile):
+        return "unknown"
+    kept = written_sha256(record, name) if isinstance(record, dict) else None
+    if kept is None:
+        if name != SCORES:
+            return "unknown"
+        try:
+            newer = os.stat(folder / name).st_mtime_ns > os.stat(record_path).st_mtime_ns
+        except OSError:
+            return "unknown"
+        return "edited" if newer else "unknown"
+    try:
+        data = read_regular(folder / name)
+    except (OSError, NotARegularFile):
+        return "gone"
+    return "same" if bytes_sha256(data) == kept else "edited"
+
+
+def scores_text(labels: np.ndarray, scores: Mapping[str, np.ndarray]) -> str:
+    """The text of ``scores.csv``: index, label, one column per score (``[M]`` each)."""
+    import numpy as np  # lazy: numpy and pandas only when scores are written
+    import pandas as pd  # lazy: numpy and pandas only when scores are written
+
+    table = pd.DataFrame(
+        {"index": np.arange(len(labels)), "label": labels, **{k: np.asarray(v) for k, v in scores.items()}}
+    )
+    return str(table.to_csv(index=False))
+
+
+def validation_text(scores: Mapping[str, np.ndarray]) -> str | None:
+    """The text of ``validation_scores.csv``: index, one column per score (``[V]`` each, the normal validation
+    images); ``None`` without any."""
+    import numpy as np  # lazy: numpy and pandas only when scores are written
+    import pandas as pd  # lazy: numpy and pandas only when scores are written
+
+    if not scores:
+        return None
+    n = len(next(iter(scores.values())))
+    table = pd.DataFrame({"index": np.arange(n), **{k: np.asarray(v) for k, v in scores.items()}})
+    return str(table.to_csv(index=False))
+
+
+def unfinished_rescore(record: Mapping[str, Any]) -> str:
+    """``"re-scored (con2 evaluate) from a checkpoint at epoch 47 of 3000"`` for a record of a re-scoring whose
+    checkpoint had not finished training (its ``rescored``), else ``""``: its numbers are not the run's."""
+    rescored = record.get("rescored")
+    if not isinstance(rescored, Mapping) or not rescored.get("unfinished"):
+        return ""
+    return (
+        f"re-scored (con2 evaluate) from a checkpoint at epoch {rescored.get('checkpoint_epoch')} of "
+        f"{rescored.get('planned_epochs')}"
+    )
 
 
 class RunDir:
@@ -134,14 +218,17 @@ class RunDir:
     def check_links(self) -> None:
         """Refuse a run file (:data:`RUN_FILES`) that is a symbolic link: con2 would read another run's
         file as this one's, and its target is no file of this directory (atomic writes replace the
-        link, never the target, but a run must not start from, or be judged by, a file elsewhere).
+        link, never the target, but a run must not start from, or be judged by, a file elsewhere); and one
+        that is a folder (``checkpoint.pt/important.txt``), which a write or ``--force`` would remove.
 
         Raises:
-            RunDirError: naming the link, its target and the fix.
+            RunDirError: naming the link and its target, or the folder, and the fix.
         """
         for name in RUN_FILES:
             if (self.path / name).is_symlink():
                 raise link_refusal(self.path / name)
+            if (self.path / name).is_dir():  # never written over nor removed (--force): someone's files
+                raise RunDirError(folder_in_the_way(self.path / name))
 
     def holds_run_files(self) -> list[str]:
         """The :data:`RUN_FILES` present here (links included), in that order."""
@@ -164,7 +251,8 @@ class RunDir:
                 raise RunDirError(
                     f"{exc}. Fix: rerun with --force to retrain this run (it replaces the record), or restore the file"
                 ) from None
-            return Stored(self.record, dict(r["config"]), r["config_hash"], True)
+            # a re-scoring of an unfinished checkpoint (its `rescored`) is no finished run: training resumes
+            return Stored(self.record, dict(r["config"]), r["config_hash"], not unfinished_rescore(r))
         if self.checkpoint.is_file() and self.config.is_file():
             try:
                 cfg = load_config(self.config)
@@ -217,28 +305,22 @@ class RunDir:
 
         write_text_atomic(self.config, yaml.safe_dump(cfg.to_dict(), sort_keys=False))
 
-    def write_scores(self, labels: np.ndarray, scores: Mapping[str, np.ndarray]) -> None:
-        """``scores.csv``: index, label, one column per score (``[M]`` each)."""
-        import numpy as np  # lazy: numpy and pandas only when scores are written
-        import pandas as pd  # lazy: numpy and pandas only when scores are written
+    def write_scores(self, labels: np.ndarray, scores: Mapping[str, np.ndarray]) -> str:
+        """``scores.csv`` (:func:`scores_text`); returns the sha256 of its bytes, which the record keeps
+        (``files_sha256``): the aggregation then checks the file by its content."""
+        text = scores_text(labels, scores)
+        write_text_atomic(self.scores, text)
+        return bytes_sha256(text.encode())
 
-        table = pd.DataFrame(
-            {"index": np.arange(len(labels)), "label": labels, **{k: np.asarray(v) for k, v in scores.items()}}
-        )
-        write_text_atomic(self.scores, table.to_csv(index=False))
-
-    def write_validation_scores(self, scores: Mapping[str, np.ndarray]) -> None:
-        """``validation_scores.csv``: index, one column per score (``[V]`` each, the normal validation
-        images); a run without any removes an older file, so it never outlives its scores."""
-        import numpy as np  # lazy: numpy and pandas only when scores are written
-        import pandas as pd  # lazy: numpy and pandas only when scores are written
-
-        if not scores:
+    def write_validation_scores(self, scores: Mapping[str, np.ndarray]) -> str | None:
+        """``validation_scores.csv`` (:func:`validation_text`); returns the sha256 of its bytes (``None``: a run
+        without validation images, which removes an older file, so it never outlives its scores)."""
+        text = validation_text(scores)
+        if text is None:
             self.validation_scores.unlink(missing_ok=True)
-            return
-        n = len(next(iter(scores.values())))
-        table = pd.DataFrame({"index": np.arange(n), **{k: np.asarray(v) for k, v in scores.items()}})
-        write_text_atomic(self.validation_scores, table.to_csv(index=False))
+            return None
+        write_text_atomic(self.validation_scores, text)
+        return bytes_sha256(text.encode())
 
     def write_features(self, arrays: Mapping[str, np.ndarray]) -> None:
         """``features.npz`` (compressed)."""

@@ -13,13 +13,16 @@ without loading it.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from con2.config import RunConfig
+from con2.errors import RunDirError
+from con2.run.lock import holder_of
 from con2.run.records import read_record
-from con2.run.rundir import CHECKPOINT, COMPLETE, CONFIG, FEATURES, RECORD, REPLACE, SCORES, RunDir
+from con2.run.rundir import CHECKPOINT, COMPLETE, CONFIG, FEATURES, LOCK, RECORD, REPLACE, SCORES, RunDir
 
 __all__ = ["CHECKPOINT", "CONFIG", "FEATURES", "RECORD", "SCORES", "run"]
 
@@ -56,7 +59,8 @@ def run(
         ``force``), the stored record, without loading torch.
 
     Raises:
-        RunDirError: another process writes to ``run_dir``, or its checkpoint is corrupt.
+        RunDirError: another process writes to ``run_dir`` (or, re-scoring, to the run directory of
+            ``weights``: a run still training), or its checkpoint is corrupt.
         ConfigError: ``run_dir`` holds a checkpoint or record of another config (without
             ``replace_stale``), or the configuration cannot run (:func:`con2.run.execute.execute`).
         DataError: missing or damaged data, or a test split without both classes.
@@ -64,6 +68,8 @@ def run(
     """
     tell = say or (lambda line: print(line, flush=True))
     rd = RunDir(run_dir)
+    if not train:
+        refuse_training_source(rd, weights)
     with rd.lock():
         if before is not None:
             before(rd)
@@ -87,3 +93,22 @@ def run(
         from con2.run.execute import execute  # lazy: torch loads only once there is work to do
 
         return execute(cfg, rd, on_epoch_end, train, weights)
+
+
+def refuse_training_source(rd: RunDir, weights: str | Path | None) -> None:
+    """Refuse to re-score the checkpoint ``weights`` (default: ``rd``'s own) while another process holds the lock
+    of the run directory it sits in: that run is still training, its checkpoint an unfinished model that is
+    replaced every few epochs. ``rd`` itself is locked by :func:`run` (a second writer stops there).
+
+    Raises:
+        RunDirError: naming the run directory, its writer and the fix.
+    """
+    source = Path(weights).parent if weights is not None else rd.path
+    if os.path.realpath(source) == os.path.realpath(rd.path):
+        return
+    holder = holder_of(source / LOCK)
+    if holder is not None:
+        raise RunDirError(
+            f"run directory {source} is still training ({holder}): its {CHECKPOINT} is an unfinished model, replaced "
+            f"every few epochs. Fix: wait for that run to finish (or stop it), then rerun this command"
+        )

@@ -68,8 +68,8 @@ class ArtefactRules:
 
     def inputs(self, artefact: Artefact) -> dict[str, Any]:
         """The inputs of a table's or figure's rule: the files its builder reads (`scores`: the bundle
-        the aggregation writes beside the runs CSV); for `panels`, the records of the PCA runs and the
-        data status."""
+        the aggregation writes beside the runs CSV, also given to every rule that reads that CSV: it seals
+        it); for `panels`, the records of the PCA runs and the data status."""
         s = self.session
         files: dict[str, Any] = {
             "runs": self.table_runs(artefact.name),
@@ -83,7 +83,8 @@ class ArtefactRules:
             "references": self.reference_numbers,  # other sources' published numbers, each naming its source
             "panels": None,
         }
-        inputs = {name: files[name] for name in artefact.reads if files[name]}
+        reads = [*artefact.reads, *(["scores"] if "runs" in artefact.reads else [])]  # the bundle seals the CSV
+        inputs = {name: files[name] for name in dict.fromkeys(reads) if files[name]}
         if "panels" in artefact.reads:
             inputs.update(records=self.pca_records, status=s.status_input)
         return inputs

@@ -33,9 +33,11 @@ from con2.config import RUNTIME_KEYS
 from con2.data import DataError, find_source, normal_classes
 from con2.data.source import Found
 from con2.grid import experiments as E
+from con2.grid.checks import check_data_dir
 from con2.grid.status import awaits_training, checked_in, same_folder, unknown_class
 from con2.grid.workflow_grid import workflow_grid
 from con2.report.artefacts import TABLES, figure_targets, table_targets
+from con2.run.rundir import SCORES, VALIDATION, score_file_state
 from con2.workflow.console import HashedDict, HashedList, hashed
 from con2.workflow.eta import weigh_runs
 from con2.workflow.targets import Targets
@@ -44,6 +46,8 @@ RUNS_CSV = "results/evaluation/runs.csv"
 SUMMARY_CSV = "results/evaluation/summary.csv"
 SKIPPED_CSV = "results/evaluation/skipped.csv"  # the records the aggregation left out: file, problem, fix
 SCORES_BUNDLE = P.scores_bundle(RUNS_CSV)  # the per-image scores of the runs of runs.csv
+SCOPES_ROOT = "results/evaluation/scopes"  # a study's aggregate: <scope>.csv, .skipped.csv, .scores.json.gz
+SCOPE_AGGREGATE_SUFFIXES = (".csv", ".skipped.csv", ".scores.json.gz")
 SCORE_RUNTIME_CSV = "results/score_runtime/score_runtime.csv"
 DATA_STATUS = f"{P.DATA_ROOT}/status.json"
 DATA_PRIORITY = 2000  # above every train priority: a dataset is checked and prepared before training starts
@@ -92,6 +96,7 @@ class Session:
     ) -> None:
         self.config = config
         self.basedir = Path(basedir)
+        check_data_dir(os.path.abspath(os.path.expanduser(config["data_dir"])))  # too long: one line, not a traceback
         self.data_dir = Path(os.path.abspath(os.path.expanduser(config["data_dir"])))  # how messages name it
         self.started = time.time()
         self.strict = bool(config.get("strict", False))
@@ -115,8 +120,16 @@ class Session:
         self.table_files = [f for f in tables if Path(f).stem not in self.scopes]
         self.study_files = [f for f in tables if Path(f).stem in self.scopes]
         self.figure_files = figure_targets(self.report)
+        # the aggregates the tables read, named by `all` and `studies` themselves: Snakemake 9 rebuilds a missing
+        # intermediate file only for a job that must run, so a deleted runs.csv (or one an aggregation that
+        # failed left missing) under up-to-date tables was never brought back ("Nothing to be done")
+        self.aggregate_files = [RUNS_CSV, SUMMARY_CSV, SKIPPED_CSV, SCORES_BUNDLE]
+        self.study_aggregate_files = [
+            f"{SCOPES_ROOT}/{scope}{suffix}" for scope in self.scopes for suffix in SCOPE_AGGREGATE_SUFFIXES
+        ]
         self._on_disk: dict[tuple[str, int], bool] = {}  # (dataset, size) -> on disk at the start
         self._ready: dict[str, bool] = {}  # run key -> scheduled before the data check
+        self._score_states: list[tuple[str, str]] | None = None  # see _score_files
 
     # -------------------------------------------------------------------------------------- runs
     @property
@@ -409,17 +422,27 @@ class Session:
         return self._stamped([p for p in self.records_on_disk if p in keys and p not in tracked], "outside")
 
     def edited_scores(self, wildcards: Wildcards = None) -> list[str]:
-        """The scores.csv files changed since their run wrote its record (a run writes record.json
-        last). Inputs of the aggregation, which checks each record against its scores.csv and copies
-        it into the scores bundle the tables read: an edited scores.csv re-aggregates, so rebuilds
-        them. Only these: a scores.csv is no declared output, so listing every one would change the
-        input set each time a run trains."""
-        edited = []
-        for record in self.records_on_disk:
-            scores = os.path.join(os.path.dirname(record), "scores.csv")
-            try:
-                if os.stat(scores).st_mtime_ns > os.stat(record).st_mtime_ns:
-                    edited.append(scores)
-            except OSError:
-                continue
-        return edited
+        """The score files (scores.csv, validation_scores.csv) that are not the ones their run wrote, by content:
+        other bytes than the sha256 their record keeps (:func:`con2.run.rundir.score_file_state`; an edit, a file
+        sorted within its labels, one restored from a backup with an older mtime), or, beside a record older than
+        those sha256s, a scores.csv newer than it. Inputs of the aggregation, which checks each record against its
+        score files and copies them into the scores bundle the tables read: such a file joining the inputs reruns
+        it, so rebuilds them. Only these: a score file is no declared output, so listing every one would change
+        the input set each time a run trains."""
+        return [path for path, state in self._score_files() if state == "edited"]
+
+    def gone_scores(self, wildcards: Wildcards = None) -> HashedDict | HashedList:
+        """The score files whose record keeps their sha256 but which are missing (or no regular file): a param
+        of the aggregation (a missing file can be no input), so one disappearing reruns it."""
+        return hashed([path for path, state in self._score_files() if state == "gone"], "gone")
+
+    def _score_files(self) -> list[tuple[str, str]]:
+        """``(path, state)`` of every score file beside a record on disk (:func:`con2.run.rundir.score_file_state`),
+        read once per invocation."""
+        if self._score_states is None:
+            self._score_states = [
+                (os.path.join(os.path.dirname(record), name), score_file_state(record, name))
+                for record in self.records_on_disk
+                for name in (SCORES, VALIDATION)
+            ]
+        return self._score_states

@@ -59,3 +59,20 @@ def test_an_external_runs_label_reaches_its_record(tmp_path: Path) -> None:
     assert "method_card" not in write_external_run(tmp_path / "b", scores={"nnd": np.array([0.1, 0.9])}, **kw)
     with pytest.raises(RecordError, match="--score-label names no score column: knn; scores: nnd"):
         write_external_run(tmp_path / "c", scores={"nnd": np.array([0.1, 0.9])}, score_labels={"knn": "kNN"}, **kw)
+
+
+def test_a_rule_file_s_name_and_comment_reach_the_terminal_escaped(tmp_path: Path, capsys) -> None:
+    """Issue 47, item 9: the rule's first comment and the file name were printed raw (a retitled, cleared
+    terminal, a forged line); item 13: a text file that defines no rule (/etc/passwd) was listed as a method."""
+    hostile = tmp_path / "evil\x1b]0;TITLE\x07.smk"
+    hostile.write_text("# Evil \x1b[2J\u202e: clears the screen\nrule evil:\n    output: 'x'\n")
+    assert main(["methods", "--workflow", str(tmp_path), "--rules", str(hostile)]) == 0
+    out = capsys.readouterr().out
+    assert not any(ch in out for ch in "\x1b\x07\u202e"), out
+    assert "Evil \\x1b[2J\\u202e: clears the screen" in out and "evil\\x1b]0;TITLE\\x07.smk" in out
+
+    passwd = tmp_path / "passwd"
+    passwd.write_text("root:x:0:0:root:/root:/bin/bash\n# a comment\n")
+    assert main(["methods", "--rules", str(passwd)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "defines no Snakemake rule" in err and "Fix: pass a Snakemake rule file" in err

@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 from conftest import TINY
 from test_hostile_inputs import assert_one_line, cli
+from test_resume_data import killed_after_epoch_1
 
 import con2.methods.con2_method as con2_method
-import con2.training.engine as engine
 from con2.config import MAX_IMAGE_SIZE, MAX_SEED, make_config
 from con2.errors import ConfigError
 from con2.methods import contexts as C
@@ -84,25 +84,11 @@ def test_evaluate_scores_with_the_trained_context(trained, data_would_choose_ano
     assert (target / SCORES).read_bytes() == (rd / SCORES).read_bytes()
 
 
-class Stopped(Exception):
-    """The run stopped right after a checkpoint (a kill there)."""
-
-
 def test_a_resume_keeps_the_trained_context(trained, data_would_choose_another, tmp_path, monkeypatch) -> None:
     rd, record = trained
-    real = engine.fault_point
-
-    def stop_after_epoch_1(name: str, **context: object) -> None:
-        if name == "after_checkpoint" and context.get("epoch") == 1:
-            raise Stopped
-        real(name, **context)
-
-    monkeypatch.setattr(engine, "fault_point", stop_after_epoch_1)
     resumed_dir = tmp_path / "resumed"
     monkeypatch.setattr(con2_method, "choose_context", C.choose_context)  # the first session: the real data
-    with pytest.raises(Stopped):
-        run(make_config(BEST), resumed_dir)
-    monkeypatch.setattr(engine, "fault_point", real)
+    killed_after_epoch_1(make_config(BEST), resumed_dir, monkeypatch)
     choice = other_choice(record)
     monkeypatch.setattr(con2_method, "choose_context", lambda x, seed=0: choice)  # the data now choose another
     resumed = run(make_config(BEST), resumed_dir)

@@ -1,4 +1,4 @@
-"""Every registered method trains a few steps on tiny data and writes a valid record.
+"""Every registered method trains a few steps on tiny data (one that trains nothing: none) and writes a valid record.
 
 The test is parametrised over the registry when pytest collects it, so a method that registers
 itself (in ``baselines/``, in ``con2/methods/`` or through a ``con2.methods`` entry point) joins
@@ -59,7 +59,10 @@ def check_method_run(name: str, tiny: dict[str, Any], run_dir: Path) -> dict[str
 @pytest.mark.parametrize("name", list(all_methods()))
 def test_every_registered_method_writes_a_valid_record(name, tiny, tmp_path):
     record = check_method_run(name, tiny, tmp_path)
-    assert record["steps"] > 0
+    # a method with a trainable weight trains; one with every weight frozen (a floor, a zero-shot baseline) is
+    # scored untrained and says so (issue 47, item 7: it recorded steps over a constant loss)
+    trains = build_method(make_config(read_record(tmp_path / RECORD)["config"])).trains()
+    assert (record["steps"] > 0) == trains and (record["epochs"] > 0) == trains
     spec = all_methods()[name]
     used = record["method_card"].get("weights", {})  # the pretrained files the record names (the stand-ins here)
     assert sorted(used) == sorted(spec.weight_sets(spec.Params(**spec.test_params)))

@@ -279,9 +279,12 @@ def test_a_folder_name_with_terminal_escapes_is_printed_escaped(
 def test_terminal_safe_escapes_controls_only() -> None:
     from con2.text import terminal_safe
 
-    assert terminal_safe("a\tb\nc\x1b[2J\x9b\u202e") == "a\\x09b\nc\\x1b[2J\\x9b\\u202e"
+    # the line break too (issue 47, item 9): a name with one forged a line of its own in the last lines
+    assert terminal_safe("a\tb\nc\x1b[2J\x9b\u202e") == "a\\x09b\\x0ac\\x1b[2J\\x9b\\u202e"
     assert terminal_safe("plain ± é 中") == "plain ± é 中"
-    assert np.all([not CONTROL.search(terminal_safe(chr(i))) for i in range(0x2000) if chr(i) != "\n"])
+    assert np.all(
+        [not CONTROL.search(terminal_safe(chr(i))) and "\n" not in terminal_safe(chr(i)) for i in range(0x2000)]
+    )
 
 
 def test_the_run_directory_fixes_quote_the_path(tmp_path: Path) -> None:

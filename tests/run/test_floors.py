@@ -79,3 +79,20 @@ def test_the_pixel_floor_on_real_breastmnist_is_the_brute_force_one(tmp_path: Pa
         np.asarray(data.test_labels), brute_force_pixel_nn(np.asarray(data.train), np.asarray(data.test))
     )
     assert read_record(tmp_path / "run" / RECORD)["metrics"]["auroc"]["nnd"] == pytest.approx(expected, abs=1e-4)
+
+
+@pytest.mark.parametrize("method", ["floor_pixels", "floor_random"])
+def test_a_floor_without_max_steps_0_records_no_training(digits_cfg, tmp_path: Path, method: str) -> None:
+    """Issue 47, item 7: without the workflow's ``max_steps: 0`` a floor recorded its epochs and images per
+    second of training it never did (2048 epochs, 33,862 img/s); and a batch larger than its training set,
+    which it never draws, was refused (item 13). Its record now says what it did: nothing, as with max_steps 0."""
+    n_train = len(load_run_data(digits_cfg).train)
+    untold = dataclasses.replace(digits_cfg, method=method, width=8, epochs=64, batch_size=n_train + 1)
+    told = dataclasses.replace(untold, max_steps=0)
+    a, b = run(untold, tmp_path / "untold"), run(told, tmp_path / "told")
+    for record in (a, b):
+        assert record["epochs"] == 0 and record["steps"] == 0
+        assert not record["timing"]["images_per_second"] and record["timing"]["fit_seconds"] < 1  # 0 images
+        assert record["batch_size"] is None
+    assert a["metrics"]["auroc"] == b["metrics"]["auroc"]
+    assert (tmp_path / "untold" / SCORES).read_bytes() == (tmp_path / "told" / SCORES).read_bytes()

@@ -16,7 +16,7 @@ rule aggregate:
         records=W.grid_records,
         checked=W.checked_grid_records,
         status=W.status_input,
-        scores=W.edited_scores,  # each record is checked against its scores.csv (con2/report/scores.py)
+        scores=W.edited_scores,  # each record is checked against its score files by content (con2/report/scores.py)
     output:
         runs=S.RUNS_CSV,
         summary=report(
@@ -30,6 +30,7 @@ rule aggregate:
         outside=W.records_outside,
         not_runs=W.not_run_records,
         grid=W.grid_hashes(),
+        gone=W.gone_scores,  # score files a record keeps the sha256 of, missing now
     log:
         "results/logs/aggregate.log",
     message:
@@ -48,7 +49,7 @@ rule aggregate_scope:
         records=W.scope_records,
         checked=W.scope_checked_records,
         status=W.status_input,
-        scores=W.edited_scores,  # each record is checked against its scores.csv (con2/report/scores.py)
+        scores=W.edited_scores,  # each record is checked against its score files by content (con2/report/scores.py)
     output:
         runs="results/evaluation/scopes/{scope}.csv",
         skipped="results/evaluation/scopes/{scope}.skipped.csv",
@@ -56,6 +57,7 @@ rule aggregate_scope:
     params:
         outside=W.scope_outside,
         grid=W.grid_hashes(),
+        gone=W.gone_scores,
     log:
         "results/logs/aggregate_{scope}.log",
     message:

@@ -28,7 +28,10 @@ def main() -> None:
     from con2.atomic import atomic_path
     from con2.paths import BENCH_ROOT, RUNS_ROOT, record_key
     from con2.report.collect import collect_valid_runs, summarize
+    from con2.report.format import csv_frame
     from con2.report.scores import bundle_bytes
+    from con2.run.rundir import bytes_sha256
+    from con2.text import terminal_safe
 
     grid = dict(snakemake.params.grid)  # run key -> config hash (None: a method that keeps none)
     records = [str(p) for p in (*snakemake.input.records, *snakemake.input.checked)]  # before and after the data check
@@ -49,21 +52,24 @@ def main() -> None:
     outputs = [(runs, snakemake.output.runs), (skipped_frame, snakemake.output.skipped)]
     if "summary" in snakemake.output.keys():  # the scoped aggregation (rule aggregate_scope) writes none
         outputs.append((summarize(runs), snakemake.output.summary))
-    for frame, path in outputs:
+    # every CSV through csv_frame (no spreadsheet formula, no control character); runs.csv sealed in the scores bundle
+    runs_text = csv_frame(runs).to_csv(index=False)
+    outputs = [(runs_text, snakemake.output.runs), *((csv_frame(f).to_csv(index=False), p) for f, p in outputs[1:])]
+    for text, path in outputs:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         with atomic_path(Path(path)) as tmp:
-            frame.to_csv(tmp, index=False)
+            tmp.write_bytes(text.encode("utf-8"))
     with atomic_path(Path(snakemake.output.scores)) as tmp:
-        tmp.write_bytes(bundle_bytes(runs["record"].unique()))
+        tmp.write_bytes(bundle_bytes(runs["record"].unique(), bytes_sha256(runs_text.encode("utf-8"))))
     print(f"{len(records)} records, {len(runs)} rows -> {snakemake.output.runs}")
     for s in skipped:
-        print(s.line())
+        print(terminal_safe(s.line()))  # a folder's name is one line of the log, its escapes shown
     outside = runs.loc[~runs["in_grid"], ["record"]].drop_duplicates()["record"].tolist()
     if outside:
         print(f"{len(outside)} record(s) outside this profile's grid, aggregated as they are (in_grid = False):")
         for path in outside:
             why = "not a run of this profile's grid" if record_key(path) not in grid else "trained under another config"
-            print(f"  {path}: {why}")
+            print(terminal_safe(f"  {path}: {why}"))
 
 
 def _mtime_ns(path: str) -> int:
