@@ -117,6 +117,7 @@ def end_lines(session: Session) -> list[str]:
         since=session.started,
         methods_missing_weights=session.grid.missing_weights,
         skipped_files=skipped,
+        rebuild=not session.targets.trains_anything,
     )
     if not session.targets.trains_anything:  # a rebuild: what it left out, and the command that trains it
         untrained = [r for r in session.runs if not session.scoped_only(r) and not os.path.exists(r.record)]

@@ -312,3 +312,17 @@ def test_method_regex_matches_exactly_the_methods() -> None:
 
     assert re.fullmatch(method_regex(["con2", "csi"]), "csi") and not re.fullmatch(method_regex(["con2"]), "con")
     assert not re.fullmatch(method_regex([]), "")
+
+
+def test_a_rebuild_says_in_one_line_what_the_last_data_check_skipped(tmp_path: Path) -> None:
+    """Issue 46, point 7: a table rebuild checks no data, so the dataset the last data check skipped is one
+    line, without `--config data_dir=DIR` or a download (the README rebuilds without them); `all` still
+    gets the whole block with each fix."""
+    marker = Path(P.data_marker("digits", 16))
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    marker.write_text(json.dumps({"status": "skipped", "reason": "digits: not found", "data_dir": "data"}))
+    rebuild = "\n".join(end_lines(session(tmp_path, targets=["results/tables/table1_medical.md"])))
+    assert "the last data check skipped 1 dataset(s), digits (16 px): a table rebuild checks no data" in rebuild
+    assert "data_dir=DIR`" not in rebuild and "fix: " not in rebuild and "SKIPPED" not in rebuild, rebuild
+    grid = "\n".join(end_lines(session(tmp_path)))
+    assert "1 dataset(s) SKIPPED" in grid and "fix: " in grid and "add `--config data_dir=DIR`" in grid, grid
