@@ -116,13 +116,20 @@ def test_progress_knows_its_step_total_from_the_start_and_gives_the_grids_eta(ti
     assert grid[0][:2] == ("0", str(n)) and ("at least" in grid[0][2] or "once a training run" in grid[0][2]), grid
     assert console.index("con2 grid: 0 of") < console.index(" steps (")
     assert grid[-1] == (str(n), str(n), ""), grid
+    # issue 46, point 3: the ETA counts the aggregation, tables and figures after the runs, and goes on
+    # once every run is done
+    after = (
+        r"\+ \d+ steps? after the runs \(aggregation, tables, figures\): \d+ (s|min|min \d0 s), at \d+\.\d s a step "
+        r"\((the mean of the \d+ finished|a prior until one finishes)\)"
+    )
+    duration = r"\d+ (s|min|min \d0 s)"
     paced = [g for g in grid if "from the pace of the" in g[2]]
     assert paced and all(
-        re.fullmatch(
-            r"; about \d+ (s|min|min \d0 s) left \(2 at a time; from the pace of the \d+ finished runs?\)", g[2]
-        )
+        re.fullmatch(rf"; about {duration} left \(2 at a time; from the pace of the \d+ finished runs?; {after}\)", g[2])
         for g in paced
     ), paced
+    tables = [g for g in grid if g[0] == str(n) and g[2]]
+    assert tables and all(re.fullmatch(rf"; about {duration} left \(2 at a time; {after}\)", g[2]) for g in tables), grid
     assert [int(g[0]) for g in grid] == sorted(int(g[0]) for g in grid)  # done only grows
 
 

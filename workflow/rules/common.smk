@@ -65,9 +65,14 @@ def training_slots():
     return max(1, int(workflow.nodes))
 
 
+def planned_steps():
+    """(rule, output files) of each job this invocation runs, finished ones included."""
+    return [(job.rule.name, [str(f) for f in job.output]) for job in workflow.dag.needrun_jobs(exclude_finished=False)]
+
+
 def planned_outputs():
     """Output files of the jobs this invocation runs, finished ones included."""
-    return {str(f) for job in workflow.dag.needrun_jobs(exclude_finished=False) for f in job.output}
+    return {f for _, outputs in planned_steps() for f in outputs}
 
 
-PROGRESS = ProgressLine(W, planned_outputs, training_slots)
+PROGRESS = ProgressLine(W, planned_outputs, training_slots, planned_steps)
