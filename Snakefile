@@ -131,6 +131,8 @@ onstart:
         _progress.last = f"con2 grid: no ETA ({type(exc).__name__}: {exc})"
     if _progress.last:
         snakemake_logger.info(_progress.last)
+    # a sign of life after 45 s without a line: each running job, how long it has run, its log's last line
+    start_heartbeat(snakemake_logger)
 
 
 # The last lines of every run: datasets skipped (why, and the command that fixes it) and records

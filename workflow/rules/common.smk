@@ -16,6 +16,7 @@ from con2.report.artefacts import FIGURES, TABLES
 from con2.workflow import session as S
 from con2.workflow.artefact_rules import ArtefactRules
 from con2.workflow.console import install_grid_progress, install_short_reasons
+from con2.workflow.heartbeat import start_heartbeat
 from con2.workflow.progress import ProgressLine, end_lines, print_at_exit
 
 # A job's `Reason:` lists at most a few files per part, params that hold profiles print as a hash
