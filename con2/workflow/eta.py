@@ -39,7 +39,7 @@ training job.
 
 The steps after the runs (the aggregation, then the tables and figures: :class:`AfterRuns`) wait for
 the last run: the line counts them too, the aggregations one after another and the others on the slots,
-each at the mean time of those finished in this invocation (before one has: :data:`STEP_SECONDS`), so
+each at the mean time of those finished in this invocation (with the prior :data:`STEP_SECONDS`), so
 the ETA is the time until the workflow ends, not until its last training run (issue 46, point 3: the
 test profile's table steps were 88 s of its 340 s, and its last line promised "about 8 s left" for
 more than a minute). Once every run is done the line goes on with what those steps have left.
@@ -106,6 +106,7 @@ class Spent:
 # 2.0-8.0 s, mean 4.5 s (Snakemake's job times, 2-core Xeon with AMX-BF16 shared with two training jobs,
 # load 3-5, at 9470743). The newcomer of issue 46 saw them take 88 s of the test profile's 340 s.
 STEP_SECONDS = 4.5
+PRIOR_STEPS = 2  # the prior counts as this many finished steps: one quick table (1.8 s) does not halve the rest
 AFTER_WORDS = "aggregation, tables, figures"
 
 
@@ -114,7 +115,7 @@ class AfterRuns:
     """The steps after the training runs in this invocation (the aggregation, then the tables and
     figures that read it): ``total`` of them, ``left`` not done yet, ``serial`` of those the aggregations,
     which run before the others and one at a time, and ``pace``, the seconds of a step: the mean of the
-    ``paced`` finished ones, else :data:`STEP_SECONDS`."""
+    ``paced`` finished ones with :data:`STEP_SECONDS` counted as :data:`PRIOR_STEPS` of them."""
 
     total: int = 0
     left: int = 0
@@ -130,9 +131,10 @@ class AfterRuns:
 
 def after_runs(total: int, left: int, serial: int, durations: Sequence[float]) -> AfterRuns:
     """:class:`AfterRuns` of ``total`` steps, ``left`` to go (``serial`` of them aggregations), paced by
-    the ``durations`` (seconds) of the finished ones whose start was seen; none: :data:`STEP_SECONDS`."""
+    the ``durations`` (seconds) of the finished ones whose start was seen, with the prior
+    :data:`STEP_SECONDS` counted as :data:`PRIOR_STEPS` of them (none: the prior alone)."""
     times = [d for d in durations if math.isfinite(d) and d >= 0]
-    pace = sum(times) / len(times) if times else STEP_SECONDS
+    pace = (sum(times) + PRIOR_STEPS * STEP_SECONDS) / (len(times) + PRIOR_STEPS)
     return AfterRuns(total, left, serial, pace, len(times))
 
 
@@ -341,19 +343,19 @@ def format_duration(seconds: float) -> str:
 
 def after_text(after: AfterRuns, slots: int) -> str:
     """What the ETA counts after the runs, for the line: "+ 27 steps after the runs (aggregation, tables,
-    figures): 1 min 00 s, at 4.5 s a step (the mean of the 3 finished)" (empty without such steps)."""
+    figures): 1 min 00 s at 4.5 s each (from the 3 finished)" (empty without such steps)."""
     if not after.left:
         return ""
-    pace = f"the mean of the {after.paced} finished" if after.paced else "a prior until one finishes"
+    pace = f"from the {after.paced} finished" if after.paced else "a prior until one finishes"
     return (
         f"+ {after.left} step{'s' if after.left != 1 else ''} after the runs ({AFTER_WORDS}): "
-        f"{format_duration(after.seconds(slots))}, at {after.pace:.1f} s a step ({pace})"
+        f"{format_duration(after.seconds(slots))} at {after.pace:.1f} s each ({pace})"
     )
 
 
 def eta_line(eta: GridEta, slots: int, unmeasured: str = "") -> str:
     """One console line: "con2 grid: 12 of 42 training runs done; about 14 min left (2 at a time;
-    from the pace of the 12 finished runs; + 27 steps after the runs (...): 1 min 00 s, ...)";
+    from the pace of the 12 finished runs; + 27 steps after the runs (...): 1 min 00 s at ...)";
     once every run is done, the time the steps after them take; ``unmeasured``: why there is no
     estimate before the first finished run (this device has no measured throughput)."""
     head = f"con2 grid: {eta.done} of {eta.total} training runs done"

@@ -14,6 +14,7 @@ import pytest
 from con2.grid.plan import images_per_run, views_per_image
 from con2.workflow.console import GridProgress, install_grid_progress
 from con2.workflow.eta import (
+    PRIOR_STEPS,
     STEP_SECONDS,
     AfterRuns,
     GridEta,
@@ -366,22 +367,24 @@ def test_the_eta_counts_the_steps_after_the_runs_and_goes_on_once_every_run_is_d
     # 1 aggregation, then 8 steps on 2 slots: 4 rounds
     assert prior.seconds(2) == pytest.approx(STEP_SECONDS * (1 + 4))
     paced = after_runs(total=9, left=5, serial=0, durations=[2.0, 4.0, float("nan")])
-    assert paced.pace == 3.0 and paced.paced == 2 and paced.seconds(2) == pytest.approx(3.0 * 3)  # 5 steps, 2 slots
+    pace = (2.0 + 4.0 + PRIOR_STEPS * STEP_SECONDS) / (2 + PRIOR_STEPS)  # the prior counts as PRIOR_STEPS steps
+    assert paced.pace == pytest.approx(pace) and paced.paced == 2
+    assert paced.seconds(2) == pytest.approx(pace * 3)  # 5 steps on 2 slots: 3 rounds
     without = grid_eta(runs, {"a": 20.0}, 2)
     eta = grid_eta(runs, {"a": 20.0}, 2, after=prior)
     assert eta.seconds_left == pytest.approx(without.seconds_left + prior.seconds(2))
     line = eta_line(eta, 2)
     assert line.startswith("con2 grid: 1 of 3 training runs done; about ") and line.endswith(
-        f"+ 9 steps after the runs (aggregation, tables, figures): {format_duration(prior.seconds(2))}, at "
-        f"{STEP_SECONDS:.1f} s a step "
-        "(a prior until one finishes))"
+        f"+ 9 steps after the runs (aggregation, tables, figures): {format_duration(prior.seconds(2))} at "
+        f"{STEP_SECONDS:.1f} s each (a prior until one finishes))"
     ), line
     # every run done: the steps after them are what is left, and the line goes on
     done = grid_eta(runs, dict.fromkeys("abc", 20.0), 2, after=paced)
-    assert done.seconds_left == pytest.approx(9.0)
+    assert done.seconds_left == pytest.approx(pace * 3)
+    left = format_duration(pace * 3)
     assert eta_line(done, 2) == (
-        "con2 grid: 3 of 3 training runs done; about 9 s left (2 at a time; + 5 steps after the runs "
-        "(aggregation, tables, figures): 9 s, at 3.0 s a step (the mean of the 2 finished))"
+        f"con2 grid: 3 of 3 training runs done; about {left} left (2 at a time; + 5 steps after the runs "
+        f"(aggregation, tables, figures): {left} at {pace:.1f} s each (from the 2 finished))"
     )
     over = grid_eta(runs, dict.fromkeys("abc", 20.0), 2, after=AfterRuns(total=9, left=0))
     assert eta_line(over, 2) == "con2 grid: 3 of 3 training runs done"  # nothing left: the last line

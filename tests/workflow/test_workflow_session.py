@@ -22,6 +22,7 @@ from con2 import paths as P
 from con2.grid.experiments import expand_grid
 from con2.report.artefacts import FIGURES, TABLES
 from con2.workflow.artefact_rules import ArtefactRules
+from con2.workflow.eta import PRIOR_STEPS, STEP_SECONDS
 from con2.workflow.progress import ProgressLine, end_lines
 from con2.workflow.session import DATA_STATUS, RUNS_CSV, Session, method_regex, registry_normal_classes
 from con2.workflow.targets import Targets
@@ -353,10 +354,11 @@ def test_the_progress_line_counts_the_steps_after_the_runs(tmp_path: Path) -> No
     os.utime("results/figures/b.png", (s.started - 10, s.started - 10))
     after = line.after_runs()
     assert (after.total, after.left, after.serial, after.paced) == (3, 2, 1, 1), after
-    assert after.pace == pytest.approx(3.0, abs=0.01)
+    assert after.pace == pytest.approx((3.0 + PRIOR_STEPS * STEP_SECONDS) / (1 + PRIOR_STEPS), abs=0.01)
     record = Path(s.runs[0].record)  # one run finished since the start: the line has a pace
     record.parent.mkdir(parents=True, exist_ok=True)
     record.write_text(json.dumps({"timing": {"fit_seconds": 5.0, "score_seconds": 5.0, "wall_seconds": 12.0}}))
     text = line.line()
     assert text is not None and text.startswith("con2 grid: 1 of 2 training runs done; about "), text
-    assert text.endswith("+ 2 steps after the runs (aggregation, tables, figures): 6 s, at 3.0 s a step (the mean of the 1 finished))"), text
+    each = f"{after.pace:.1f} s each"
+    assert text.endswith(f"+ 2 steps after the runs (aggregation, tables, figures): 8 s at {each} (from the 1 finished))"), text
