@@ -118,6 +118,12 @@ class Session:
         self._on_disk: dict[tuple[str, int], bool] = {}  # (dataset, size) -> on disk at the start
         self._ready: dict[str, bool] = {}  # run key -> scheduled before the data check
 
+    def report_files(self) -> list[str]:
+        """The files ``snakemake --report`` embeds for the profile: each table's HTML page (the studies'
+        too), each figure's PNG, and the aggregation's summary."""
+        pages = [f for f in (*self.table_files, *self.study_files, *self.figure_files) if f.endswith((".html", ".png"))]
+        return [*pages, SUMMARY_CSV]
+
     # -------------------------------------------------------------------------------------- runs
     @property
     def targets(self) -> Targets:

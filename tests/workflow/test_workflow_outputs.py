@@ -119,8 +119,8 @@ def test_progress_knows_its_step_total_from_the_start_and_gives_the_grids_eta(ti
     # issue 46, point 3: the ETA counts the aggregation, tables and figures after the runs, and goes on
     # once every run is done
     after = (
-        r"\+ \d+ steps? after the runs \(aggregation, tables, figures\): \d+ (s|min|min \d0 s), at \d+\.\d s a step "
-        r"\((the mean of the \d+ finished|a prior until one finishes)\)"
+        r"\+ \d+ steps? after the runs \(aggregation, tables, figures\): \d+ (s|min|min \d0 s) at \d+\.\d s each "
+        r"\((from the \d+ finished|a prior until one finishes)\)"
     )
     duration = r"\d+ (s|min|min \d0 s)"
     paced = [g for g in grid if "from the pace of the" in g[2]]
@@ -235,6 +235,33 @@ def test_html_report_has_tables_and_figures(tiny_run: Path, tmp_path: Path) -> N
         r"<td class=num>\d+\.\d( ± \d+\.\d)? \[", natural
     )
     assert not re.search(r"\d+\.\d{5,}", natural)  # no unrounded number (the CSV's 57.87385129490392)
+
+
+def test_the_readmes_report_command_reports_the_profile_just_run(tiny_run: Path, tmp_path: Path) -> None:
+    """Issue 46, point 1: after the test profile, the README's `snakemake --report results/report.html`
+    (no --configfile) exited 1 after 70 warnings, looking for the default profile's tables. It reports
+    the profile of the last run in the folder; where the files of the profile it reports were never
+    built, it stops with one line naming the profile to give."""
+    readme = (ROOT / "README.md").read_text()
+    command = re.search(r"`(snakemake --report [^`]+)`", readme)
+    assert command, "the README gives no report command"
+    args = shlex.split(command.group(1))[1:]
+    assert "--configfile" not in args and args == ["--report", "results/report.html"]
+    wd = clone(tiny_run, tmp_path / "wd")
+    res = snakemake(wd, *args)
+    out = res.stdout + res.stderr
+    assert res.returncode == 0, out[-3000:]
+    assert "con2 report: the profile of the last run here, --configfile workflow/config/test.yaml" in out
+    assert "Missing metadata" not in out and (wd / "results/report.html").stat().st_size > 0
+    assert "natural_summary.html" in (wd / "results/report.html").read_text(errors="replace")
+    # without the record of the last run's profile (results of an older version): the default profile's
+    # files were never built here, and the report says so in one line
+    (wd / "results/last_profile.yaml").unlink()
+    res = snakemake(wd, *args)
+    out = res.stdout + res.stderr
+    assert res.returncode == 1 and "Missing metadata" not in out, out[-3000:]
+    lines = [ln for ln in out.splitlines() if ln.startswith("snakemake --report: ")]
+    assert len(lines) == 1 and "this report is of the default profile. Fix: " in lines[0], out[-3000:]
 
 
 def test_bad_records_are_skipped_and_every_table_still_builds(tiny_run: Path, tmp_path: Path) -> None:
