@@ -25,6 +25,7 @@ from workflow_helpers import (
     TEST_CONFIG,
     TOY_RULE,
     clone,
+    copy_workflow,
     finished,
     job_stats,
     readme_block,
@@ -386,6 +387,50 @@ def test_the_readmes_baseline_rule_and_overlay_run_as_written(tiny_run: Path, tm
     assert "AUROC[nnd]=" in log  # the rule's log: written
     per_class = (wd / "results/tables/per_class_digits.md").read_text()
     assert "Pixel NN (NND)" in per_class and "pixel_nn (nnd)" not in per_class, per_class
+
+
+def test_the_add_a_baseline_recipe_adds_it_to_the_tables_the_user_has(tmp_path: Path, shared_data: Path) -> None:
+    """Issue 46, point 4: docs/methods.md's command, as written, after the README's default run (here its
+    BreastMNIST data check and floor run, with the README's `--config data_dir=../shared/data`) schedules
+    the baseline's BreastMNIST runs and reruns nothing; the command without data_dir (what the recipe
+    said before) checked the data again in ./data and scheduled no BreastMNIST run. Its runs then reach
+    Table 1."""
+    overlay = readme_block("`extra_methods` and `extra_rules` are lists", "yaml")
+    command = readme_block("Then, in the folder of the README's default run:", "bash").strip()
+    args = shlex.split(command)
+    assert args[:4] == ["snakemake", "--cores", "2", "all"] and "data_dir=../shared/data" in args, command
+    readme = (ROOT / "README.md").read_text()
+    assert "snakemake --cores 2 all --config data_dir=../shared/data" in readme  # the tables the recipe adds to
+
+    (tmp_path / "shared").mkdir()
+    (tmp_path / "shared" / "data").symlink_to(shared_data)  # ../shared/data, as beside the checkout
+    wd = copy_workflow(tmp_path / "bench")
+    shutil.copytree(ROOT / "baselines" / "examples", wd / "baselines" / "examples")
+    (wd / "my.yaml").write_text(overlay)
+    floor = "results/runs/breastmnist/1/floor_pixels/floor/seed0/record.json"
+    first = snakemake(wd, "--cores", "2", floor, "--config", "data_dir=../shared/data")  # the default profile's
+    assert first.returncode == 0, (first.stdout + first.stderr)[-3000:]
+    before = records(wd)
+
+    dry = snakemake(wd, *args[1:], "-n")  # the recipe, as written, dry
+    out = dry.stdout + dry.stderr
+    assert dry.returncode == 0, out[-3000:]
+    assert sorted(re.findall(r"^Job \d+: pixel_nn breastmnist/1 seed (\d)$", out, re.M)) == ["0", "1", "2"], out[-3000:]
+    assert "data breastmnist at 28 px" not in out and "train breastmnist/1 floor_pixels/floor seed 0" not in out
+    without = snakemake(wd, *[a for a in args[1:] if a not in ("--config", "data_dir=../shared/data")], "-n")
+    out = without.stdout + without.stderr
+    assert without.returncode == 0, out[-3000:]
+    assert re.search(r"data breastmnist at 28 px\nReason: Params have changed", out)  # the data checked again
+    assert not re.search(r"^Job \d+: pixel_nn breastmnist/", out, re.M)  # and no BreastMNIST run of the baseline
+
+    new = [f"results/runs/breastmnist/1/pixel_nn/default/seed{k}/record.json" for k in range(3)]
+    res = snakemake(wd, "--cores", "2", *new, *args[4:])  # its runs, with the recipe's profile and data_dir
+    assert res.returncode == 0, (res.stdout + res.stderr)[-3000:]
+    assert {k: v for k, v in records(wd).items() if k in before} == before  # nothing retrained
+    table = snakemake(wd, "--cores", "2", "results/tables/table1_medical.md", *args[4:])
+    assert table.returncode == 0, (table.stdout + table.stderr)[-3000:]
+    rows = (wd / "results/tables/table1_medical.md").read_text()
+    assert re.search(r"^\| Pixel NN \(NND\) \| ours \| 72\.0", rows, re.M), rows  # the floor's number, as docs/methods.md says
 
 
 def test_another_profiles_runs_reach_none_of_this_profiles_tables(tiny_run: Path, tmp_path: Path) -> None:
