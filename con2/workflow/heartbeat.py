@@ -123,7 +123,9 @@ class Heartbeat(logging.Filter):
             if event == "job_info":
                 logs = [str(f).split(" (")[0] for f in getattr(record, "log", None) or ()]
                 message = getattr(record, "rule_msg", None) or getattr(record, "rule_name", None) or "a job"
-                self.running[str(getattr(record, "jobid", ""))] = RunningJob(str(message), now, logs[0] if logs else None)
+                self.running[str(getattr(record, "jobid", ""))] = RunningJob(
+                    str(message), now, logs[0] if logs else None
+                )
             elif event in ("job_finished", "job_error"):
                 self.running.pop(str(getattr(record, "job_id", getattr(record, "jobid", ""))), None)
         return True

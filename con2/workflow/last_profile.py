@@ -37,7 +37,9 @@ def report_mode(argv: Sequence[str]) -> bool:
 def given_text(configfiles: Sequence[str | Path], overrides: Mapping[str, Any]) -> str:
     """How a profile was given on the command line: ``--configfile A B --config k=v`` (``(the default
     profile)`` without a file)."""
-    named = [shlex.quote(os.path.relpath(f) if Path(f).is_absolute() and _inside(Path(f)) else str(f)) for f in configfiles]
+    named = [
+        shlex.quote(os.path.relpath(f) if Path(f).is_absolute() and _inside(Path(f)) else str(f)) for f in configfiles
+    ]
     files = f"--configfile {' '.join(named)}" if named else "(the default profile)"
     values = " ".join(shlex.quote(f"{k}={v}") for k, v in overrides.items())
     return f"{files} --config {values}" if values else files

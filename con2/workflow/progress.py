@@ -150,7 +150,9 @@ class ProgressLine:
         """Why no ETA comes before the first finished run: this device has no measured throughput."""
         device = device_name(str(self.session.config.get("device", "auto")))
         what = f"this device, {device}," if device else "this device"
-        return f"{what} has no row in con2/resources/throughput.csv; docs/workflow.md, Cost plan, says how one is measured"
+        return (
+            f"{what} has no row in con2/resources/throughput.csv; docs/workflow.md, Cost plan, says how one is measured"
+        )
 
 
 def end_lines(session: Session) -> list[str]:

@@ -410,8 +410,11 @@ def test_cli_list_says_where_it_looked_and_how_to_look_elsewhere(
     assert main(["data", "list"]) == 0
     out = capsys.readouterr().out
     here = tmp_path.resolve() / "data"
-    assert out.splitlines()[0] == f"data_dir: {here}  (the default, ./data: neither --data-dir nor $CON2_DATA_DIR given)"
-    hint = f"Looked only in {here}. Data already on disk elsewhere: `con2 data list --data-dir DIR` or `export CON2_DATA_DIR=DIR`"
+    assert (
+        out.splitlines()[0] == f"data_dir: {here}  (the default, ./data: neither --data-dir nor $CON2_DATA_DIR given)"
+    )
+    hint = f"Looked only in {here}. Data already on disk elsewhere: `con2 data list --data-dir DIR` or "
+    hint += "`export CON2_DATA_DIR=DIR`"
     assert hint in out and out.index(hint) < out.index("To get what is missing:")
     monkeypatch.setenv("CON2_DATA_DIR", str(data_dir))
     assert main(["data", "list"]) == 0

@@ -272,11 +272,16 @@ def test_runs_whose_weights_are_missing_are_left_out_as_the_workflow_leaves_them
     for var, sub in (("CON2_WEIGHTS_DIR", "w"), ("TORCH_HOME", "torch"), ("HF_HOME", "hf"), ("HOME", "home")):
         monkeypatch.setenv(var, str(tmp_path / sub))  # no model cache holds the weights
     monkeypatch.setenv("CON2_CACHE_DIR", str(tmp_path / "cache"))
-    profile = {**PROFILE, "experiments": {"main": {"datasets": ["digits"], "methods": {"con2": ["invert"], "panda": ["default"]}}}}
+    profile = {
+        **PROFILE,
+        "experiments": {"main": {"datasets": ["digits"], "methods": {"con2": ["invert"], "panda": ["default"]}}},
+    }
     lines = plan.plan_lines(profile, "test gpu", tables["throughput"], tables["sizes"], tables["paper"])
     assert lines[0].startswith("4 training runs on one Test GPU")  # CON2's 2 classes x 2 seeds, not PANDA's 4
     main_row = next(line for line in lines if line.startswith("main "))
     assert main_row.split()[1] == "4", main_row
     left = [line for line in lines if line.startswith("left out: ")]
-    assert len(left) == 1 and left[0].startswith("left out: 4 run(s) of panda/default, as `snakemake all` leaves them out")
+    assert len(left) == 1 and left[0].startswith(
+        "left out: 4 run(s) of panda/default, as `snakemake all` leaves them out"
+    )
     assert "needs the pretrained weights" in left[0]

@@ -395,4 +395,7 @@ def test_without_a_measured_device_the_line_says_which_device_has_no_throughput(
     row matches, so the first ETA waits for a finished run: the line says why, naming the device."""
     eta = grid_eta([PlannedRun("a", "con2", 100.0)], {}, 2)
     why = "this device, Intel(R) Xeon(R) Processor (bf16 autocast), has no row in con2/resources/throughput.csv"
-    assert eta_line(eta, 2, why) == f"con2 grid: 0 of 1 training runs done; an ETA once a training run has finished ({why})"
+    assert (
+        eta_line(eta, 2, why)
+        == f"con2 grid: 0 of 1 training runs done; an ETA once a training run has finished ({why})"
+    )

@@ -34,7 +34,8 @@ def record(event: str | None, msg: str = "", **extra: object) -> logging.LogReco
 
 def test_a_line_comes_after_a_quiet_time_while_a_job_runs_naming_it_and_its_logs_last_line(tmp_path: Path) -> None:
     log = tmp_path / "train.log"
-    log.write_text("scoring will encode 40 view(s)\nepoch 10/10  loss=5.5  120 img/s  ETA 0s\nscoring: 12 of 41 passes, about 3.2 min left\n")
+    lines = ["scoring will encode 40 view(s)", "epoch 10/10  loss=5.5  120 img/s  ETA 0s"]
+    log.write_text("\n".join([*lines, "scoring: 12 of 41 passes, about 3.2 min left"]) + "\n")
     clock = Clock()
     beat = Heartbeat(quiet=45.0, clock=clock)
     assert beat.tick(clock.now + 100) is None  # no job running: nothing to say
@@ -44,7 +45,7 @@ def test_a_line_comes_after_a_quiet_time_while_a_job_runs_naming_it_and_its_logs
     clock.now += 1.0
     line = beat.tick(clock.now)
     assert line == (
-        'con2 grid: still working (45 s without a line): train breastmnist/1 con2/invert seed 1, 45 s in, '
+        "con2 grid: still working (45 s without a line): train breastmnist/1 con2/invert seed 1, 45 s in, "
         'log: "scoring: 12 of 41 passes, about 3.2 min left"'
     )
     beat.filter(record(None, line))  # the line itself reaches the console: the next one waits a quiet time
@@ -53,7 +54,7 @@ def test_a_line_comes_after_a_quiet_time_while_a_job_runs_naming_it_and_its_logs
     beat.filter(record("job_info", rule_msg="table table1_medical", jobid=8, log=[]))  # another job: a record too
     clock.now += 45.0
     assert beat.tick(clock.now) == (
-        'con2 grid: still working (45 s without a line): train breastmnist/1 con2/invert seed 1, 2 min 00 s in, '
+        "con2 grid: still working (45 s without a line): train breastmnist/1 con2/invert seed 1, 2 min 00 s in, "
         'log: "scoring: 12 of 41 passes, about 3.2 min left"; table table1_medical, 45 s in, nothing in its log yet'
     )
     beat.filter(record("job_finished", job_id=7))
@@ -91,7 +92,9 @@ def test_the_thread_logs_the_line_on_the_logger_and_a_new_heartbeat_replaces_it(
 
     logger.addHandler(Keep())
     first = start_heartbeat(logger, quiet=0.2)
-    logger.info("job", extra={"event": SimpleNamespace(value="job_info"), "rule_msg": "slow job", "jobid": 1, "log": []})
+    logger.info(
+        "job", extra={"event": SimpleNamespace(value="job_info"), "rule_msg": "slow job", "jobid": 1, "log": []}
+    )
     deadline = time.time() + 30
     while not any(s.startswith("con2 grid: still working") for s in seen) and time.time() < deadline:
         time.sleep(0.05)

@@ -51,5 +51,7 @@ def test_a_report_of_files_never_built_is_one_line_naming_the_profile_to_give(tm
     assert report_missing([str(built)], None) is None
     line = report_missing([str(built), str(tmp_path / "b.html"), str(tmp_path / "c.png")], None)
     assert line is not None and "\n" not in line
-    assert line.startswith(f"snakemake --report: {tmp_path / 'b.html'} (and 1 more of this profile's report files) does not exist")
+    assert line.startswith(
+        f"snakemake --report: {tmp_path / 'b.html'} (and 1 more of this profile's report files) does not exist"
+    )
     assert "this report is of the default profile" in line and "--configfile workflow/config/<profile>.yaml" in line

@@ -13,22 +13,22 @@ from workflow_helpers import SNAKEMAKE, TEST_CONFIG, copy_workflow, workflow_env
 pytestmark = pytest.mark.slow
 
 PASSES = 12
-SLOW_RULE = f'''# Slow: a fake scorer that scores for seconds, one progress line a second (a test's stand-in).
+SLOW_RULE = """# Slow: a fake scorer that scores for seconds, one progress line a second (a test's stand-in).
 import sys
 
 
 rule slow:
     output:
-        record="results/runs/{{dataset}}/{{normal_class}}/slow/{{variant}}/seed{{seed}}/record.json",
+        record="results/runs/{dataset}/{normal_class}/slow/{variant}/seed{seed}/record.json",
     log:
-        "results/logs/slow/{{dataset}}/{{normal_class}}/{{variant}}/seed{{seed}}.log",
+        "results/logs/slow/{dataset}/{normal_class}/{variant}/seed{seed}.log",
     message:
-        "slow fake scorer {{wildcards.dataset}}/{{wildcards.normal_class}} seed {{wildcards.seed}}"
+        "slow fake scorer {wildcards.dataset}/{wildcards.normal_class} seed {wildcards.seed}"
     params:
         python=sys.executable,
     shell:
-        "{{params.python:q}} slow_scorer.py {{output.record:q}} > {{log:q}} 2>&1"
-'''
+        "{params.python:q} slow_scorer.py {output.record:q} > {log:q} 2>&1"
+"""
 SLOW_SCORER = f'''"""A fake scorer: {PASSES} passes of about a second, each a line in the log, then a record."""
 import sys
 import time
@@ -61,7 +61,7 @@ def test_a_quiet_job_gets_a_sign_of_life_naming_it_and_what_its_log_says(tmp_pat
     assert res.returncode == 0, console[-3000:]
     assert (wd / target).is_file()
     beats = re.findall(
-        r'^con2 grid: still working \(2 s without a line\): slow fake scorer digits/0 seed 0, (\d+) s in, '
+        r"^con2 grid: still working \(2 s without a line\): slow fake scorer digits/0 seed 0, (\d+) s in, "
         r'(?:log: "scoring: pass (\d+) of 12"|nothing in its log yet)$',
         console,
         re.M,

@@ -111,6 +111,9 @@ def test_progress_knows_its_step_total_from_the_start_and_gives_the_grids_eta(ti
     console = (tiny_run / "console.txt").read_text()
     totals = {int(m) for m in re.findall(r"^\d+ of (\d+) steps \(\d+%\) done$", console, re.M)}
     assert len(totals) == 1, sorted(totals)
+    # issue 46, point 7: the README's step count for this profile is the one it has (it said 43 for 44)
+    said = re.search(r"Its (\d+) steps \((\d+) training runs\)", (ROOT / "README.md").read_text())
+    assert said and (int(said.group(1)), int(said.group(2))) == (totals.pop(), len(records(tiny_run))), said
     grid = re.findall(r"^con2 grid: (\d+) of (\d+) training runs done(.*)$", console, re.M)
     n = len(records(tiny_run))
     # before any run: this CPU's measured throughput where it was measured, else a promise
@@ -126,11 +129,15 @@ def test_progress_knows_its_step_total_from_the_start_and_gives_the_grids_eta(ti
     duration = r"\d+ (s|min|min \d0 s)"
     paced = [g for g in grid if "from the pace of the" in g[2]]
     assert paced and all(
-        re.fullmatch(rf"; about {duration} left \(2 at a time; from the pace of the \d+ finished runs?; {after}\)", g[2])
+        re.fullmatch(
+            rf"; about {duration} left \(2 at a time; from the pace of the \d+ finished runs?; {after}\)", g[2]
+        )
         for g in paced
     ), paced
     tables = [g for g in grid if g[0] == str(n) and g[2]]
-    assert tables and all(re.fullmatch(rf"; about {duration} left \(2 at a time; {after}\)", g[2]) for g in tables), grid
+    assert tables and all(re.fullmatch(rf"; about {duration} left \(2 at a time; {after}\)", g[2]) for g in tables), (
+        grid
+    )
     assert [int(g[0]) for g in grid] == sorted(int(g[0]) for g in grid)  # done only grows
 
 
@@ -430,7 +437,9 @@ def test_the_add_a_baseline_recipe_adds_it_to_the_tables_the_user_has(tmp_path: 
     table = snakemake(wd, "--cores", "2", "results/tables/table1_medical.md", *args[4:])
     assert table.returncode == 0, (table.stdout + table.stderr)[-3000:]
     rows = (wd / "results/tables/table1_medical.md").read_text()
-    assert re.search(r"^\| Pixel NN \(NND\) \| ours \| 72\.0", rows, re.M), rows  # the floor's number, as docs/methods.md says
+    assert re.search(r"^\| Pixel NN \(NND\) \| ours \| 72\.0", rows, re.M), (
+        rows
+    )  # the floor's number, as docs/methods.md says
 
 
 def test_another_profiles_runs_reach_none_of_this_profiles_tables(tiny_run: Path, tmp_path: Path) -> None:

@@ -361,4 +361,6 @@ def test_the_progress_line_counts_the_steps_after_the_runs(tmp_path: Path) -> No
     text = line.line()
     assert text is not None and text.startswith("con2 grid: 1 of 2 training runs done; about "), text
     each = f"{after.pace:.1f} s each"
-    assert text.endswith(f"+ 2 steps after the runs (aggregation, tables, figures): 8 s at {each} (from the 1 finished))"), text
+    assert text.endswith(
+        f"+ 2 steps after the runs (aggregation, tables, figures): 8 s at {each} (from the 1 finished))"
+    ), text
