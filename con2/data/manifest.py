@@ -97,4 +97,3 @@ def data_source(manifest: dict[str, Any] | None) -> dict[str, str | None] | None
         return None
     source = manifest.get("source") or {}
     return {"format": source.get("format"), "sha256": source.get("fingerprint")}
-
