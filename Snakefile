@@ -141,7 +141,10 @@ onstart:
     # (`snakemake ... &` in a script) stays ignored: `kill PID` stops that one (con2/run/signals.py)
     terminate_jobs_on_sigint()
     # what `snakemake --report` without --configfile reports from now on (con2/workflow/last_profile.py)
-    remember_profile(config, workflow.config_settings.configfiles, dict(workflow.config_settings.config or {}))
+    try:
+        remember_profile(config, workflow.config_settings.configfiles, dict(workflow.config_settings.config or {}))
+    except OSError as exc:  # a results/ that cannot be written fails its jobs, with their own error: not here
+        snakemake_logger.warning(f"con2 report: results/last_profile.yaml not written ({exc})")
     # the whole grid's ETA under Snakemake's progress, and once before the first job
     _progress = install_grid_progress(snakemake_logger, PROGRESS.line, PROGRESS.job_started)
     try:  # as its later updates (con2.workflow.console.GridProgress): an ETA never stops the workflow

@@ -38,7 +38,7 @@ and named on the line until one of them has finished. The arithmetic is pure; th
 training job.
 
 The steps after the runs (the aggregation, then the tables and figures: :class:`AfterRuns`) wait for
-the last run: the line counts them too, the aggregations one after another and the others on the slots,
+the last run: the line counts them too, the grid's aggregation first and the others on the slots,
 each at the mean time of those finished in this invocation (with the prior :data:`STEP_SECONDS`), so
 the ETA is the time until the workflow ends, not until its last training run (issue 46, point 3: the
 test profile's table steps were 88 s of its 340 s, and its last line promised "about 8 s left" for
@@ -113,8 +113,8 @@ AFTER_WORDS = "aggregation, tables, figures"
 @dataclass(frozen=True)
 class AfterRuns:
     """The steps after the training runs in this invocation (the aggregation, then the tables and
-    figures that read it): ``total`` of them, ``left`` not done yet, ``serial`` of those the aggregations,
-    which run before the others and one at a time, and ``pace``, the seconds of a step: the mean of the
+    figures that read it): ``total`` of them, ``left`` not done yet, ``serial`` of those the grid's
+    aggregation, which runs before the others, and ``pace``, the seconds of a step: the mean of the
     ``paced`` finished ones with :data:`STEP_SECONDS` counted as :data:`PRIOR_STEPS` of them."""
 
     total: int = 0
@@ -124,13 +124,13 @@ class AfterRuns:
     paced: int = 0
 
     def seconds(self, slots: int) -> float:
-        """Their time: the aggregations one after another, then the others on ``slots`` (:func:`makespan`)."""
+        """Their time: the serial ones one after another, then the others on ``slots`` (:func:`makespan`)."""
         serial = min(self.serial, self.left)
         return serial * self.pace + makespan([], [self.pace] * (self.left - serial), slots)
 
 
 def after_runs(total: int, left: int, serial: int, durations: Sequence[float]) -> AfterRuns:
-    """:class:`AfterRuns` of ``total`` steps, ``left`` to go (``serial`` of them aggregations), paced by
+    """:class:`AfterRuns` of ``total`` steps, ``left`` to go (``serial`` of them first, one at a time), paced by
     the ``durations`` (seconds) of the finished ones whose start was seen, with the prior
     :data:`STEP_SECONDS` counted as :data:`PRIOR_STEPS` of them (none: the prior alone)."""
     times = [d for d in durations if math.isfinite(d) and d >= 0]

@@ -44,13 +44,14 @@ def device_name(device: str) -> str | None:
     return cpu_device_name()
 
 
-AGGREGATIONS = ("aggregate", "aggregate_scope")  # the rules every table waits for, one after another
+SERIAL = "aggregate"  # the aggregation of the grid's records: every table of the grid waits for it
+AFTER_RULES = (SERIAL, "aggregate_scope")  # a study's aggregation reads the records on disk: no wait
 AFTER_PREFIXES = ("table_", "figure_")  # the rules of the tables and figures (workflow/rules/*.smk)
 
 
 def after_the_runs(rule: str) -> bool:
     """Whether a job of ``rule`` is a step after the training runs: an aggregation, a table or a figure."""
-    return rule in AGGREGATIONS or rule.startswith(AFTER_PREFIXES)
+    return rule in AFTER_RULES or rule.startswith(AFTER_PREFIXES)
 
 
 def finished_at(outputs: Sequence[str], since: float) -> float | None:
@@ -134,14 +135,14 @@ class ProgressLine:
 
     def after_runs(self) -> AfterRuns:
         """The steps after the runs in this invocation (:func:`after_the_runs`): how many, how many are
-        left (the aggregations among them), and the time each finished one took from its start."""
+        left (the grid's aggregation among them), and the time each finished one took from its start."""
         steps = [(rule, list(outs)) for rule, outs in self._steps() if after_the_runs(rule) and outs]
         left, serial, durations = 0, 0, []
         for rule, outs in steps:
             end = finished_at(outs, self.session.started)
             if end is None:
                 left += 1
-                serial += rule in AGGREGATIONS
+                serial += rule == SERIAL
             elif outs[0] in self.job_started:
                 durations.append(end - self.job_started[outs[0]])
         return after_runs(len(steps), left, serial, durations)
