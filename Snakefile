@@ -5,7 +5,7 @@
 #   snakemake --cores 2 --configfile workflow/config/paper.yaml \
 #       --config data_dir=/data device=cuda                             # the paper's grid (GPU)
 #   snakemake --cores 2 results/tables/table1_medical.md               # one artefact from the records on disk (trains nothing)
-#   snakemake --report results/report.html                             # HTML report of tables and figures
+#   snakemake --report results/report.html                             # HTML report of the last run's profile
 #
 # Profiles live in workflow/config/ and are validated against workflow/schemas/config.schema.yaml.
 # Without --configfile the default profile is used; `--config key=value` overrides scalars
@@ -16,13 +16,24 @@
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import min_version, validate
 
+import sys
+
 from con2.data import default_data_dir
 from con2.grid.checks import GridError, check_profile_schema, check_profile_size
+from con2.workflow.last_profile import given_as, recalled_profile, remember_profile, report_missing, report_mode
 
 min_version("9.0")
 
 
-if "experiments" not in config:  # no profile given with --configfile: the default one
+# `snakemake --report` without --configfile reports the profile of the last run in this folder
+# (results/last_profile.yaml, written by `onstart`: con2/workflow/last_profile.py), not the default one
+_recalled = None if "experiments" in config else recalled_profile(sys.argv)
+if _recalled is not None:
+    print(f"con2 report: the profile of the last run here, {given_as(_recalled)} ({_recalled})", file=sys.stderr)
+
+    configfile: str(_recalled)
+
+elif "experiments" not in config:  # no profile given with --configfile: the default one
 
     configfile: f"{workflow.basedir}/workflow/config/default.yaml"
 
@@ -46,6 +57,12 @@ validate(config, "workflow/schemas/config.schema.yaml")
 
 
 include: "workflow/rules/common.smk"
+
+
+if report_mode(sys.argv):  # a report of files that were never built: one line naming the profile to give
+    _missing = report_missing(W.report_files(), _recalled)
+    if _missing:
+        raise WorkflowError(_missing)
 
 
 report: "workflow/report/workflow.rst"
@@ -130,6 +147,11 @@ onstart:
     # `kill -INT PID` (Snakemake alone) stops the jobs too, as Ctrl-C does; SIGINT inherited ignored
     # (`snakemake ... &` in a script) stays ignored: `kill PID` stops that one (con2/run/signals.py)
     terminate_jobs_on_sigint()
+    # what `snakemake --report` without --configfile reports from now on (con2/workflow/last_profile.py)
+    try:
+        remember_profile(config, workflow.config_settings.configfiles, dict(workflow.config_settings.config or {}))
+    except OSError as exc:  # a results/ that cannot be written fails its jobs, with their own error: not here
+        snakemake_logger.warning(f"con2 report: results/last_profile.yaml not written ({exc})")
     # the whole grid's ETA under Snakemake's progress, and once before the first job
     _progress = install_grid_progress(snakemake_logger, PROGRESS.line, PROGRESS.job_started)
     try:  # as its later updates (con2.workflow.console.GridProgress): an ETA never stops the workflow
@@ -138,6 +160,8 @@ onstart:
         _progress.last = f"con2 grid: no ETA ({type(exc).__name__}: {exc})"
     if _progress.last:
         snakemake_logger.info(_progress.last)
+    # a sign of life after 45 s without a line: each running job, how long it has run, its log's last line
+    start_heartbeat(snakemake_logger)
 
 
 # The last lines of every run: datasets skipped (why, and the command that fixes it) and records

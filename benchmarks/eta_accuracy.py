@@ -5,13 +5,14 @@ Two steps. While the workflow runs, stamp each console line with the time it was
     snakemake --cores 2 all ... 2>&1 | python benchmarks/eta_accuracy.py stamp > grid.log
 
 then compare each ETA line ("con2 grid: N of M training runs done; about X left ...") with the time
-actually left until the last training run finished (the line "M of M training runs done", else the
-log's last line):
+actually left until the workflow ended (the log's last line: the ETA counts the aggregation, tables
+and figures after the runs since issue 46; before, it ended at the last training run):
 
     python benchmarks/eta_accuracy.py report grid.log
 
-or replay the ETA that :mod:`con2.workflow.eta` computes now on that finished grid (its records' timings
-and the jobs' start times in the log), to try a change of the arithmetic without training again:
+or replay the training part of the ETA that :mod:`con2.workflow.eta` computes now on that finished grid
+(its records' timings and the jobs' start times in the log; scored against the last record), to try a
+change of the arithmetic without training again:
 
     python benchmarks/eta_accuracy.py replay grid.log --results results --slots 2
 
@@ -79,12 +80,12 @@ def parse(lines: Iterable[str]) -> tuple[list[EtaLine], float | None]:
     return out, last
 
 
-def report(lines: list[EtaLine], last: float) -> list[str]:
-    """The rows and the summary line (module docstring)."""
+def report(lines: list[EtaLine], end: float) -> list[str]:
+    """The rows and the summary line (module docstring); ``end``: when the time left ran out (the log's
+    last line; a replay's last record)."""
     if not lines:
         return ["no 'con2 grid:' lines in the log"]
     total = lines[-1].total
-    end = next((x.at for x in lines if x.done >= x.total), last)
     rows = [f"{'done':>9}  {'ETA':>9}  {'actual':>9}  {'ETA/actual':>10}"]
     scored = []
     for x in lines:

@@ -7,6 +7,7 @@ callable ``(args) -> int`` (exit status). Also runnable alone: ``python -m con2.
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -25,7 +26,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     )
 
     data_dir = args.data_dir or default_data_dir()
-    print(f"data_dir: {data_dir}")
+    print(f"data_dir: {Path(data_dir).resolve()}  ({data_dir_origin(args.data_dir)})")
     cache = cache_root(Path(data_dir))
     print(f"cache:    {cache} (prepared arrays; user-wide, shared by every checkout: $CON2_CACHE_DIR)")
     print(f"{'name':22} {'family':8} {'source':12} {'present':8} {'prepared':14} normal classes")
@@ -47,10 +48,24 @@ def cmd_list(args: argparse.Namespace) -> int:
             "this data_dir has no source files for it, so a run here cannot use them"
         )
     if missing:
+        print(
+            f"\nLooked only in {Path(data_dir).resolve()}. Data already on disk elsewhere: "
+            "`con2 data list --data-dir DIR` or `export CON2_DATA_DIR=DIR` (the workflow: `--config data_dir=DIR`), "
+            "DIR the folder that holds them (e.g. DIR/medmnist/breastmnist.npz)."
+        )
         print("\nTo get what is missing:")
         for name, how in missing:
             print(f"  {name}: {how.removeprefix('Fix: ')}")
     return 0
+
+
+def data_dir_origin(given: str | None) -> str:
+    """Where ``con2 data`` took its data folder from: ``--data-dir``, ``$CON2_DATA_DIR`` or the default ``./data``."""
+    if given:
+        return "--data-dir"
+    if os.environ.get("CON2_DATA_DIR"):
+        return "$CON2_DATA_DIR"
+    return "the default, ./data: neither --data-dir nor $CON2_DATA_DIR given"
 
 
 def check_sizes(sizes: list[int]) -> None:

@@ -22,6 +22,7 @@ training-set sizes and a table of measured throughput; the command reads those a
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,7 +41,7 @@ from con2.grid.cost_tables import (
     read_sizes,
     train_sizes,
 )
-from con2.grid.experiments import expand_grid
+from con2.grid.experiments import drop_runs_without_weights, expand_grid
 
 DEFAULT_PROFILE = Path("workflow/config/default.yaml")  # the checkout's default profile, from its root
 
@@ -301,10 +302,12 @@ def plan_lines(
     from con2.data import normal_classes  # lazy: numpy and PIL: the data layer loads only when a profile is planned
 
     try:
-        runs = expand_grid(config, normal_classes)
+        grid = expand_grid(config, normal_classes)
     except GridError as exc:
         raise ConfigError(f"invalid profile: {exc}") from None
     rates = device_rates(read_rates(throughput), device, bool(config.get("compile", False)))
+    runs, missing = drop_runs_without_weights(grid)  # as the workflow leaves them out: they cannot start here
+    no_weights = Counter(f"{r.method}/{r.variant}" for r in grid if f"{r.method}/{r.variant}" in missing)
     if data_dir is None:
         data_dir = Path(config.get("data_dir") or default_data_dir())
     table, found_in = read_sizes(sizes), data_dir if data_dir.is_dir() else None
@@ -340,6 +343,8 @@ def plan_lines(
     )
     for dataset, why in left_out.items():  # as the workflow skips a dataset it cannot have
         lines.append(f"left out: {dataset} ({why})")
+    for key, why in missing.items():
+        lines.append(f"left out: {no_weights[key]} run(s) of {key}, as `snakemake all` leaves them out ({why})")
     return lines
 
 

@@ -210,6 +210,7 @@ def summary_lines(
     since: float = 0.0,
     methods_missing_weights: Mapping[str, str] | None = None,
     skipped_files: Iterable[str | Path] = (),
+    rebuild: bool = False,
 ) -> list[str]:
     """The end-of-run block (empty when there is nothing to say).
 
@@ -221,6 +222,9 @@ def summary_lines(
         methods_missing_weights: ``{"method/variant": message}`` of runs left out because their
             pretrained weights are not on disk.
         skipped_files: the aggregations' lists of records they left out (:func:`skipped_records`).
+        rebuild: the invocation checks no data and trains nothing (a table rebuild): a dataset the last
+            data check skipped is one line, without the fixes that belong to a run that trains
+            (``--config data_dir=DIR``, ``con2 data get``), which the README's rebuild does without.
     """
     data_dir = config.get("data_dir", "data")
     skipped, failed = [], []
@@ -243,6 +247,14 @@ def summary_lines(
         return []
     rule = "-" * 100
     lines = ["", rule]
+    if skipped and rebuild:
+        names = ", ".join(f"{d} ({n} px)" for d, n, _, _ in skipped)
+        lines.append(
+            f"con2 workflow: the last data check skipped {len(skipped)} dataset(s), {names}: a table rebuild checks "
+            "no data, so their runs without a record stay out of the tables; `snakemake --cores N all` with their "
+            "data trains them"
+        )
+        skipped = []
     if skipped:
         lines.append(
             f"con2 workflow: {len(skipped)} dataset(s) SKIPPED: their runs without a record were not trained "

@@ -58,7 +58,6 @@ class Side:
     label: str
     rows: pd.DataFrame
     score: str
-    trains: bool = True  # False: a floor (one deterministic run per class, paired with every seed)
 
 
 @dataclass(frozen=True)
@@ -128,7 +127,7 @@ def method_claims(
                 evidence = f"{head} vs {ref}" if head else ref
             else:
                 evidence = head or "no published number"
-            other = Side(names.pair_label(m, s), rows[rows["score"] == s], s, trains=not floor)
+            other = Side(names.pair_label(m, s), rows[rows["score"] == s], s)
             out.append(Claim("method", mine, other, evidence))
     return out
 
@@ -241,7 +240,7 @@ def claims(inputs: ReportInputs) -> Table:
         if c.a.rows.empty or c.b.rows.empty:
             res: dict[str, Any] = {"reason": "no runs of one side"}
         else:
-            res = paired_over_classes(c.b.rows, c.a.rows, c.b.score, c.a.score, scores, reuse_ref=not c.b.trains)
+            res = paired_over_classes(c.b.rows, c.a.rows, c.b.score, c.a.score, scores)
         rows.append(
             {
                 "claim": f"{c.a.label} above {c.b.label}",

@@ -88,24 +88,53 @@ def _main(runs: pd.DataFrame, config: Mapping[str, Any]) -> pd.DataFrame:
     return main_runs(headline(runs), report_block(config))
 
 
+def trains_nothing(runs: pd.DataFrame) -> bool:
+    """Whether every run of ``runs`` (rows of runs.csv) trained nothing, as its record says: ``steps`` 0, or
+    no ``steps`` and ``epochs`` 0 (a floor, a zero-shot method: ``max_steps: 0``). An external program's
+    record, which states neither, is not known to train nothing."""
+    if runs.empty:
+        return False
+    nan = pd.Series(np.nan, index=runs.index)
+    steps = pd.to_numeric(runs.get("steps", nan), errors="coerce")
+    epochs = pd.to_numeric(runs.get("epochs", nan), errors="coerce")
+    return bool(((steps == 0) | (steps.isna() & (epochs == 0))).all())
+
+
+def one_run_for_every_seed(runs: pd.DataFrame) -> bool:
+    """Whether ``runs`` (one method's, one normal class) are one run that trained nothing
+    (:func:`trains_nothing`): its seed changes nothing, so it is paired with every seed of the other
+    method, whatever its name (``report.floors`` or not), as its identical runs on every seed would be."""
+    return runs["seed"].nunique() == 1 and trains_nothing(runs)
+
+
+def _seed_pairs(ref: pd.DataFrame, other: pd.DataFrame) -> list[tuple[pd.Series, pd.Series]]:
+    """The (reference run, other run) pairs of one normal class: by seed, except that a side that is one
+    run which trained nothing (:func:`one_run_for_every_seed`) is paired with every seed of the other."""
+    ref_one, other_one = one_run_for_every_seed(ref), one_run_for_every_seed(other)
+    if ref_one and other_one:
+        return [(ref.iloc[0], other.iloc[0])]
+    if ref_one:
+        return [(ref.iloc[0], other[other["seed"] == s].iloc[0]) for s in sorted(set(other["seed"]))]
+    if other_one:
+        return [(ref[ref["seed"] == s].iloc[0], other.iloc[0]) for s in sorted(set(ref["seed"]))]
+    seeds = sorted(set(ref["seed"]) & set(other["seed"]))
+    return [(ref[ref["seed"] == s].iloc[0], other[other["seed"] == s].iloc[0]) for s in seeds]
+
+
 def _paired_class(
     ref: pd.DataFrame,
     other: pd.DataFrame,
     ref_score: str,
     score: str,
     scores: ScoresSource,
-    reuse_ref: bool = False,
 ) -> tuple[Any, str]:
-    """:func:`~con2.maths.stats.delong_paired` of one normal class (a run per seed), or ``(None, why)``.
-    ``reuse_ref``: the reference trains nothing (a floor, one seed): its one run is paired with every seed."""
-    reuse = reuse_ref and ref["seed"].nunique() == 1
-    seeds = sorted(set(other["seed"])) if reuse else sorted(set(ref["seed"]) & set(other["seed"]))
-    if not seeds:
+    """:func:`~con2.maths.stats.delong_paired` of one normal class (a run per seed, paired as
+    :func:`_seed_pairs` says), or ``(None, why)``."""
+    pairs = _seed_pairs(ref, other)
+    if not pairs:
         return None, "no seed run by both"
     labels, a, b = None, [], []
-    for seed in seeds:
-        rr = ref.iloc[0] if reuse else ref[ref["seed"] == seed].iloc[0]
-        ro = other[other["seed"] == seed].iloc[0]
+    for rr, ro in pairs:
         checked = [
             (row["record"], scores.test(row["record"], expected_of_row(row, col)))
             for row, col in ((rr, ref_score), (ro, score))
@@ -135,16 +164,15 @@ def paired_over_classes(
     ref_score: str,
     score: str,
     scores: ScoresSource = RUN_FOLDERS,
-    reuse_ref: bool = False,
 ) -> dict[str, Any]:
     """``other`` minus ``ref`` (rows of the run frame, one score each), paired per normal class and seed
-    (:func:`_paired_class`), the classes averaged with their variances summed: ``diff``, ``lo``, ``hi``,
-    ``se`` (AUROC percent), ``p``, ``n_classes``, ``n_seeds`` and ``reason`` (why nothing was paired;
-    "" otherwise). ``reuse_ref``: the reference trains nothing (a floor): its one run pairs with every seed."""
+    (:func:`_paired_class`: a side whose one run trained nothing pairs with every seed of the other), the
+    classes averaged with their variances summed: ``diff``, ``lo``, ``hi``, ``se`` (AUROC percent), ``p``,
+    ``n_classes``, ``n_seeds`` and ``reason`` (why nothing was paired; "" otherwise)."""
     results, why, seeds = [], "", 0
     for c in sorted(set(ref["normal_class"]) & set(other["normal_class"])):
         res, why_c = _paired_class(
-            ref[ref["normal_class"] == c], other[other["normal_class"] == c], ref_score, score, scores, reuse_ref
+            ref[ref["normal_class"] == c], other[other["normal_class"] == c], ref_score, score, scores
         )
         if res is None:
             why = why or f"class {c}: {why_c}"
@@ -173,7 +201,8 @@ def compare(
     """Every main (method, headline score) of ``dataset`` against the reference (``ref``, default
     ``report.compare_to``), paired on the per-image scores of ``scores`` (a table's: the aggregation's
     bundle): :data:`COLUMNS` (differences, intervals and standard errors in AUROC
-    percent; ``holds``: Holm-adjusted p <= alpha). A floor as the reference is paired with every seed."""
+    percent; ``holds``: Holm-adjusted p <= alpha). A method whose one run trained nothing (a floor), reference or
+    not, is paired with every seed of the other (:func:`_seed_pairs`)."""
     names = names or method_names(config, runs)
     ref = ref or reference_pair(config, runs, names)
     sel = _main(runs[runs["dataset"] == dataset], config) if not runs.empty else runs
@@ -186,7 +215,7 @@ def compare(
     rows = []
     for m, s in pairs:
         other = sel[(sel["method"] == m) & (sel["score"] == s)]
-        result = paired_over_classes(ref_rows, other, ref[1], s, scores, reuse_ref=ref[0] in names.floors)
+        result = paired_over_classes(ref_rows, other, ref[1], s, scores)
         if ref_rows.empty:
             result["reason"] = f"no run of the reference {names.pair_label(*ref)}"
         rows.append({"dataset": dataset, "method": m, "score": s, "reference": f"{ref[0]}/{ref[1]}", **result})
@@ -233,7 +262,9 @@ def comparisons(inputs: ReportInputs) -> Table:
     notes = [
         f"Δ: AUROC (%) of the method minus {ref_label} (`report.compare_to`), each method's main variant, on the "
         "same test images and seeds (paired by normal class and seed; a run's images matched by scores.csv's index "
-        "and labels); the mean over seeds (and over classes where several).",
+        "and labels); the mean over seeds (and over classes where several). A method whose one run trained "
+        "nothing (its record's steps: 0; a floor) is that run paired with every seed of the other, whatever its "
+        "name, as its identical runs on every seed would be.",
         "95% interval and two-sided p by DeLong's paired test: the variance over test images of the seed-mean "
         "difference (every seed of both methods scores the same images; their correlation is counted), plus the "
         "variance of the per-seed differences over seeds / seeds (training randomness; none with one seed).",

@@ -167,8 +167,9 @@ def operating_points(inputs: ReportInputs) -> Table:
         "of the normal validation images' scores (MedMNIST's val split, scored with the test images since issue 35), "
         "and the test sensitivity and specificity it gives, [exact Clopper-Pearson 95% interval] for one run. "
         f"{MISSING}: no validation images scored: a dataset without a validation split (BR35H, Kvasir, digits: "
-        "carving one from the training normals would change what every method trains on) or a run older than "
-        "issue 35 (re-score it: `con2 evaluate`).",
+        "carving one from the training normals would change what every method trains on), a run older than "
+        "issue 35 (re-score it: `con2 evaluate`), or an external program's run (a rule-based method such as "
+        "Pixel NN: `python -m con2.run.external` takes its test scores only, so it has no validation scores).",
         "Computed from each run's scores.csv when the table is built: older records get these numbers too "
         "(`con2 metrics RUN_DIR` prints one run's).",
         "Mean ± std over the runs; Over: normal classes × seeds.",

@@ -36,6 +36,13 @@ image are unknown (I-JEPA-AD's ViT, a baseline with its own rule) cannot be pric
 and named on the line until one of them has finished. The arithmetic is pure; the workflow
 (:class:`con2.workflow.progress.ProgressLine`) gathers the runs and prints :func:`eta_line` after each finished
 training job.
+
+The steps after the runs (the aggregation, then the tables and figures: :class:`AfterRuns`) wait for
+the last run: the line counts them too, the grid's aggregation first and the others on the slots,
+each at the mean time of those finished in this invocation (with the prior :data:`STEP_SECONDS`), so
+the ETA is the time until the workflow ends, not until its last training run (issue 46, point 3: the
+test profile's table steps were 88 s of its 340 s, and its last line promised "about 8 s left" for
+more than a minute). Once every run is done the line goes on with what those steps have left.
 """
 
 from __future__ import annotations
@@ -51,9 +58,13 @@ from con2.grid.cost_tables import SIZES_CSV, THROUGHPUT_CSV, Rate, held_out_size
 from con2.grid.plan import device_matches, estimate_rate, images_per_run, setting_of, sized_runs, views_per_image
 
 __all__ = [
+    "AfterRuns",
     "GridEta",
     "PlannedRun",
+    "STEP_SECONDS",
     "Spent",
+    "after_runs",
+    "after_text",
     "eta_line",
     "format_duration",
     "grid_eta",
@@ -90,17 +101,56 @@ class Spent:
     rest: float = 0.0
 
 
+# A step after the runs (the aggregation, a table, a figure: a `script:` job, mostly Python's start-up and
+# imports) before one has finished in this invocation: measured on the test profile's 26 such steps,
+# 2.0-8.0 s, mean 4.5 s (Snakemake's job times, 2-core Xeon with AMX-BF16 shared with two training jobs,
+# load 3-5, at 9470743). The newcomer of issue 46 saw them take 88 s of the test profile's 340 s.
+STEP_SECONDS = 4.5
+PRIOR_STEPS = 2  # the prior counts as this many finished steps: one quick table (1.8 s) does not halve the rest
+AFTER_WORDS = "aggregation, tables, figures"
+
+
+@dataclass(frozen=True)
+class AfterRuns:
+    """The steps after the training runs in this invocation (the aggregation, then the tables and
+    figures that read it): ``total`` of them, ``left`` not done yet, ``serial`` of those the grid's
+    aggregation, which runs before the others, and ``pace``, the seconds of a step: the mean of the
+    ``paced`` finished ones with :data:`STEP_SECONDS` counted as :data:`PRIOR_STEPS` of them."""
+
+    total: int = 0
+    left: int = 0
+    serial: int = 0
+    pace: float = STEP_SECONDS
+    paced: int = 0
+
+    def seconds(self, slots: int) -> float:
+        """Their time: the serial ones one after another, then the others on ``slots`` (:func:`makespan`)."""
+        serial = min(self.serial, self.left)
+        return serial * self.pace + makespan([], [self.pace] * (self.left - serial), slots)
+
+
+def after_runs(total: int, left: int, serial: int, durations: Sequence[float]) -> AfterRuns:
+    """:class:`AfterRuns` of ``total`` steps, ``left`` to go (``serial`` of them first, one at a time), paced by
+    the ``durations`` (seconds) of the finished ones whose start was seen, with the prior
+    :data:`STEP_SECONDS` counted as :data:`PRIOR_STEPS` of them (none: the prior alone)."""
+    times = [d for d in durations if math.isfinite(d) and d >= 0]
+    pace = (sum(times) + PRIOR_STEPS * STEP_SECONDS) / (len(times) + PRIOR_STEPS)
+    return AfterRuns(total, left, serial, pace, len(times))
+
+
 @dataclass(frozen=True)
 class GridEta:
-    """Where the grid stands: ``done`` of ``total`` runs, ``seconds_left`` (``None``: no basis yet),
-    what the estimate rests on (``basis``: a few words, or "prior" before any run finished) and the
-    runs left out of it (``unpriced``: {method: runs}, methods whose cost is not known yet)."""
+    """Where the grid stands: ``done`` of ``total`` runs, ``seconds_left`` (``None``: no basis yet; the
+    steps after the runs included), what the estimate rests on (``basis``: a few words, or "prior"
+    before any run finished), the runs left out of it (``unpriced``: {method: runs}, methods whose cost
+    is not known yet) and the steps after the runs (``after``)."""
 
     done: int
     total: int
     seconds_left: float | None
     basis: str
     unpriced: Mapping[str, int] = field(default_factory=dict)
+    after: AfterRuns = AfterRuns()
 
 
 REFERENCE_SIZE, REFERENCE_WIDTH = 28, 16  # a view of this size and width costs 1 unit
@@ -221,18 +271,19 @@ def grid_eta(
     finished: Mapping[str, Any],
     slots: int,
     running: Mapping[str, float] | None = None,
+    after: AfterRuns = AfterRuns(),
 ) -> GridEta:
     """The ETA of ``planned`` with ``finished`` ({run key: its record's ``timing`` mapping, its wall
     seconds, or ``None`` for a record without them}) done, ``slots`` jobs at a time and ``running``
-    ({run key: seconds since its job started}) in flight (module docstring). A run whose wall seconds
-    are no pace (:func:`spent`) counts as done and sets no pace."""
+    ({run key: seconds since its job started}) in flight (module docstring), then the steps ``after``
+    the runs. A run whose wall seconds are no pace (:func:`spent`) counts as done and sets no pace."""
     by_key = {p.key: p for p in planned}
     measured = {k: s for k, v in finished.items() if k in by_key and (s := spent(v)) is not None}
     done = [by_key[k] for k in measured]
     left = [p for p in planned if p.key not in finished]
     n_done = len(planned) - len(left)
     if not done and left and sum(p.prior_seconds or 0.0 for p in left) <= 0:
-        return GridEta(n_done, len(planned), None, "an ETA once a training run has finished")
+        return GridEta(n_done, len(planned), None, "an ETA once a training run has finished", after=after)
 
     # the pace of a method whose views are unknown (I-JEPA-AD's ViT: 325 s of scoring where a ResNet
     # takes 48) is its own, never another method's
@@ -272,7 +323,8 @@ def grid_eta(
             queued.append(seconds(p))
     # "prior": the training steps alone at this device's throughput (no scoring, no data preparation)
     basis = "prior" if not done else f"the pace of the {len(done)} finished run{'s' if len(done) != 1 else ''}"
-    return GridEta(n_done, len(planned), makespan(flying, queued, slots), basis, unpriced)
+    total = makespan(flying, queued, slots) + after.seconds(slots)  # the steps after the runs wait for them all
+    return GridEta(n_done, len(planned), total, basis, unpriced, after)
 
 
 def format_duration(seconds: float) -> str:
@@ -289,21 +341,39 @@ def format_duration(seconds: float) -> str:
     return f"{minutes // 60} h {minutes % 60:02d} min"
 
 
-def eta_line(eta: GridEta, slots: int) -> str:
+def after_text(after: AfterRuns, slots: int) -> str:
+    """What the ETA counts after the runs, for the line: "+ 27 steps after the runs (aggregation, tables,
+    figures): 1 min 00 s at 4.5 s each (from the 3 finished)" (empty without such steps)."""
+    if not after.left:
+        return ""
+    pace = f"from the {after.paced} finished" if after.paced else "a prior until one finishes"
+    return (
+        f"+ {after.left} step{'s' if after.left != 1 else ''} after the runs ({AFTER_WORDS}): "
+        f"{format_duration(after.seconds(slots))} at {after.pace:.1f} s each ({pace})"
+    )
+
+
+def eta_line(eta: GridEta, slots: int, unmeasured: str = "") -> str:
     """One console line: "con2 grid: 12 of 42 training runs done; about 14 min left (2 at a time;
-    from the pace of the 12 finished runs)"."""
+    from the pace of the 12 finished runs; + 27 steps after the runs (...): 1 min 00 s at ...)";
+    once every run is done, the time the steps after them take; ``unmeasured``: why there is no
+    estimate before the first finished run (this device has no measured throughput)."""
     head = f"con2 grid: {eta.done} of {eta.total} training runs done"
+    after = after_text(eta.after, slots)
     if eta.done >= eta.total:
-        return head
+        if not after or eta.seconds_left is None:
+            return head
+        return f"{head}; about {format_duration(eta.seconds_left)} left ({slots} at a time; {after})"
     if eta.seconds_left is None:
-        return f"{head}; {eta.basis}"
+        return f"{head}; {eta.basis}" + (f" ({unmeasured})" if unmeasured else "")
+    after = f"; {after}" if after else ""
     if eta.basis == "prior":  # before any run finished: the training steps at this device's measured throughput
         return (
             f"{head}; at least {format_duration(eta.seconds_left)} left ({slots} at a time: the training steps "
-            "alone at this device's measured throughput; the pace of the finished runs from the first one on)"
+            f"alone at this device's measured throughput; the pace of the finished runs from the first one on{after})"
         )
     plus = ""
     if eta.unpriced:
         runs = ", ".join(f"{n} {m} run{'s' if n != 1 else ''}" for m, n in sorted(eta.unpriced.items()))
         plus = f"; plus {runs}, priced once one of its method has finished"
-    return f"{head}; about {format_duration(eta.seconds_left)} left ({slots} at a time; from {eta.basis}{plus})"
+    return f"{head}; about {format_duration(eta.seconds_left)} left ({slots} at a time; from {eta.basis}{plus}{after})"

@@ -16,7 +16,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -24,7 +24,7 @@ from typing import Any
 from con2.grid.status import summary_lines
 from con2.report.artefacts import MISSING_FILE
 from con2.run.provenance import cpu_device_name
-from con2.workflow.eta import PlannedRun, eta_line, grid_eta, weigh_runs
+from con2.workflow.eta import AfterRuns, PlannedRun, after_runs, eta_line, grid_eta, weigh_runs
 from con2.workflow.session import RUNS_CSV, SKIPPED_CSV, Session
 
 
@@ -44,6 +44,26 @@ def device_name(device: str) -> str | None:
     return cpu_device_name()
 
 
+SERIAL = "aggregate"  # the aggregation of the grid's records: every table of the grid waits for it
+AFTER_RULES = (SERIAL, "aggregate_scope")  # a study's aggregation reads the records on disk: no wait
+AFTER_PREFIXES = ("table_", "figure_")  # the rules of the tables and figures (workflow/rules/*.smk)
+
+
+def after_the_runs(rule: str) -> bool:
+    """Whether a job of ``rule`` is a step after the training runs: an aggregation, a table or a figure."""
+    return rule in AFTER_RULES or rule.startswith(AFTER_PREFIXES)
+
+
+def finished_at(outputs: Sequence[str], since: float) -> float | None:
+    """When a job that writes ``outputs`` finished in this invocation (its last output's mtime), or
+    ``None``: an output missing or older than ``since`` (still to be written)."""
+    try:
+        times = [os.stat(o).st_mtime for o in outputs]
+    except OSError:
+        return None
+    return max(times) if times and min(times) >= since else None
+
+
 class ProgressLine:
     """The grid's progress line: runs done, the ETA and what it rests on.
 
@@ -52,12 +72,21 @@ class ProgressLine:
         planned: the output files of the jobs this invocation runs (Snakemake's DAG, finished jobs
             included: Snakemake drops them when it updates the DAG after the data check).
         slots: training jobs at a time (--cores / threads per job here, --jobs on a cluster).
+        steps: ``(rule, output files)`` of each of those jobs, for the steps after the runs
+            (:func:`after_the_runs`); none: the line counts the training runs alone.
     """
 
-    def __init__(self, session: Session, planned: Callable[[], Collection[str]], slots: Callable[[], int]) -> None:
+    def __init__(
+        self,
+        session: Session,
+        planned: Callable[[], Collection[str]],
+        slots: Callable[[], int],
+        steps: Callable[[], Collection[tuple[str, Sequence[str]]]] = tuple,
+    ) -> None:
         self.session = session
         self._planned_outputs = planned
         self._slots = slots
+        self._steps = steps
         self.planned: dict[str, PlannedRun] = {}  # run key -> its weight (weighed once)
         self.spent: dict[str, Any] = {}  # run key -> the timing of a record written since the start
         self.job_started: dict[str, float] = {}  # output file -> when its job started (GridProgress notes it)
@@ -101,7 +130,30 @@ class ProgressLine:
             if r.key not in self.spent and r.record in self.job_started
         }
         slots = self._slots()
-        return eta_line(grid_eta([self.planned[r.key] for r in runs], self.spent, slots, running), slots)
+        eta = grid_eta([self.planned[r.key] for r in runs], self.spent, slots, running, self.after_runs())
+        return eta_line(eta, slots, self.unmeasured())
+
+    def after_runs(self) -> AfterRuns:
+        """The steps after the runs in this invocation (:func:`after_the_runs`): how many, how many are
+        left (the grid's aggregation among them), and the time each finished one took from its start."""
+        steps = [(rule, list(outs)) for rule, outs in self._steps() if after_the_runs(rule) and outs]
+        left, serial, durations = 0, 0, []
+        for rule, outs in steps:
+            end = finished_at(outs, self.session.started)
+            if end is None:
+                left += 1
+                serial += rule == SERIAL
+            elif outs[0] in self.job_started:
+                durations.append(end - self.job_started[outs[0]])
+        return after_runs(len(steps), left, serial, durations)
+
+    def unmeasured(self) -> str:
+        """Why no ETA comes before the first finished run: this device has no measured throughput."""
+        device = device_name(str(self.session.config.get("device", "auto")))
+        what = f"this device, {device}," if device else "this device"
+        return (
+            f"{what} has no row in con2/resources/throughput.csv; docs/workflow.md, Cost plan, says how one is measured"
+        )
 
 
 def end_lines(session: Session) -> list[str]:
@@ -117,6 +169,7 @@ def end_lines(session: Session) -> list[str]:
         since=session.started,
         methods_missing_weights=session.grid.missing_weights,
         skipped_files=skipped,
+        rebuild=not session.targets.trains_anything,
     )
     if not session.targets.trains_anything:  # a rebuild: what it left out, and the command that trains it
         untrained = [r for r in session.runs if not session.scoped_only(r) and not os.path.exists(r.record)]

@@ -131,6 +131,12 @@ class Session:
         self._ready: dict[str, bool] = {}  # run key -> scheduled before the data check
         self._score_states: list[tuple[str, str]] | None = None  # see _score_files
 
+    def report_files(self) -> list[str]:
+        """The files ``snakemake --report`` embeds for the profile: each table's HTML page (the studies'
+        too), each figure's PNG, and the aggregation's summary."""
+        pages = [f for f in (*self.table_files, *self.study_files, *self.figure_files) if f.endswith((".html", ".png"))]
+        return [*pages, SUMMARY_CSV]
+
     # -------------------------------------------------------------------------------------- runs
     @property
     def targets(self) -> Targets:

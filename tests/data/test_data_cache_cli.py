@@ -213,7 +213,7 @@ def test_cli_list(data_dir: Path, capsys: pytest.CaptureFixture) -> None:
     rows = {
         line.split()[0]: line.split()
         for line in out.splitlines()
-        if line and not line.startswith((" ", "data_dir", "cache:", "name", "To get", "*"))
+        if line and not line.startswith((" ", "data_dir", "cache:", "name", "Looked", "To get", "*"))
     }
     assert rows["breastmnist"][3] == "yes" and rows["digits"][3] == "yes"
     assert rows["octmnist"][3] == "no" and rows["melanoma"][3] == "BROKEN"
@@ -397,3 +397,27 @@ def test_parallel_preparations_agree(data_dir: Path, isolated_env: Path) -> None
     outs = [p.communicate(timeout=60)[0].strip() for p in procs]
     assert all(p.returncode == 0 for p in procs) and outs[0] == outs[1] and len(outs[0]) == 64
     assert not no_partials(isolated_env)
+
+
+def test_cli_list_says_where_it_looked_and_how_to_look_elsewhere(
+    data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    """Issue 46, point 7: without --data-dir, `con2 data list` says it looked in ./data, the default, and how
+    to point it at data already on disk elsewhere, before offering downloads."""
+    write_medmnist_npz(data_dir / "medmnist" / "breastmnist.npz", MED)
+    monkeypatch.delenv("CON2_DATA_DIR", raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert main(["data", "list"]) == 0
+    out = capsys.readouterr().out
+    here = tmp_path.resolve() / "data"
+    assert (
+        out.splitlines()[0] == f"data_dir: {here}  (the default, ./data: neither --data-dir nor $CON2_DATA_DIR given)"
+    )
+    hint = f"Looked only in {here}. Data already on disk elsewhere: `con2 data list --data-dir DIR` or "
+    hint += "`export CON2_DATA_DIR=DIR`"
+    assert hint in out and out.index(hint) < out.index("To get what is missing:")
+    monkeypatch.setenv("CON2_DATA_DIR", str(data_dir))
+    assert main(["data", "list"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0] == f"data_dir: {data_dir.resolve()}  ($CON2_DATA_DIR)"
+    assert next(line.split() for line in out.splitlines() if line.startswith("breastmnist"))[3] == "yes"

@@ -13,7 +13,7 @@ from con2.data import normal_classes
 from con2.data.cache import cache_dir
 from con2.errors import ConfigError
 from con2.grid import cost_tables, plan
-from con2.grid.experiments import expand_grid
+from con2.grid.experiments import drop_runs_without_weights, expand_grid
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -207,8 +207,9 @@ def test_con2_plan_defaults_to_the_default_profile(capsys, monkeypatch) -> None:
     out = capsys.readouterr().out
     default = yaml.safe_load((ROOT / "workflow" / "config" / "default.yaml").read_text())
     assert plan.DEFAULT_PROFILE == Path("workflow/config/default.yaml") and (ROOT / plan.DEFAULT_PROFILE).is_file()
-    left_out = {line.split()[2] for line in out.splitlines() if line.startswith("left out: ")}
-    runs = [r for r in expand_grid(default, normal_classes) if r.dataset not in left_out]
+    left_out = {line.split()[2] for line in out.splitlines() if line.startswith("left out: ")}  # a dataset, or a count
+    kept, _ = drop_runs_without_weights(expand_grid(default, normal_classes))  # as the workflow: weights on disk
+    runs = [r for r in kept if r.dataset not in left_out]
     assert out.splitlines()[0].startswith(f"{len(runs):,} training runs on one")
 
 
@@ -260,3 +261,27 @@ def test_a_cpu_is_matched_by_model_and_how_it_trains() -> None:
     assert cpu_precision("processor: 0\nflags\t: fpu sse avx2 avx512f amx_bf16\n") == "bf16 autocast"
     assert cpu_precision("flags\t: fpu sse avx2 avx512f avx512_vnni\n") == "float32"  # AVX512 alone: emulated
     assert cpu_precision("") == "float32"
+
+
+def test_runs_whose_weights_are_missing_are_left_out_as_the_workflow_leaves_them(
+    tables: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 46, point 7: `con2 plan` counted PANDA's runs, which the workflow leaves out without their
+    ImageNet weights ("all 58" where 53 ran); now its totals are the runs that can start, and one line
+    names the others, their count and why."""
+    for var, sub in (("CON2_WEIGHTS_DIR", "w"), ("TORCH_HOME", "torch"), ("HF_HOME", "hf"), ("HOME", "home")):
+        monkeypatch.setenv(var, str(tmp_path / sub))  # no model cache holds the weights
+    monkeypatch.setenv("CON2_CACHE_DIR", str(tmp_path / "cache"))
+    profile = {
+        **PROFILE,
+        "experiments": {"main": {"datasets": ["digits"], "methods": {"con2": ["invert"], "panda": ["default"]}}},
+    }
+    lines = plan.plan_lines(profile, "test gpu", tables["throughput"], tables["sizes"], tables["paper"])
+    assert lines[0].startswith("4 training runs on one Test GPU")  # CON2's 2 classes x 2 seeds, not PANDA's 4
+    main_row = next(line for line in lines if line.startswith("main "))
+    assert main_row.split()[1] == "4", main_row
+    left = [line for line in lines if line.startswith("left out: ")]
+    assert len(left) == 1 and left[0].startswith(
+        "left out: 4 run(s) of panda/default, as `snakemake all` leaves them out"
+    )
+    assert "needs the pretrained weights" in left[0]

@@ -353,7 +353,8 @@ def test_gpu_fidelity_alarm_stops_a_busy_run_once():
 
 def test_eta_accuracy_reads_every_eta_format_and_scores_from_the_first_quarter_on():
     """benchmarks/eta_accuracy.py: the durations con2.workflow.eta prints read back, and the report's
-    ratios are the ETA over the time left until the last training run finished."""
+    ratios are the ETA over the time left until the workflow ended (issue 46: the ETA counts the steps
+    after the runs, and its lines go on once every run is done)."""
     from con2.workflow.eta import format_duration
 
     eta = load_script("eta_accuracy")
@@ -367,16 +368,18 @@ def test_eta_accuracy_reads_every_eta_format_and_scores_from_the_first_quarter_o
         "110.0 con2 grid: 0 of 8 training runs done; at least 2 min left (2 at a time: the training steps ...)",
         "200.0 con2 grid: 1 of 8 training runs done; about 20 min left (2 at a time; ...)",
         "400.0 con2 grid: 2 of 8 training runs done; about 10 min left (2 at a time; ...)",
-        "700.0 con2 grid: 6 of 8 training runs done; about 4 min left (2 at a time; ...)",
-        "1000.0 con2 grid: 8 of 8 training runs done",
-        "1030.0 Finished jobs.",
+        "700.0 con2 grid: 6 of 8 training runs done; about 5 min left (2 at a time; ...)",
+        "1000.0 con2 grid: 8 of 8 training runs done; about 50 s left (2 at a time; + 12 steps after the runs ...)",
+        "1040.0 con2 grid: 8 of 8 training runs done",
+        "1060.0 Finished jobs.",
     ]
     lines, last = eta.parse(log)
     assert [(x.done, x.eta, x.floor) for x in lines] == [
-        (0, 120.0, True), (1, 1200.0, False), (2, 600.0, False), (6, 240.0, False), (8, None, False)
+        (0, 120.0, True), (1, 1200.0, False), (2, 600.0, False), (6, 300.0, False), (8, 50.0, False), (8, None, False)
     ]  # fmt: skip
     rows = eta.report(lines, last)
-    # scored: 2 of 8 (600 s for 600 s left: 1.00) and 6 of 8 (240 s for 300 s: 0.80); 1 of 8 is before the first quarter
+    # scored, against the end at 1060: 2 of 8 (600 s for 660 s left: 0.91), 6 of 8 (300 s for 360 s: 0.83) and
+    # 8 of 8 (50 s for 60 s: 0.83); 1 of 8 is before the first quarter
     assert rows[-1] == (
-        "from the first quarter of the 8 runs on: 2 ETA line(s), ETA/actual 0.80 to 1.00, largest error -20%"
+        "from the first quarter of the 8 runs on: 3 ETA line(s), ETA/actual 0.83 to 0.91, largest error -17%"
     )

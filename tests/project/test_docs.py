@@ -117,6 +117,22 @@ def test_the_readme_keeps_what_a_newcomer_looks_for() -> None:
     assert "docs/results.md" in text
 
 
+def test_the_readme_and_the_install_page_describe_the_two_installs_alike() -> None:
+    """Issue 46, point 7: the two ways to install PyTorch (when each applies, the two pip lines) read the
+    same on the README and on docs/install.md ("with an NVIDIA GPU" there, "or where only PyPI is
+    reachable" added here, was one drifting from the other)."""
+
+    def install(text: str) -> tuple[str, list[str]]:
+        start = text.index("Two ways to install PyTorch")
+        block = text.index("```bash", start)
+        lines = text[block : text.index("```\n", block + 7)].splitlines()
+        return " ".join(text[start:block].split()), [ln for ln in lines if "install torch" in ln]
+
+    readme, page = install(README.read_text()), install((ROOT / "docs" / "install.md").read_text())
+    assert readme == page
+    assert "or where only PyPI is reachable" in readme[0] and len(readme[1]) == 2
+
+
 # --- every page as rendered: tables, links, Python names, repository paths ---------------------
 
 FENCE = re.compile(r"^\s*(`{3,}|~{3,})\s*([\w+-]*)")

@@ -164,3 +164,50 @@ def test_a_cell_says_whether_it_beats_the_floor(tmp_path: Path) -> None:
     assert con2["n_seeds"] == 3 and con2["holds"] and con2["diff"] > 0
     simclr = frame[frame["method"] == "simclr"].iloc[0]
     assert not simclr["holds"]
+
+
+def test_a_method_that_trains_nothing_is_paired_the_same_way_whatever_its_name(tmp_path: Path) -> None:
+    """Issue 46, point 6: the floor's one run (in `report.floors`), the same scores as one run under a name
+    that is no floor, and the same scores written for every seed by an external program (whose record
+    says nothing of training) read the same difference against CON2, each paired with its 3 seeds; a
+    method that trained, with one seed, stays paired by seed."""
+    import numpy as np
+
+    from con2.report.comparisons import compare
+    from con2.run.records import build_record
+
+    y = np.r_[np.ones(40), np.zeros(80)].astype(int)
+    floor = np.random.default_rng(3).normal(size=y.size) + 0.6 * y
+    paths = []
+
+    def write(method: str, variant: str, seed: int, values: np.ndarray, training: dict | None) -> None:
+        rec = build_record(
+            dataset="breastmnist", normal_class="1", method=method, variant=variant, seed=seed, labels=y,
+            scores={"nnd": values}, n_train=50, config={"image_size": 28, "width": 16, "tta": 4, "params": {}},
+            training=training,
+        )  # fmt: skip
+        run = tmp_path / "runs" / "breastmnist" / "1" / method / variant / f"seed{seed}"
+        write_record(rec, run / "record.json")
+        pd.DataFrame({"index": np.arange(y.size), "label": y, "nnd": values}).to_csv(run / "scores.csv", index=False)
+        paths.append(run / "record.json")
+
+    nothing = {"epochs": 0, "steps": 0}
+    write("floor_pixels", "floor", 0, floor, nothing)
+    write("pixel_copy", "default", 0, floor, nothing)  # the floor's scores under another name, not in report.floors
+    write("ijepa_ad", "default", 0, floor + 0.2 * y, {"epochs": 10, "steps": 60})  # trained, one seed
+    for seed in (0, 1, 2):
+        write("pixel_nn", "default", seed, floor, None)  # an external program: the same scores on every seed
+        noise = np.random.default_rng(20 + seed).normal(size=y.size)
+        write("con2", "invert", seed, floor + 0.5 * y + 0.4 * noise, {"epochs": 10, "steps": 60})
+    runs = collect_runs(paths)
+    config = {"report": {**CONFIG["report"], "main_variants": {"con2": "invert", "floor_pixels": "floor"}}}
+    frame = compare(runs, config, "breastmnist").set_index("method")
+    same = frame.loc[["floor_pixels", "pixel_copy", "pixel_nn"], ["diff", "lo", "hi", "p", "n_seeds"]]
+    assert (same["n_seeds"] == 3).all(), same
+    for column in ("diff", "lo", "hi", "p"):
+        assert np.allclose(same[column], same[column].iloc[0], rtol=0, atol=1e-12), same
+    assert frame.loc["ijepa_ad", "n_seeds"] == 1  # seed 0 against seed 0: its own seed matters
+    # as the reference too: the floor's one run against every seed of CON2, the same difference reversed
+    reverse = compare(runs, config, "breastmnist", ref=("floor_pixels", "nnd")).set_index("method")
+    assert reverse.loc["con2", "n_seeds"] == 3
+    assert np.isclose(reverse.loc["con2", "diff"], -frame.loc["floor_pixels", "diff"])

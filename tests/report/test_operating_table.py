@@ -183,3 +183,23 @@ def test_con2_metrics_prints_the_validation_threshold_where_the_run_scored_its_v
     assert (got["sensitivity"], got["specificity"]) == pytest.approx((sens, spec))
     assert con2_main(["metrics", str(run), "--score", "nnd"]) == 0
     assert f"at the validation threshold {got['threshold']:.4g}: sensitivity {sens:.1f}" in capsys.readouterr().out
+
+
+def test_an_external_programs_run_shows_no_validation_columns_and_the_note_says_why(tmp_path: Path) -> None:
+    """Issue 46, point 7: an external program's run on BreastMNIST (which has a validation split) has no
+    validation scores: its validation columns show the missing mark, and a note says why."""
+    from con2.report.collect import collect_runs
+    from con2.run.external import write_external_run
+
+    y, scores = synthetic_scores(0)
+    run_dir = tmp_path / "runs" / "breastmnist" / "1" / "pixel_nn" / "default" / "seed0"
+    write_external_run(
+        run_dir, dataset="breastmnist", normal_class="1", method="pixel_nn", variant="default", seed=0,
+        labels=y, scores={"nnd": scores[("con2", "nnd")]}, n_train=100, label="Pixel NN",
+    )  # fmt: skip
+    table = operating_points(ReportInputs(config=CONFIG, runs=collect_runs([run_dir / "record.json"])))
+    row = next(r for r in table.rows if r[1].startswith("Pixel NN"))
+    assert row[table.columns.index("Sens at val threshold (%)")] == MISSING, row
+    assert row[table.columns.index("AP (%)")] != MISSING, row  # its test scores are read
+    note = next(n for n in table.notes if n.startswith("At val threshold"))
+    assert "an external program's run" in note and "python -m con2.run.external" in note, note

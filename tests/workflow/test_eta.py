@@ -14,9 +14,13 @@ import pytest
 from con2.grid.plan import images_per_run, views_per_image
 from con2.workflow.console import GridProgress, install_grid_progress
 from con2.workflow.eta import (
+    PRIOR_STEPS,
+    STEP_SECONDS,
+    AfterRuns,
     GridEta,
     PlannedRun,
     Spent,
+    after_runs,
     eta_line,
     format_duration,
     grid_eta,
@@ -350,3 +354,48 @@ def test_the_filter_prints_the_line_under_progress_once_per_change() -> None:
     broken = install_grid_progress(logger, lambda: 1 / 0)  # an ETA never stops the workflow
     logger.info(None, extra={"event": progress})
     assert broken.last == "con2 grid: no ETA (ZeroDivisionError: division by zero)"
+
+
+def test_the_eta_counts_the_steps_after_the_runs_and_goes_on_once_every_run_is_done() -> None:
+    """Issue 46, point 3: the test profile's table steps took 88 s of its 340 s, and its last line promised
+    "about 8 s left" for more than a minute. The steps after the runs (the aggregation, one at a time,
+    then the tables and figures on the slots) are added to the runs' time, at the mean time of those
+    finished, else at STEP_SECONDS; once every run is done the line says what they have left."""
+    runs = [PlannedRun(k, "con2", 100.0) for k in "abc"]
+    prior = after_runs(total=9, left=9, serial=1, durations=[])
+    assert prior.pace == STEP_SECONDS and prior.paced == 0
+    # 1 aggregation, then 8 steps on 2 slots: 4 rounds
+    assert prior.seconds(2) == pytest.approx(STEP_SECONDS * (1 + 4))
+    paced = after_runs(total=9, left=5, serial=0, durations=[2.0, 4.0, float("nan")])
+    pace = (2.0 + 4.0 + PRIOR_STEPS * STEP_SECONDS) / (2 + PRIOR_STEPS)  # the prior counts as PRIOR_STEPS steps
+    assert paced.pace == pytest.approx(pace) and paced.paced == 2
+    assert paced.seconds(2) == pytest.approx(pace * 3)  # 5 steps on 2 slots: 3 rounds
+    without = grid_eta(runs, {"a": 20.0}, 2)
+    eta = grid_eta(runs, {"a": 20.0}, 2, after=prior)
+    assert eta.seconds_left == pytest.approx(without.seconds_left + prior.seconds(2))
+    line = eta_line(eta, 2)
+    assert line.startswith("con2 grid: 1 of 3 training runs done; about ") and line.endswith(
+        f"+ 9 steps after the runs (aggregation, tables, figures): {format_duration(prior.seconds(2))} at "
+        f"{STEP_SECONDS:.1f} s each (a prior until one finishes))"
+    ), line
+    # every run done: the steps after them are what is left, and the line goes on
+    done = grid_eta(runs, dict.fromkeys("abc", 20.0), 2, after=paced)
+    assert done.seconds_left == pytest.approx(pace * 3)
+    left = format_duration(pace * 3)
+    assert eta_line(done, 2) == (
+        f"con2 grid: 3 of 3 training runs done; about {left} left (2 at a time; + 5 steps after the runs "
+        f"(aggregation, tables, figures): {left} at {pace:.1f} s each (from the 2 finished))"
+    )
+    over = grid_eta(runs, dict.fromkeys("abc", 20.0), 2, after=AfterRuns(total=9, left=0))
+    assert eta_line(over, 2) == "con2 grid: 3 of 3 training runs done"  # nothing left: the last line
+
+
+def test_without_a_measured_device_the_line_says_which_device_has_no_throughput() -> None:
+    """Issue 46, point 7: on a CPU named "Intel(R) Xeon(R) Processor" (a VM's generic name) no throughput
+    row matches, so the first ETA waits for a finished run: the line says why, naming the device."""
+    eta = grid_eta([PlannedRun("a", "con2", 100.0)], {}, 2)
+    why = "this device, Intel(R) Xeon(R) Processor (bf16 autocast), has no row in con2/resources/throughput.csv"
+    assert (
+        eta_line(eta, 2, why)
+        == f"con2 grid: 0 of 1 training runs done; an ETA once a training run has finished ({why})"
+    )

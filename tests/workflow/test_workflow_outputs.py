@@ -25,6 +25,7 @@ from workflow_helpers import (
     TEST_CONFIG,
     TOY_RULE,
     clone,
+    copy_workflow,
     finished,
     job_stats,
     readme_block,
@@ -110,19 +111,33 @@ def test_progress_knows_its_step_total_from_the_start_and_gives_the_grids_eta(ti
     console = (tiny_run / "console.txt").read_text()
     totals = {int(m) for m in re.findall(r"^\d+ of (\d+) steps \(\d+%\) done$", console, re.M)}
     assert len(totals) == 1, sorted(totals)
+    # issue 46, point 7: the README's step count for this profile is the one it has (it said 43 for 44)
+    said = re.search(r"Its (\d+) steps \((\d+) training runs\)", (ROOT / "README.md").read_text())
+    assert said and (int(said.group(1)), int(said.group(2))) == (totals.pop(), len(records(tiny_run))), said
     grid = re.findall(r"^con2 grid: (\d+) of (\d+) training runs done(.*)$", console, re.M)
     n = len(records(tiny_run))
     # before any run: this CPU's measured throughput where it was measured, else a promise
     assert grid[0][:2] == ("0", str(n)) and ("at least" in grid[0][2] or "once a training run" in grid[0][2]), grid
     assert console.index("con2 grid: 0 of") < console.index(" steps (")
     assert grid[-1] == (str(n), str(n), ""), grid
+    # issue 46, point 3: the ETA counts the aggregation, tables and figures after the runs, and goes on
+    # once every run is done
+    after = (
+        r"\+ \d+ steps? after the runs \(aggregation, tables, figures\): \d+ (s|min|min \d0 s) at \d+\.\d s each "
+        r"\((from the \d+ finished|a prior until one finishes)\)"
+    )
+    duration = r"\d+ (s|min|min \d0 s)"
     paced = [g for g in grid if "from the pace of the" in g[2]]
     assert paced and all(
         re.fullmatch(
-            r"; about \d+ (s|min|min \d0 s) left \(2 at a time; from the pace of the \d+ finished runs?\)", g[2]
+            rf"; about {duration} left \(2 at a time; from the pace of the \d+ finished runs?; {after}\)", g[2]
         )
         for g in paced
     ), paced
+    tables = [g for g in grid if g[0] == str(n) and g[2]]
+    assert tables and all(re.fullmatch(rf"; about {duration} left \(2 at a time; {after}\)", g[2]) for g in tables), (
+        grid
+    )
     assert [int(g[0]) for g in grid] == sorted(int(g[0]) for g in grid)  # done only grows
 
 
@@ -228,6 +243,33 @@ def test_html_report_has_tables_and_figures(tiny_run: Path, tmp_path: Path) -> N
         r"<td class=num>\d+\.\d( ± \d+\.\d)? \[", natural
     )
     assert not re.search(r"\d+\.\d{5,}", natural)  # no unrounded number (the CSV's 57.87385129490392)
+
+
+def test_the_readmes_report_command_reports_the_profile_just_run(tiny_run: Path, tmp_path: Path) -> None:
+    """Issue 46, point 1: after the test profile, the README's `snakemake --report results/report.html`
+    (no --configfile) exited 1 after 70 warnings, looking for the default profile's tables. It reports
+    the profile of the last run in the folder; where the files of the profile it reports were never
+    built, it stops with one line naming the profile to give."""
+    readme = (ROOT / "README.md").read_text()
+    command = re.search(r"`(snakemake --report [^`]+)`", readme)
+    assert command, "the README gives no report command"
+    args = shlex.split(command.group(1))[1:]
+    assert "--configfile" not in args and args == ["--report", "results/report.html"]
+    wd = clone(tiny_run, tmp_path / "wd")
+    res = snakemake(wd, *args)
+    out = res.stdout + res.stderr
+    assert res.returncode == 0, out[-3000:]
+    assert "con2 report: the profile of the last run here, --configfile workflow/config/test.yaml" in out
+    assert "Missing metadata" not in out and (wd / "results/report.html").stat().st_size > 0
+    assert "natural_summary.html" in (wd / "results/report.html").read_text(errors="replace")
+    # without the record of the last run's profile (results of an older version): the default profile's
+    # files were never built here, and the report says so in one line
+    (wd / "results/last_profile.yaml").unlink()
+    res = snakemake(wd, *args)
+    out = res.stdout + res.stderr
+    assert res.returncode == 1 and "Missing metadata" not in out, out[-3000:]
+    lines = [ln for ln in out.splitlines() if ln.startswith("snakemake --report: ")]
+    assert len(lines) == 1 and "this report is of the default profile. Fix: " in lines[0], out[-3000:]
 
 
 def test_bad_records_are_skipped_and_every_table_still_builds(tiny_run: Path, tmp_path: Path) -> None:
@@ -352,6 +394,52 @@ def test_the_readmes_baseline_rule_and_overlay_run_as_written(tiny_run: Path, tm
     assert "AUROC[nnd]=" in log  # the rule's log: written
     per_class = (wd / "results/tables/per_class_digits.md").read_text()
     assert "Pixel NN (NND)" in per_class and "pixel_nn (nnd)" not in per_class, per_class
+
+
+def test_the_add_a_baseline_recipe_adds_it_to_the_tables_the_user_has(tmp_path: Path, shared_data: Path) -> None:
+    """Issue 46, point 4: docs/methods.md's command, as written, after the README's default run (here its
+    BreastMNIST data check and floor run, with the README's `--config data_dir=../shared/data`) schedules
+    the baseline's BreastMNIST runs and reruns nothing; the command without data_dir (what the recipe
+    said before) checked the data again in ./data and scheduled no BreastMNIST run. Its runs then reach
+    Table 1."""
+    overlay = readme_block("`extra_methods` and `extra_rules` are lists", "yaml")
+    command = readme_block("Then, in the folder of the README's default run:", "bash").strip()
+    args = shlex.split(command)
+    assert args[:4] == ["snakemake", "--cores", "2", "all"] and "data_dir=../shared/data" in args, command
+    readme = (ROOT / "README.md").read_text()
+    assert "snakemake --cores 2 all --config data_dir=../shared/data" in readme  # the tables the recipe adds to
+
+    (tmp_path / "shared").mkdir()
+    (tmp_path / "shared" / "data").symlink_to(shared_data)  # ../shared/data, as beside the checkout
+    wd = copy_workflow(tmp_path / "bench")
+    shutil.copytree(ROOT / "baselines" / "examples", wd / "baselines" / "examples")
+    (wd / "my.yaml").write_text(overlay)
+    floor = "results/runs/breastmnist/1/floor_pixels/floor/seed0/record.json"
+    first = snakemake(wd, "--cores", "2", floor, "--config", "data_dir=../shared/data")  # the default profile's
+    assert first.returncode == 0, (first.stdout + first.stderr)[-3000:]
+    before = records(wd)
+
+    dry = snakemake(wd, *args[1:], "-n")  # the recipe, as written, dry
+    out = dry.stdout + dry.stderr
+    assert dry.returncode == 0, out[-3000:]
+    assert sorted(re.findall(r"^Job \d+: pixel_nn breastmnist/1 seed (\d)$", out, re.M)) == ["0", "1", "2"], out[-3000:]
+    assert "data breastmnist at 28 px" not in out and "train breastmnist/1 floor_pixels/floor seed 0" not in out
+    without = snakemake(wd, *[a for a in args[1:] if a not in ("--config", "data_dir=../shared/data")], "-n")
+    out = without.stdout + without.stderr
+    assert without.returncode == 0, out[-3000:]
+    assert re.search(r"data breastmnist at 28 px\nReason: Params have changed", out)  # the data checked again
+    assert not re.search(r"^Job \d+: pixel_nn breastmnist/", out, re.M)  # and no BreastMNIST run of the baseline
+
+    new = [f"results/runs/breastmnist/1/pixel_nn/default/seed{k}/record.json" for k in range(3)]
+    res = snakemake(wd, "--cores", "2", *new, *args[4:])  # its runs, with the recipe's profile and data_dir
+    assert res.returncode == 0, (res.stdout + res.stderr)[-3000:]
+    assert {k: v for k, v in records(wd).items() if k in before} == before  # nothing retrained
+    table = snakemake(wd, "--cores", "2", "results/tables/table1_medical.md", *args[4:])
+    assert table.returncode == 0, (table.stdout + table.stderr)[-3000:]
+    rows = (wd / "results/tables/table1_medical.md").read_text()
+    assert re.search(r"^\| Pixel NN \(NND\) \| ours \| 72\.0", rows, re.M), (
+        rows
+    )  # the floor's number, as docs/methods.md says
 
 
 def test_another_profiles_runs_reach_none_of_this_profiles_tables(tiny_run: Path, tmp_path: Path) -> None:

@@ -22,6 +22,7 @@ from con2 import paths as P
 from con2.grid.experiments import expand_grid
 from con2.report.artefacts import FIGURES, TABLES
 from con2.workflow.artefact_rules import ArtefactRules
+from con2.workflow.eta import PRIOR_STEPS, STEP_SECONDS
 from con2.workflow.progress import ProgressLine, end_lines
 from con2.workflow.session import DATA_STATUS, RUNS_CSV, Session, method_regex, registry_normal_classes
 from con2.workflow.targets import Targets
@@ -312,3 +313,54 @@ def test_method_regex_matches_exactly_the_methods() -> None:
 
     assert re.fullmatch(method_regex(["con2", "csi"]), "csi") and not re.fullmatch(method_regex(["con2"]), "con")
     assert not re.fullmatch(method_regex([]), "")
+
+
+def test_a_rebuild_says_in_one_line_what_the_last_data_check_skipped(tmp_path: Path) -> None:
+    """Issue 46, point 7: a table rebuild checks no data, so the dataset the last data check skipped is one
+    line, without `--config data_dir=DIR` or a download (the README rebuilds without them); `all` still
+    gets the whole block with each fix."""
+    marker = Path(P.data_marker("digits", 16))
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    marker.write_text(json.dumps({"status": "skipped", "reason": "digits: not found", "data_dir": "data"}))
+    rebuild = "\n".join(end_lines(session(tmp_path, targets=["results/tables/table1_medical.md"])))
+    assert "the last data check skipped 1 dataset(s), digits (16 px): a table rebuild checks no data" in rebuild
+    assert "data_dir=DIR`" not in rebuild and "fix: " not in rebuild and "SKIPPED" not in rebuild, rebuild
+    grid = "\n".join(end_lines(session(tmp_path)))
+    assert "1 dataset(s) SKIPPED" in grid and "fix: " in grid and "add `--config data_dir=DIR`" in grid, grid
+
+
+def test_the_progress_line_counts_the_steps_after_the_runs(tmp_path: Path) -> None:
+    """Issue 46, point 3: the aggregation, tables and figures of the DAG are the steps after the runs; one
+    whose outputs were written since the start is done and paces the others (from its job's start)."""
+    s = session(tmp_path)
+    planned = {r.record for r in s.runs[:2]}
+    done_table = ["results/tables/a.csv", "results/tables/a.md"]
+    steps = [
+        ("train", [s.runs[0].record]),
+        ("train", [s.runs[1].record]),
+        ("run_config", ["results/configs/x.yaml"]),  # no step after the runs
+        ("aggregate", [RUNS_CSV]),
+        ("table_a", done_table),
+        ("figure_b", ["results/figures/b.png", "results/figures/b.pdf"]),
+    ]
+    line = ProgressLine(s, planned=lambda: planned, slots=lambda: 2, steps=lambda: steps)
+    for path in done_table:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text("x")
+    written = os.stat(done_table[-1]).st_mtime
+    line.job_started[done_table[0]] = written - 3.0
+    Path("results/figures").mkdir(parents=True)
+    Path("results/figures/b.png").write_text("older than the start: still to be written")
+    os.utime("results/figures/b.png", (s.started - 10, s.started - 10))
+    after = line.after_runs()
+    assert (after.total, after.left, after.serial, after.paced) == (3, 2, 1, 1), after
+    assert after.pace == pytest.approx((3.0 + PRIOR_STEPS * STEP_SECONDS) / (1 + PRIOR_STEPS), abs=0.01)
+    record = Path(s.runs[0].record)  # one run finished since the start: the line has a pace
+    record.parent.mkdir(parents=True, exist_ok=True)
+    record.write_text(json.dumps({"timing": {"fit_seconds": 5.0, "score_seconds": 5.0, "wall_seconds": 12.0}}))
+    text = line.line()
+    assert text is not None and text.startswith("con2 grid: 1 of 2 training runs done; about "), text
+    each = f"{after.pace:.1f} s each"
+    assert text.endswith(
+        f"+ 2 steps after the runs (aggregation, tables, figures): 8 s at {each} (from the 1 finished))"
+    ), text

@@ -16,6 +16,7 @@ from con2.report.artefacts import FIGURES, TABLES
 from con2.workflow import session as S
 from con2.workflow.artefact_rules import ArtefactRules
 from con2.workflow.console import install_grid_progress, install_short_reasons
+from con2.workflow.heartbeat import start_heartbeat
 from con2.workflow.progress import ProgressLine, end_lines, print_at_exit
 
 # A job's `Reason:` lists at most a few files per part, params that hold profiles print as a hash
@@ -65,9 +66,14 @@ def training_slots():
     return max(1, int(workflow.nodes))
 
 
+def planned_steps():
+    """(rule, output files) of each job this invocation runs, finished ones included."""
+    return [(job.rule.name, [str(f) for f in job.output]) for job in workflow.dag.needrun_jobs(exclude_finished=False)]
+
+
 def planned_outputs():
     """Output files of the jobs this invocation runs, finished ones included."""
-    return {str(f) for job in workflow.dag.needrun_jobs(exclude_finished=False) for f in job.output}
+    return {f for _, outputs in planned_steps() for f in outputs}
 
 
-PROGRESS = ProgressLine(W, planned_outputs, training_slots)
+PROGRESS = ProgressLine(W, planned_outputs, training_slots, planned_steps)
