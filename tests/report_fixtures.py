@@ -112,6 +112,7 @@ def config() -> dict:
             "natural": ["cifar10"],
             "per_class": ["cifar10"],
             "curves": ["breastmnist"],
+            "scopes": {"length_curve": ["study_length"]},  # the length study's curve table shows the other variants
             "main_variants": {"con2": "invert"},
             "contexts": ["invert", "flip", "equalize"],
             "fidelity": {
