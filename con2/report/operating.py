@@ -161,7 +161,7 @@ def operating_points(inputs: ReportInputs) -> Table:
         "normal (Spec: the specificity it gives). The threshold is chosen with the test labels, so it is the best any "
         "threshold can do: an upper bound for a reader who must fix it in advance.",
         "FPR at 95% TPR: the share (%) of normal test images flagged by the highest threshold that flags at least "
-        "95% of the anomalies (FPR@95TPR, the headline metric of OpenOOD and the out-of-distribution literature; "
+        "95% of the anomalies (FPR95, the headline metric of OpenOOD and the out-of-distribution literature; "
         "lower is better), [exact Clopper-Pearson 95% interval] for one run.",
         "At val threshold: the threshold a reader can fix in advance, without the test labels: the 95th percentile "
         "of the normal validation images' scores (MedMNIST's val split, scored with the test images since issue 35), "
