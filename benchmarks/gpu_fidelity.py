@@ -105,6 +105,9 @@ from gpu_predictions import (  # noqa: E402
     GPU_SLOWDOWN,
     RATES_BASIS,
     Cost,
+    dataset_of,
+    epoch_within,
+    first_point_seconds,
     fixed_seconds,
     gpu_kind,
     measured_packing,
@@ -115,6 +118,7 @@ from gpu_predictions import (  # noqa: E402
     start_decision,
 )
 from gpu_runs import (  # noqa: E402
+    CIFAR_ARCHIVE,
     EPOCHS,
     PACKED_PART,
     PACKING_KS,
@@ -126,6 +130,7 @@ from gpu_runs import (  # noqa: E402
     Call,
     Item,
     checkpoint_epoch,
+    cifar_present,
     curve_epochs,
     emitter,
     environment,
@@ -136,6 +141,7 @@ from gpu_runs import (  # noqa: E402
     same_run,
     skipped_line,
     train_item,
+    unpack_cifar,
 )
 
 
@@ -234,6 +240,49 @@ def worker_main(call: Call) -> None:
     train_item(call, it, a.worker_predicted, from_epoch, False, packed=True, pid=os.getpid())
 
 
+def run_to_budget(call: Call, it: Item, predicted_s: float, from_epoch: int) -> tuple[str, Any]:
+    """Part (e)'s run, which runs to the budget: skipped when its data is missing or its first curve point does
+    not fit what is left; else its data unpacked if carried as an archive, then trained until it ends or the pause
+    rule stops it (its ``paused`` line says which epoch it reached). ("run", its record), ("paused", None),
+    ("skipped", None) or ("failed", None)."""
+    data_dir = Path(call.args.data_dir)
+    if dataset_of(it.label) == "cifar10" and not cifar_present(data_dir) and not (data_dir / CIFAR_ARCHIVE).is_file():
+        why = f"no CIFAR-10 in {data_dir} (neither cifar10/ nor {CIFAR_ARCHIVE}): pack it with benchmarks/gpu_carry.py"
+        call.emit(skipped_line(it, predicted_s, call.budget.left(), reason=why))
+        return "skipped", None
+    curve = call.curve_all if it.curve else []
+    need = first_point_seconds(it.label, call.epochs, curve, call.compile, from_epoch, call.kind)
+    left = call.budget.left()
+    if need > left:
+        first = min([e for e in curve if e > from_epoch] or [call.epochs])
+        why = f"its next curve point (epoch {first}) is predicted to need {need:.0f} s"
+        call.emit(skipped_line(it, predicted_s, left, reason=why))
+        return "skipped", None
+    if dataset_of(it.label) == "cifar10":
+        try:
+            line = unpack_cifar(data_dir)
+        except ValueError as e:
+            call.emit({"event": "error", "part": it.part, "setting": it.label, "error": str(e)})
+            return "failed", None
+        if line is not None:
+            call.emit({**line, "part": it.part})
+    left = call.budget.left()
+    reached = epoch_within(it.label, left, call.epochs, curve, call.compile, from_epoch, call.kind)
+    call.emit(
+        {
+            "event": "to_budget",
+            "part": it.part,
+            "setting": it.label,
+            "left_s": round(left),
+            "predicted_s": round(predicted_s),
+            "predicted_epoch": reached,
+            "of_epochs": call.epochs,
+        }
+    )
+    record = train_item(call, it, predicted_s, from_epoch, predicted_s > left)
+    return ("paused", None) if record is None else ("run", record)
+
+
 def item_cost(call: Call, it: Item, kind: str, from_epoch: int) -> Cost:
     """An item's predicted seconds on one ``kind`` of GPU."""
     if it.k:
@@ -261,6 +310,43 @@ def part_a_starts(pending: list[tuple[Item, Cost]], budget: float, factor: float
     return started
 
 
+def call_outline(
+    call: Call, items: list[Item], kind: str, todo: dict[Item, int], costs: dict[Item, Cost], factor: float
+) -> list[str]:
+    """What a finish-only call of this budget does on one ``kind`` of GPU, in the plan's order, by the
+    predictions: part (a) packed or one after the other, every other run started when it fits, a
+    to-the-budget run (part e) with the epoch it is predicted to reach; nothing after that run."""
+    left, lines, done = float(call.args.budget_s), [], set()
+    pending = [(it, costs[it]) for it in items if it.part == PACKED_PART and it in costs and not it.k]
+    if pack_now([c for _, c in pending], left, factor, not call.args.no_pack):
+        pair_s = packed_seconds([c for _, c in pending], factor)
+        lines.append(f"{' + '.join(it.label for it, _ in pending)}: packed, {pair_s:.0f} s")
+        left, done = left - pair_s, {it for it, _ in pending}
+    for it in items:
+        if it not in costs or it in done:
+            continue
+        total = costs[it].total
+        if it.to_budget:
+            curve = call.curve_all if it.curve else []
+            need = first_point_seconds(it.label, call.epochs, curve, call.compile, todo[it], kind)
+            if need > left:
+                lines.append(f"{it.label}: skipped (its first curve point needs {need:.0f} s, {left:.0f} s left)")
+                continue
+            if total <= left:
+                lines.append(f"{it.label}: {total:.0f} s, all {call.epochs} epochs")
+                left -= total
+                continue
+            reached = epoch_within(it.label, left, call.epochs, curve, call.compile, todo[it], kind)
+            lines.append(f"{it.label}: to epoch ~{reached} of {call.epochs} in {left:.0f} s (all: {total:.0f} s)")
+            break  # it runs to the budget: nothing after it starts
+        if total <= left:
+            lines.append(f"{it.label}: {total:.0f} s")
+            left -= total
+        else:
+            lines.append(f"{it.label}: skipped ({total:.0f} s, {left:.0f} s left)")
+    return lines
+
+
 def gpu_prediction_line(
     call: Call, items: list[Item], kind: str, todo: dict[Item, int], factor: float, basis: str
 ) -> dict[str, Any]:
@@ -286,6 +372,7 @@ def gpu_prediction_line(
         "a_one_after_another_s": round(sum(c.total for _, c in pending)),
         "budget_s": budget,
         "a_starts": part_a_starts(pending, budget, factor, not call.args.no_pack),
+        "call_outline": call_outline(call, items, kind, todo, costs, factor),
     }
 
 
@@ -309,6 +396,9 @@ def main() -> None:
     p.add_argument("--only", nargs="*", help="run only these settings (by label)")
     p.add_argument("--seeds", nargs="*", type=int, help="run only the plan's runs of these seeds")
     p.add_argument("--tiny", action="store_true", help="a CPU rehearsal in seconds: 16 px, width 8, no compile")
+    p.add_argument(
+        "--predict-only", action="store_true", help="print the predictions for this budget and stop (nothing runs)"
+    )
     p.add_argument(
         "--pause-at", type=int, help="rehearse a pause: stop after this epoch's checkpoint as if out of budget"
     )
@@ -406,6 +496,7 @@ def main() -> None:
         )
         cumulative += 0.0 if it in finished else predicted[it]
         line = {"event": "prediction", "part": it.part, "setting": it.label, "seed": it.seed}
+        line |= {"to_budget": True} if it.to_budget else {}
         emit({**line, "predicted_s": round(predicted[it]), "status": status, "cumulative_s": round(cumulative)})
     parts: dict[str, float] = {}
     for it in items:
@@ -424,6 +515,9 @@ def main() -> None:
         }
     )
 
+    if args.predict_only:
+        emit({"event": "done", "summary": {}, "total_seconds": round(budget.elapsed(), 1), "jsonl": str(jsonl)})
+        return
     done: list[tuple[Item, dict[str, Any]]] = []
     handled: set[Item] = set()  # trained packed
     paused = False
@@ -448,6 +542,12 @@ def main() -> None:
                 continue
             emit({"event": "start", "part": it.part, "setting": it.label, "predicted_s": round(predicted[it])})
             run_packing(it, args, budget, out / "packing", emit)
+            continue
+        if it.to_budget:
+            status, record = run_to_budget(call, it, predicted[it], from_epoch[it])
+            paused = paused or status == "paused"
+            if record is not None:
+                done.append((it, record))
             continue
         pair = (
             [x for x in items if x.part == PACKED_PART and not x.k and x not in finished]
