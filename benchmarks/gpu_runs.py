@@ -449,8 +449,9 @@ def train_item(call: Call, it: Item, predicted_s: float, from_epoch: int, partia
                 "reached_epoch": epoch,
                 "of_epochs": epochs,
                 "curve_scored": scored,
-                "note": f"epoch {epoch} of a {epochs}-epoch schedule (its cosine over {epochs} epochs), not a run of"
-                f" {epoch} epochs; its checkpoint stays on this machine (a later session starts again from epoch 0)",
+                "note": f"epoch {epoch} of a {epochs}-epoch schedule (cosine over {epochs} epochs): a reading part"
+                " way, not a run of that length; its checkpoint stays on this machine (a later session starts again"
+                " from epoch 0)",
             }
         emit(
             {

@@ -4,7 +4,6 @@ call carries (benchmarks/gpu_predictions.py, gpu_runs.py, gpu_fidelity.py, gpu_w
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import os
 import subprocess
@@ -14,21 +13,23 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from test_gpu_packing import load_benchmark
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def load(name: str):
-    """A module of benchmarks/ (they import each other by name, as when run as scripts)."""
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        return importlib.import_module(name)
-    finally:
-        sys.path.remove(str(ROOT / "benchmarks"))
+load = load_benchmark  # a module of benchmarks/ (they import each other by name, as when run as scripts)
 
 
 def env_with_root() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+
+
+def run_script(cmd: list[str], timeout: float) -> list[dict]:
+    """A benchmark script run from the repository root: its exit code 0, its JSON lines."""
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env_with_root(), cwd=ROOT)
+    assert res.returncode == 0, res.stderr[-3000:]
+    return [json.loads(x) for x in res.stdout.splitlines() if x.startswith("{")]
 
 
 # -- part (e)'s predictions and its config ---------------------------------------------------------------------
@@ -304,37 +305,19 @@ def test_cifar_part_rehearsal_runs_to_the_budget_and_says_how_far(tmp_path: Path
     script = str(ROOT / "benchmarks" / "gpu_fidelity.py")
     cmd = [sys.executable, script, "--data-dir", str(data), "--tiny", "--only", load("gpu_predictions").CIFAR]
     cmd += ["--out", str(tmp_path / "gf"), "--jsonl", str(tmp_path / "lines.jsonl"), "--checkpoint-s", "0"]
-    res = subprocess.run(
-        [*cmd, "--finish-only", "--pause-at", "1"],
-        capture_output=True,
-        text=True,
-        timeout=1200,
-        env=env_with_root(),
-        cwd=ROOT,
-    )
-    assert res.returncode == 0, res.stderr[-3000:]
-    lines = [json.loads(x) for x in res.stdout.splitlines() if x.startswith("{")]
+    lines = run_script([*cmd, "--finish-only", "--pause-at", "1"], timeout=1200)
     events = [x["event"] for x in lines]
     assert events[events.index("to_budget") :] == ["to_budget", "start", "point", "paused", "done"]
     prediction = next(x for x in lines if x["event"] == "prediction")
     assert prediction["part"] == "e" and prediction["to_budget"]
     paused = next(x for x in lines if x["event"] == "paused")
     assert (paused["reached_epoch"], paused["of_epochs"], paused["curve_scored"]) == (1, 2, [1])
-    assert "not a run of 1 epochs" in paused["note"]
+    assert "epoch 1 of a 2-epoch schedule" in paused["note"] and "not a run of that length" in paused["note"]
     point = next(x for x in lines if x["event"] == "point")
     assert point["epoch"] == 1 and 0 <= point["nnd"] <= 100
     outline = next(x for x in lines if x["event"] == "gpu_prediction" and x["detected"])["call_outline"]
     assert outline[0].startswith(f"{load('gpu_predictions').CIFAR}: ")
 
     (data / "cifar10").unlink()
-    res = subprocess.run(
-        [*cmd, "--out", str(tmp_path / "gf2")],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env=env_with_root(),
-        cwd=ROOT,
-    )
-    assert res.returncode == 0, res.stderr[-3000:]
-    skipped = [json.loads(x) for x in res.stdout.splitlines() if '"skipped"' in x]
+    skipped = [x for x in run_script([*cmd, "--out", str(tmp_path / "gf2")], timeout=600) if x["event"] == "skipped"]
     assert len(skipped) == 1 and "no CIFAR-10 in" in skipped[0]["reason"] and "gpu_carry.py" in skipped[0]["reason"]
