@@ -16,6 +16,13 @@ appended to ``--jsonl`` (default ``$OUT/gpu_fidelity_<plan>.jsonl`` when ``$OUT`
       ``wall_clock``) when the packed pair is predicted to fit what is left; else one after the
       other, CON2 as printed first, each started by the rules below (``--no-pack``: always so);
   (b) SimCLR + kNN, the same, with its curve;
+  (e) CIFAR-10 at the paper's configuration (issue 44, point 5): CON2 as printed, normal class airplane,
+      32 px, width 64 (CIFAR stem), N = 512, 2048 epochs, 40 test-time views, the curve at epochs 64 ...
+      2048; 2048 epochs fit no call (710 s predicted on an H200, 969 s on an H100), so it runs TO THE
+      BUDGET: it starts when its next curve point fits what is left (under ``--finish-only`` too), after
+      unpacking ``<data-dir>/cifar10.tar.xz`` when the folder is not there (``gpu_carry.py`` packs it),
+      and its ``paused`` line says the epoch it reached (``reached_epoch``, ``of_epochs``,
+      ``curve_scored``); nothing after it starts in that call;
   (c) the native-resolution pair at 64 px (``image_size=64``, the CIFAR stem), 2048 epochs, no curve:
       CON2 as printed and SimCLR + kNN, each from the official 64 px file (``data_size=64``,
       ``medmnist/breastmnist_64.npz``) and from the 28 px file upsampled (``data_size=28``);
@@ -27,9 +34,10 @@ readings the CPU fidelity table could not decide, at 128 epochs, every setting o
 seed of four (issue 8; its lines are in ``benchmarks/measured/h200_2026-11-26_*``).
 
 Before anything runs: a ``gpu_prediction`` line for an H100 and one for an H200 (each part's
-predicted seconds, part (a) packed and one after the other, what a call of this budget would start,
-the rates and the packing factor assumed and their basis: ``gpu_predictions.py``, where every rate
-and prediction is derived), then, for the GPU detected (``torch.cuda.get_device_name``; ``--gpu``
+predicted seconds, part (a) packed and one after the other, what a call of this budget would start
+and its ``call_outline`` in order, with the epoch part (e) would reach, the rates and the packing
+factor assumed and their basis: ``gpu_predictions.py``, where every rate and prediction is derived;
+``--predict-only`` stops there), then, for the GPU detected (``torch.cuda.get_device_name``; ``--gpu``
 overrides; the CPU gets the H200's), a ``prediction`` line per item (its predicted seconds alone,
 whether it is done, to run or resumes from a checkpoint, the cumulative time) and a ``plan`` line.
 Then per item: ``start``, ``point`` (a curve point as it is scored), ``run`` (final AUROC of every
@@ -57,16 +65,18 @@ finished packing measurements are reused. Records of runs finished in this call 
 session skip those runs, as committed part (d) lines on the same kind of card skip part (d)
 (checkpoints, 142 MB each, do not leave the machine).
 
-One 15-minute device session on the default H100 (``gpu_call.sh``, finish-only by default): the
-machine's start takes ~2-4 minutes, then one 540 s call. On an H200 the packed pair of part (a) is
+One 15-minute device session (``gpu_call.sh``, finish-only by default): the machine's start takes
+~0.5-4 minutes, then one 540 s call, which begins with the workflow smoke (``gpu_workflow.py``, at most
+90 s) and gives this script what is left. On an H200 the packed pair of part (a) is
 predicted at 499 s (one after the other: 553 s) and runs in that call. On an H100 (rates ASSUMED from
 the H200's: 1.43x its GPU seconds) the pair was predicted at ~692 s at the assumed packing factor 1.0,
 so the first H100 call (2026-11-27) ran CON2 as printed alone (predicted 373 s, took 364 s) and part
 d's packing measurement; both are committed in ``benchmarks/measured/`` and reused, so the next call
-starts with content only (~373 s on an H100; on an H200 SimCLR + kNN fits after it). A second
-call, if the session has time left, gets ``BUDGET_S`` = what is left less ~60 s and starts only what
-finishes. Without ``--finish-only`` the first unfinished run may start to pause, for a later call on
-the same machine to resume.
+starts with content only (~373 s on an H100, 277 s on an H200); with the smoke before it, what is left
+(~97 s on an H100, ~193 s on an H200) goes to part (e) when its first curve point fits (H200: to about
+epoch 210). A second call, if the session has time left, gets ``BUDGET_S`` = what is left less ~60 s,
+starts only what finishes and resumes part (e) from its checkpoint. Without ``--finish-only`` the first
+unfinished run may start to pause, for a later call on the same machine to resume.
 
     bash benchmarks/gpu_call.sh                                                 # the device call (see there)
     PYTHONPATH=. python benchmarks/gpu_fidelity.py --data-dir shared/data       # the same plan, directly
@@ -79,6 +89,7 @@ image), run records are written and read back without schema validation (the env
 says ``records_validated: false``; the workflow validates them when it reads them).
 ``--tiny`` rehearses a plan on the CPU (16 px, width 8, 2 epochs, the curve at epochs 1 and 2, no
 compile; part a packed as on the GPU; part c reads the same 64 and 28 px files but trains at 16 px;
+part e reads CIFAR-10's 32 px files at 16 px, width 8, N = 128, no test-time views, one thread;
 part d runs ``gpu_packing.py --tiny``); the predictions it prints are the GPUs' for the tiny epochs.
 """
 

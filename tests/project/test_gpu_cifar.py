@@ -321,3 +321,19 @@ def test_cifar_part_rehearsal_runs_to_the_budget_and_says_how_far(tmp_path: Path
     (data / "cifar10").unlink()
     skipped = [x for x in run_script([*cmd, "--out", str(tmp_path / "gf2")], timeout=600) if x["event"] == "skipped"]
     assert len(skipped) == 1 and "no CIFAR-10 in" in skipped[0]["reason"] and "gpu_carry.py" in skipped[0]["reason"]
+
+
+def test_predict_only_prints_each_cards_outline_and_trains_nothing(shared_data: Path, tmp_path: Path) -> None:
+    """`--predict-only`: the predictions and each card's call outline for a budget (a session's plan made
+    before it starts), the committed records and H100 packing lines reused, nothing started or skipped."""
+    cmd = [sys.executable, str(ROOT / "benchmarks" / "gpu_fidelity.py"), "--data-dir", str(shared_data)]
+    cmd += ["--gpu", "H100", "--budget-s", "470", "--finish-only", "--predict-only", "--out", str(tmp_path / "gf")]
+    lines = run_script([*cmd, "--jsonl", str(tmp_path / "lines.jsonl")], timeout=600)
+    events = [x["event"] for x in lines]
+    assert events == ["environment", "gpu_prediction", "gpu_prediction", *["prediction"] * 12, "plan", "done"]
+    predicted = {x["setting"]: x["predicted_s"] for x in lines if x["event"] == "prediction"}
+    outlines = {x["gpu"]: x["call_outline"] for x in lines if x["event"] == "gpu_prediction"}
+    h100 = outlines["H100"]  # CON2 as printed is done (its record committed): content only comes first
+    assert h100[0] == f"content only: {predicted['content only']} s"
+    assert any(x.startswith(load("gpu_predictions").CIFAR) for x in h100)
+    assert all(x.startswith(("content only", "SimCLR")) for x in outlines["H200"][:2])
