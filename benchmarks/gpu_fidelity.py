@@ -16,6 +16,13 @@ appended to ``--jsonl`` (default ``$OUT/gpu_fidelity_<plan>.jsonl`` when ``$OUT`
       ``wall_clock``) when the packed pair is predicted to fit what is left; else one after the
       other, CON2 as printed first, each started by the rules below (``--no-pack``: always so);
   (b) SimCLR + kNN, the same, with its curve;
+  (e) CIFAR-10 at the paper's configuration (issue 44, point 5): CON2 as printed, normal class airplane,
+      32 px, width 64 (CIFAR stem), N = 512, 2048 epochs, 40 test-time views, the curve at epochs 64 ...
+      2048; 2048 epochs fit no call (710 s predicted on an H200, 969 s on an H100), so it runs TO THE
+      BUDGET: it starts when its next curve point fits what is left (under ``--finish-only`` too), after
+      unpacking ``<data-dir>/cifar10.tar.xz`` when the folder is not there (``gpu_carry.py`` packs it),
+      and its ``paused`` line says the epoch it reached (``reached_epoch``, ``of_epochs``,
+      ``curve_scored``); nothing after it starts in that call;
   (c) the native-resolution pair at 64 px (``image_size=64``, the CIFAR stem), 2048 epochs, no curve:
       CON2 as printed and SimCLR + kNN, each from the official 64 px file (``data_size=64``,
       ``medmnist/breastmnist_64.npz``) and from the 28 px file upsampled (``data_size=28``);
@@ -27,9 +34,10 @@ readings the CPU fidelity table could not decide, at 128 epochs, every setting o
 seed of four (issue 8; its lines are in ``benchmarks/measured/h200_2026-11-26_*``).
 
 Before anything runs: a ``gpu_prediction`` line for an H100 and one for an H200 (each part's
-predicted seconds, part (a) packed and one after the other, what a call of this budget would start,
-the rates and the packing factor assumed and their basis: ``gpu_predictions.py``, where every rate
-and prediction is derived), then, for the GPU detected (``torch.cuda.get_device_name``; ``--gpu``
+predicted seconds, part (a) packed and one after the other, what a call of this budget would start
+and its ``call_outline`` in order, with the epoch part (e) would reach, the rates and the packing
+factor assumed and their basis: ``gpu_predictions.py``, where every rate and prediction is derived;
+``--predict-only`` stops there), then, for the GPU detected (``torch.cuda.get_device_name``; ``--gpu``
 overrides; the CPU gets the H200's), a ``prediction`` line per item (its predicted seconds alone,
 whether it is done, to run or resumes from a checkpoint, the cumulative time) and a ``plan`` line.
 Then per item: ``start``, ``point`` (a curve point as it is scored), ``run`` (final AUROC of every
@@ -57,16 +65,18 @@ finished packing measurements are reused. Records of runs finished in this call 
 session skip those runs, as committed part (d) lines on the same kind of card skip part (d)
 (checkpoints, 142 MB each, do not leave the machine).
 
-One 15-minute device session on the default H100 (``gpu_call.sh``, finish-only by default): the
-machine's start takes ~2-4 minutes, then one 540 s call. On an H200 the packed pair of part (a) is
+One 15-minute device session (``gpu_call.sh``, finish-only by default): the machine's start takes
+~0.5-4 minutes, then one 540 s call, which begins with the workflow smoke (``gpu_workflow.py``, at most
+90 s) and gives this script what is left. On an H200 the packed pair of part (a) is
 predicted at 499 s (one after the other: 553 s) and runs in that call. On an H100 (rates ASSUMED from
 the H200's: 1.43x its GPU seconds) the pair was predicted at ~692 s at the assumed packing factor 1.0,
 so the first H100 call (2026-11-27) ran CON2 as printed alone (predicted 373 s, took 364 s) and part
 d's packing measurement; both are committed in ``benchmarks/measured/`` and reused, so the next call
-starts with content only (~373 s on an H100; on an H200 SimCLR + kNN fits after it). A second
-call, if the session has time left, gets ``BUDGET_S`` = what is left less ~60 s and starts only what
-finishes. Without ``--finish-only`` the first unfinished run may start to pause, for a later call on
-the same machine to resume.
+starts with content only (~373 s on an H100, 277 s on an H200); with the smoke before it, what is left
+(~97 s on an H100, ~193 s on an H200) goes to part (e) when its first curve point fits (H200: to about
+epoch 210). A second call, if the session has time left, gets ``BUDGET_S`` = what is left less ~60 s,
+starts only what finishes and resumes part (e) from its checkpoint. Without ``--finish-only`` the first
+unfinished run may start to pause, for a later call on the same machine to resume.
 
     bash benchmarks/gpu_call.sh                                                 # the device call (see there)
     PYTHONPATH=. python benchmarks/gpu_fidelity.py --data-dir shared/data       # the same plan, directly
@@ -79,6 +89,7 @@ image), run records are written and read back without schema validation (the env
 says ``records_validated: false``; the workflow validates them when it reads them).
 ``--tiny`` rehearses a plan on the CPU (16 px, width 8, 2 epochs, the curve at epochs 1 and 2, no
 compile; part a packed as on the GPU; part c reads the same 64 and 28 px files but trains at 16 px;
+part e reads CIFAR-10's 32 px files at 16 px, width 8, N = 128, no test-time views, one thread;
 part d runs ``gpu_packing.py --tiny``); the predictions it prints are the GPUs' for the tiny epochs.
 """
 
@@ -105,6 +116,9 @@ from gpu_predictions import (  # noqa: E402
     GPU_SLOWDOWN,
     RATES_BASIS,
     Cost,
+    dataset_of,
+    epoch_within,
+    first_point_seconds,
     fixed_seconds,
     gpu_kind,
     measured_packing,
@@ -115,6 +129,7 @@ from gpu_predictions import (  # noqa: E402
     start_decision,
 )
 from gpu_runs import (  # noqa: E402
+    CIFAR_ARCHIVE,
     EPOCHS,
     PACKED_PART,
     PACKING_KS,
@@ -126,6 +141,7 @@ from gpu_runs import (  # noqa: E402
     Call,
     Item,
     checkpoint_epoch,
+    cifar_present,
     curve_epochs,
     emitter,
     environment,
@@ -136,6 +152,7 @@ from gpu_runs import (  # noqa: E402
     same_run,
     skipped_line,
     train_item,
+    unpack_cifar,
 )
 
 
@@ -234,6 +251,49 @@ def worker_main(call: Call) -> None:
     train_item(call, it, a.worker_predicted, from_epoch, False, packed=True, pid=os.getpid())
 
 
+def run_to_budget(call: Call, it: Item, predicted_s: float, from_epoch: int) -> tuple[str, Any]:
+    """Part (e)'s run, which runs to the budget: skipped when its data is missing or its first curve point does
+    not fit what is left; else its data unpacked if carried as an archive, then trained until it ends or the pause
+    rule stops it (its ``paused`` line says which epoch it reached). ("run", its record), ("paused", None),
+    ("skipped", None) or ("failed", None)."""
+    data_dir = Path(call.args.data_dir)
+    if dataset_of(it.label) == "cifar10" and not cifar_present(data_dir) and not (data_dir / CIFAR_ARCHIVE).is_file():
+        why = f"no CIFAR-10 in {data_dir} (neither cifar10/ nor {CIFAR_ARCHIVE}): pack it with benchmarks/gpu_carry.py"
+        call.emit(skipped_line(it, predicted_s, call.budget.left(), reason=why))
+        return "skipped", None
+    curve = call.curve_all if it.curve else []
+    need = first_point_seconds(it.label, call.epochs, curve, call.compile, from_epoch, call.kind)
+    left = call.budget.left()
+    if need > left:
+        first = min([e for e in curve if e > from_epoch] or [call.epochs])
+        why = f"its next curve point (epoch {first}) is predicted to need {need:.0f} s"
+        call.emit(skipped_line(it, predicted_s, left, reason=why))
+        return "skipped", None
+    if dataset_of(it.label) == "cifar10":
+        try:
+            line = unpack_cifar(data_dir)
+        except ValueError as e:
+            call.emit({"event": "error", "part": it.part, "setting": it.label, "error": str(e)})
+            return "failed", None
+        if line is not None:
+            call.emit({**line, "part": it.part})
+    left = call.budget.left()
+    reached = epoch_within(it.label, left, call.epochs, curve, call.compile, from_epoch, call.kind)
+    call.emit(
+        {
+            "event": "to_budget",
+            "part": it.part,
+            "setting": it.label,
+            "left_s": round(left),
+            "predicted_s": round(predicted_s),
+            "predicted_epoch": reached,
+            "of_epochs": call.epochs,
+        }
+    )
+    record = train_item(call, it, predicted_s, from_epoch, predicted_s > left)
+    return ("paused", None) if record is None else ("run", record)
+
+
 def item_cost(call: Call, it: Item, kind: str, from_epoch: int) -> Cost:
     """An item's predicted seconds on one ``kind`` of GPU."""
     if it.k:
@@ -261,6 +321,43 @@ def part_a_starts(pending: list[tuple[Item, Cost]], budget: float, factor: float
     return started
 
 
+def call_outline(
+    call: Call, items: list[Item], kind: str, todo: dict[Item, int], costs: dict[Item, Cost], factor: float
+) -> list[str]:
+    """What a finish-only call of this budget does on one ``kind`` of GPU, in the plan's order, by the
+    predictions: part (a) packed or one after the other, every other run started when it fits, a
+    to-the-budget run (part e) with the epoch it is predicted to reach; nothing after that run."""
+    left, lines, done = float(call.args.budget_s), [], set()
+    pending = [(it, costs[it]) for it in items if it.part == PACKED_PART and it in costs and not it.k]
+    if pack_now([c for _, c in pending], left, factor, not call.args.no_pack):
+        pair_s = packed_seconds([c for _, c in pending], factor)
+        lines.append(f"{' + '.join(it.label for it, _ in pending)}: packed, {pair_s:.0f} s")
+        left, done = left - pair_s, {it for it, _ in pending}
+    for it in items:
+        if it not in costs or it in done:
+            continue
+        total = costs[it].total
+        if it.to_budget:
+            curve = call.curve_all if it.curve else []
+            need = first_point_seconds(it.label, call.epochs, curve, call.compile, todo[it], kind)
+            if need > left:
+                lines.append(f"{it.label}: skipped (its first curve point needs {need:.0f} s, {left:.0f} s left)")
+                continue
+            if total <= left:
+                lines.append(f"{it.label}: {total:.0f} s, all {call.epochs} epochs")
+                left -= total
+                continue
+            reached = epoch_within(it.label, left, call.epochs, curve, call.compile, todo[it], kind)
+            lines.append(f"{it.label}: to epoch ~{reached} of {call.epochs} in {left:.0f} s (all: {total:.0f} s)")
+            break  # it runs to the budget: nothing after it starts
+        if total <= left:
+            lines.append(f"{it.label}: {total:.0f} s")
+            left -= total
+        else:
+            lines.append(f"{it.label}: skipped ({total:.0f} s, {left:.0f} s left)")
+    return lines
+
+
 def gpu_prediction_line(
     call: Call, items: list[Item], kind: str, todo: dict[Item, int], factor: float, basis: str
 ) -> dict[str, Any]:
@@ -286,6 +383,7 @@ def gpu_prediction_line(
         "a_one_after_another_s": round(sum(c.total for _, c in pending)),
         "budget_s": budget,
         "a_starts": part_a_starts(pending, budget, factor, not call.args.no_pack),
+        "call_outline": call_outline(call, items, kind, todo, costs, factor),
     }
 
 
@@ -309,6 +407,9 @@ def main() -> None:
     p.add_argument("--only", nargs="*", help="run only these settings (by label)")
     p.add_argument("--seeds", nargs="*", type=int, help="run only the plan's runs of these seeds")
     p.add_argument("--tiny", action="store_true", help="a CPU rehearsal in seconds: 16 px, width 8, no compile")
+    p.add_argument(
+        "--predict-only", action="store_true", help="print the predictions for this budget and stop (nothing runs)"
+    )
     p.add_argument(
         "--pause-at", type=int, help="rehearse a pause: stop after this epoch's checkpoint as if out of budget"
     )
@@ -406,6 +507,7 @@ def main() -> None:
         )
         cumulative += 0.0 if it in finished else predicted[it]
         line = {"event": "prediction", "part": it.part, "setting": it.label, "seed": it.seed}
+        line |= {"to_budget": True} if it.to_budget else {}
         emit({**line, "predicted_s": round(predicted[it]), "status": status, "cumulative_s": round(cumulative)})
     parts: dict[str, float] = {}
     for it in items:
@@ -424,6 +526,9 @@ def main() -> None:
         }
     )
 
+    if args.predict_only:
+        emit({"event": "done", "summary": {}, "total_seconds": round(budget.elapsed(), 1), "jsonl": str(jsonl)})
+        return
     done: list[tuple[Item, dict[str, Any]]] = []
     handled: set[Item] = set()  # trained packed
     paused = False
@@ -448,6 +553,12 @@ def main() -> None:
                 continue
             emit({"event": "start", "part": it.part, "setting": it.label, "predicted_s": round(predicted[it])})
             run_packing(it, args, budget, out / "packing", emit)
+            continue
+        if it.to_budget:
+            status, record = run_to_budget(call, it, predicted[it], from_epoch[it])
+            paused = paused or status == "paused"
+            if record is not None:
+                done.append((it, record))
             continue
         pair = (
             [x for x in items if x.part == PACKED_PART and not x.k and x not in finished]

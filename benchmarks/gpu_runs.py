@@ -14,6 +14,8 @@ import shutil
 import signal
 import subprocess
 import sys
+import tarfile
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -21,14 +23,14 @@ from pathlib import Path
 from typing import Any
 
 from gpu_predictions import (
+    CIFAR,
     EVAL_COMPILE_SECONDS,
     GPU_SLOWDOWN,
     PAUSE_SLACK_SECONDS,
-    SCORE_SECONDS,
     SETTINGS,
-    method_of,
+    dataset_of,
     must_pause,
-    step_factor,
+    score_seconds,
 )
 
 
@@ -41,6 +43,10 @@ class Item:
     seed: int = 0
     curve: bool = True  # score the learning curve (the paper's epochs 64 ... 2048, scaled to --epochs)
     k: int = 0  # packing: runs sharing the GPU
+    # runs to the budget: starts once its first curve point fits (even under --finish-only) and trains until the
+    # pause rule stops it; its result is the epoch it reached and its curve points (part e: 2048 CIFAR-10 epochs
+    # fit no call)
+    to_budget: bool = False
 
     @property
     def name(self) -> str:
@@ -64,6 +70,7 @@ def plan_items(plan: str, packing_ks: tuple[int, ...] = PACKING_KS) -> list[Item
     if plan == "all":
         return [
             *plan_items("length"),
+            Item("e", CIFAR, to_budget=True),  # issue 44: after the BreastMNIST pair, before the 64 px pair
             *(
                 Item("c", f"{m}, 64 px {d}", curve=False)
                 for m in ("as printed", "SimCLR + kNN")
@@ -79,6 +86,11 @@ EPOCHS = {"all": 2048, "length": 2048, "readings": 128}
 PAPER_CURVE = (64, 128, 256, 512, 1024, 2048)  # the curve's epochs at the paper's 2048 (scaled to --epochs)
 PAPER = ["image_size=224", "data_size=28", "width=64", "batch_size=64", "tta=40", "center_crop=0.875"]
 TINY = ["image_size=16", "data_size=28", "width=8", "batch_size=128", "tta=4", "csi_views=2", "device=cpu"]
+# --tiny keeps its own sizes: a setting's override of these keys is dropped (the data it reads is kept)
+TINY_KEEPS = ("image_size", "width", "batch_size", "tta", "csi_views")
+# --tiny on CIFAR-10: every scoring encodes 15,000 images (38 s with the identity view alone on this project's
+# loaded 2-core CPU, one thread), so no test-time views and one thread (beside other work: benchmarks/README.md)
+TINY_CIFAR = ["tta=0", "csi_views=0", "threads=1"]
 PACKED_PART = "a"  # the part whose two runs train at once
 WORKER_GRACE_SECONDS = 10.0  # a packed worker still alive this long after the budget is killed
 
@@ -172,6 +184,7 @@ def run_line(label: str, record: dict[str, Any], wall: float | None) -> dict[str
     return {
         "event": "run",
         "setting": label,
+        "dataset": record.get("dataset") or (record.get("config") or {}).get("dataset"),
         "seed": record["seed"],
         "epochs": record["epochs"],
         "image_size": (record.get("config") or {}).get("image_size"),
@@ -220,6 +233,54 @@ def checkpoint_epoch(run_dir: Path) -> int:
 
 
 PAUSE_NOTE = "paused.json"
+# the carried CIFAR-10 image folder: benchmarks/gpu_carry.py packs ../shared/data/cifar10/ into
+# shared/data/cifar10.tar.xz (18.6 MB, the folder 55 MB in 60,000 files), which travels with the checkout
+CIFAR_ARCHIVE = "cifar10.tar.xz"
+
+
+def cifar_present(data_dir: Path) -> bool:
+    """Whether CIFAR-10 is on disk in a form con2 looks for: ``cifar10/`` (the image folder, or the pickles
+    under it) or ``cifar-10-batches-py/``."""
+    return (data_dir / "cifar10").is_dir() or (data_dir / "cifar-10-batches-py").is_dir()
+
+
+def unpack_cifar(data_dir: Path) -> dict[str, Any] | None:
+    """Unpack ``data_dir/cifar10.tar.xz`` (the carried image folder) into ``data_dir/cifar10/`` when CIFAR-10 is
+    not on disk yet (with the system's tar where it has one: 3x faster than Python's here): a ``data`` line with
+    its seconds, or None when there was nothing to do.
+
+    Raises:
+        ValueError: the archive is unreadable or holds anything but ``cifar10/`` (one line naming it).
+    """
+    archive = data_dir / CIFAR_ARCHIVE
+    if cifar_present(data_dir) or not archive.is_file():
+        return None
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory(dir=data_dir, prefix=".cifar10-unpack-") as tmp:
+        try:
+            if shutil.which("tar") and shutil.which("xz"):
+                subprocess.run(["tar", "-xJf", str(archive), "-C", tmp], check=True, capture_output=True, text=True)
+            else:
+                with tarfile.open(archive, "r:xz") as tar:
+                    tar.extractall(tmp, filter="data")
+        except (OSError, tarfile.TarError, subprocess.CalledProcessError) as e:
+            detail = "; ".join(str(getattr(e, "stderr", None) or e).strip().splitlines())[:200]
+            fix = "pack it again with benchmarks/gpu_carry.py"
+            raise ValueError(f"{archive} could not be unpacked ({detail}); {fix}") from e
+        found = sorted(os.listdir(tmp))
+        if found != ["cifar10"]:
+            fix = "pack it with benchmarks/gpu_carry.py"
+            raise ValueError(f"{archive} unpacks to {found[:5]}, not cifar10/ alone: {fix}")
+        files = sum(len(names) for _, _, names in os.walk(Path(tmp) / "cifar10"))
+        os.replace(Path(tmp) / "cifar10", data_dir / "cifar10")  # whole or not at all
+    return {
+        "event": "data",
+        "dataset": "cifar10",
+        "unpacked": str(archive),
+        "to": str(data_dir / "cifar10"),
+        "files": files,
+        "seconds": round(time.perf_counter() - t0, 1),
+    }
 
 
 class Budget:
@@ -302,9 +363,11 @@ class Call:
         """The run's config: the plan's base, its curve, its seed and its setting's overrides."""
         from con2.config import load_config  # lazy: imported after the budget's clock starts, as torch
 
-        settings = [o for o in SETTINGS[it.label] if not (self.args.tiny and o.startswith("image_size="))]
+        tiny_kept = tuple(f"{key}=" for key in TINY_KEEPS) if self.args.tiny else ()
+        settings = [o for o in SETTINGS[it.label] if not (tiny_kept and o.startswith(tiny_kept))]
         curve = [f"score_at={json.dumps(self.curve_all)}", "curve_views=null"] if it.curve else []
-        return load_config(None, [*self.base, *curve, f"seed={it.seed}", *settings])
+        tiny = TINY_CIFAR if self.args.tiny and dataset_of(it.label) == "cifar10" else []
+        return load_config(None, [*self.base, *curve, f"seed={it.seed}", *settings, *tiny])
 
 
 def train_item(call: Call, it: Item, predicted_s: float, from_epoch: int, partial: bool, **tags: Any) -> Any:
@@ -332,7 +395,7 @@ def train_item(call: Call, it: Item, predicted_s: float, from_epoch: int, partia
     mtime0 = rd.checkpoint.stat().st_mtime_ns if rd.checkpoint.is_file() else None
     seen: dict[str, Any] = {"mtime": mtime0, "last": t_run, "epoch_s": [], "score_s": None}
     # the first scoring of a process compiles the eval graphs; until a scoring is measured, reserve that
-    seen["first_score_s"] = GPU_SLOWDOWN[call.kind] * SCORE_SECONDS[method_of(it.label)] * step_factor(it.label)
+    seen["first_score_s"] = GPU_SLOWDOWN[call.kind] * score_seconds(it.label)
     seen["first_score_s"] += EVAL_COMPILE_SECONDS if call.compile else 0.0
     seen["from_epoch"] = seen["checkpoint_epoch"] = from_epoch if resuming else 0
 
@@ -379,9 +442,21 @@ def train_item(call: Call, it: Item, predicted_s: float, from_epoch: int, partia
             (rd.path / PAUSE_NOTE).write_text(json.dumps({"epoch": epoch}))
         how = "at a checkpoint" if stop.args[0] is not None else "alarm at the budget: from the last checkpoint"
         paused = {"event": "paused", "part": it.part, "setting": it.label, "seed": it.seed, "epoch": epoch}
+        reached = {}
+        if it.to_budget:  # its result: how far the schedule got and the readings on the way
+            scored = sorted(q["epoch"] for q in rd.read_curve() if q["epoch"] <= epoch)
+            reached = {
+                "reached_epoch": epoch,
+                "of_epochs": epochs,
+                "curve_scored": scored,
+                "note": f"epoch {epoch} of a {epochs}-epoch schedule (cosine over {epochs} epochs): a reading part"
+                " way, not a run of that length; its checkpoint stays on this machine (a later session starts again"
+                " from epoch 0)",
+            }
         emit(
             {
                 **paused,
+                **reached,
                 "elapsed_s": round(time.perf_counter() - t_run, 1),
                 "call_elapsed_s": round(budget.elapsed(), 1),
                 "how": how,

@@ -195,10 +195,12 @@ def test_gpu_fidelity_pause_rule_never_outruns_the_budget():
 def test_gpu_fidelity_all_plan_order_and_64px_prediction():
     gf = load_script("gpu_predictions")
     items = load_script("gpu_runs").plan_items("all")
-    assert [it.part for it in items] == list("aabccccdddd")
-    assert [it.label for it in items][:3] == ["as printed", "content only", "SimCLR + kNN"]
-    assert all(it.curve for it in items[:3]) and not any(it.curve for it in items[3:7])
-    assert [it.k for it in items[7:]] == [1, 2, 4, 8]
+    # issue 44: CIFAR-10 (e) after the BreastMNIST pair still to do (content only, SimCLR), before the 64 px pair
+    assert [it.part for it in items] == list("aabeccccdddd")
+    assert [it.label for it in items][:4] == ["as printed", "content only", "SimCLR + kNN", gf.CIFAR]
+    assert all(it.curve for it in items[:4]) and not any(it.curve for it in items[4:8])
+    assert [it.to_budget for it in items] == [False] * 3 + [True] + [False] * 8
+    assert [it.k for it in items[8:]] == [1, 2, 4, 8]
     assert gf.SETTINGS["as printed, 64 px native"] == ["image_size=64", "data_size=64"]
     assert gf.SETTINGS["SimCLR + kNN, 64 px upsampled"] == ["method=simclr", "image_size=64", "data_size=28"]
     # the 64 px step from FLOPs: the CIFAR stem at 64 px is exactly 4x its 32 px count, 1.25x the 224 px step
@@ -223,7 +225,7 @@ def test_gpu_call_script_prints_every_parts_prediction(shared_data, tmp_path):
     """benchmarks/gpu_call.sh as the device tool runs it, with no budget: the environment, then the
     predictions of the real plan (2048 epochs, compile) for every item, everything skipped, nothing trained."""
     out = tmp_path / "OUT"
-    env = {**os.environ, "OUT": str(out), "BUDGET_S": "0"}
+    env = {**os.environ, "OUT": str(out), "BUDGET_S": "0", "SMOKE": "0"}  # the smoke: tests/project/test_gpu_cifar.py
     script = ["bash", str(ROOT / "benchmarks" / "gpu_call.sh"), "--data-dir", str(shared_data)]
     given = ["--packing-factor", "1.0"]  # the assumed factor, whatever part (d) has measured
     given += ["--records", str(tmp_path / "no_records")]  # nothing reused: the plan as a first call sees it
@@ -240,11 +242,12 @@ def test_gpu_call_script_prints_every_parts_prediction(shared_data, tmp_path):
     assert "nvidia-smi:" in res.stdout and (out / "environment.txt").is_file()
     plan = next(x for x in lines if x["event"] == "plan")
     predictions = [x for x in lines if x["event"] == "prediction"]
-    assert plan["epochs"] == 2048 and sorted(plan["predicted_s_per_part"]) == ["a", "b", "c", "d"]
+    assert plan["epochs"] == 2048 and sorted(plan["predicted_s_per_part"]) == ["a", "b", "c", "d", "e"]
     # the totals add up (each rounded once); the measured numbers themselves are benchmarks/README.md's
     assert abs(plan["predicted_s"] - sum(plan["predicted_s_per_part"].values())) <= 4
     assert abs(plan["predicted_s"] - sum(x["predicted_s"] for x in predictions)) <= len(predictions)
-    assert len(predictions) == 11 and all(x["predicted_s"] > 0 for x in predictions)
+    assert len(predictions) == 12 and all(x["predicted_s"] > 0 for x in predictions)
+    assert [x["part"] for x in predictions if x.get("to_budget")] == ["e"]
     # before the plan: both kinds of GPU, part (a) packed against one after the other (issue 33, point 3)
     kinds = {x["gpu"]: x for x in lines if x["event"] == "gpu_prediction"}
     assert [x["event"] for x in lines].index("gpu_prediction") < [x["event"] for x in lines].index("plan")
@@ -252,8 +255,10 @@ def test_gpu_call_script_prints_every_parts_prediction(shared_data, tmp_path):
     assert kinds["H100"]["a_packed_s"] > 540 and "assumed" in kinds["H100"]["rates"]  # ~692 s at factor 1.0
     assert kinds["H100"]["packing_factor"] == kinds["H200"]["packing_factor"] == 1.0
     assert kinds["H200"]["a_starts"] == kinds["H100"]["a_starts"] == []  # BUDGET_S=0
+    assert all("skipped" in x for x in kinds["H200"]["call_outline"])  # what a call of this budget would do
     assert [x["event"] for x in lines].index("plan") < [x["event"] for x in lines].index("skipped")
-    assert len([x for x in lines if x["event"] == "skipped"]) == 11 and lines[-1]["event"] == "done"
+    assert len([x for x in lines if x["event"] == "skipped"]) == 12 and lines[-1]["event"] == "done"
+    assert "workflow smoke: not run (SMOKE=0)" in res.stdout
     assert (out / "gpu_fidelity_all.jsonl").read_text().count("\n") == len(lines)
     refused = subprocess.run(script, capture_output=True, text=True, env={**env, "BUDGET_S": "541"}, cwd=tmp_path)
     assert refused.returncode == 2 and "<= 540" in refused.stderr
@@ -271,14 +276,17 @@ def test_gpu_fidelity_all_plan_rehearsal_pauses_resumes_and_reuses(shared_data, 
     base = [sys.executable, "-c", WITHOUT_KORNIA_JSONSCHEMA, script, "--data-dir", str(shared_data), "--tiny"]
     base += ["--out", str(tmp_path / "gf"), "--checkpoint-s", "0", "--packing-ks", "1"]
     base += ["--no-pack"]  # part (a) one run after the other here; packed: tests/project/test_gpu_packing.py
+    gf = load_script("gpu_runs")
+    # BreastMNIST's parts; part (e), CIFAR-10: tests/project/test_gpu_cifar.py
+    breastmnist = [it for it in gf.plan_items("all", (1,)) if it.part != "e"]
+    base += ["--only", *(it.label for it in breastmnist)]
 
     def call(*args):
         res = subprocess.run([*base, *args], capture_output=True, text=True, timeout=1800, env=env, cwd=ROOT)
         assert res.returncode == 0, res.stderr[-3000:]
         return [json.loads(line) for line in res.stdout.splitlines() if line.startswith("{")]
 
-    gf = load_script("gpu_runs")
-    names = [it.label for it in gf.plan_items("all", (1,))]
+    names = [it.label for it in breastmnist]
     first = call("--pause-at", "1")
     events = [x["event"] for x in first]
     assert events == [
@@ -307,7 +315,7 @@ def test_gpu_fidelity_all_plan_rehearsal_pauses_resumes_and_reuses(shared_data, 
     assert len(packing) == 1 and packing[0]["k"] == 1 and packing[0]["aggregate_images_per_s"] > 0
     assert "paused" not in [x["event"] for x in second] and "skipped" not in [x["event"] for x in second]
     kept = out / "records_all"
-    for it in gf.plan_items("all", (1,))[3:7]:  # each record came back under $OUT, with its data size
+    for it in breastmnist[3:7]:  # each record came back under $OUT, with its data size
         config = json.loads((kept / it.name / "record.json").read_text())["config"]
         assert config["data_size"] == (64 if "native" in it.label else 28) and config["image_size"] == 16
 
