@@ -24,7 +24,7 @@ from PIL import Image
 from con2.data.base import DataError
 from con2.data.cache import Found, SourceTable
 from con2.data.folders import fingerprint, list_images, open_image
-from con2.data.manifest import IMAGE_FOLDER
+from con2.source_formats import IMAGE_FOLDER
 
 #: The ``format`` of the source in the prepared cache's manifest, the split manifest and the run record.
 FORMAT = IMAGE_FOLDER

@@ -88,11 +88,6 @@ def write_manifest(manifest: dict[str, Any], path: Path) -> None:
         tmp.write_text(json.dumps(manifest, indent=1))
 
 
-#: ``format`` of a source that is a re-encoding of the official files (a CIFAR-10 image dump): the record's
-#: ``data_source.format``, and the mark the tables note (:func:`con2.report.tables.re_encoded_note`).
-IMAGE_FOLDER = "image-folder"
-
-
 def data_source(manifest: dict[str, Any] | None) -> dict[str, str | None] | None:
     """What a run record says of its images' source (record field ``data_source``): ``format``, the kind
     of copy where a dataset has several (``image-folder`` for a re-encoded CIFAR-10 dump, else ``None``),

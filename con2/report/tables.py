@@ -19,10 +19,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from con2.data.manifest import IMAGE_FOLDER
 from con2.paper_names import dataset_label
 from con2.report.artefacts import TABLES, ReportInputs
 from con2.report.format import Table
+from con2.source_formats import IMAGE_FOLDER
 
 
 def outside_grid_note(inputs: ReportInputs) -> str | None:

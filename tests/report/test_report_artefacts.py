@@ -58,6 +58,7 @@ def test_every_artefact_is_made_from_exactly_the_inputs_it_declares(
         "status": str(status),
         "gpu": str(ROOT / "benchmarks" / "measured"),
         "scores": str(bundle),
+        "references": str(RESOURCES / "reference_numbers.csv"),
     }
     report = config["report"]
     made = set()
