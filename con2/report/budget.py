@@ -3,7 +3,7 @@ beside the paper's, as text for Table 1's note and the reproduction verdict."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +18,15 @@ from con2.report.select import ReportCfg
 # The paper's training budget (its appendix): ResNet18 with 512-d features (width 64), 224 px inputs
 # on the medical datasets, 3 seeds; its epochs are `report.paper_epochs` (2048).
 PAPER_IMAGE_SIZE, PAPER_WIDTH, PAPER_SEEDS = 224, 64, 3
+#: The paper's input size where it is not 224 px (the `paper` profile, workflow/config/paper.yaml, trains at these):
+#: CIFAR at its own 32 px, so there only the length separates a CPU run from the paper's.
+PAPER_IMAGE_SIZES: dict[str, int] = {
+    "melanoma": 128,
+    "cifar10": 32,
+    "cifar100": 32,
+    "dogs-vs-cats": 128,
+    "muffin-vs-chihuahua": 128,
+}
 
 
 def _run_level(runs: pd.DataFrame) -> pd.DataFrame:
@@ -107,12 +116,17 @@ def budget_of(runs: pd.DataFrame, names: Methods) -> Budget:
     )
 
 
-def paper_budget_text(rep: ReportCfg) -> str:
-    """The paper's budget as text (its epochs from ``report.paper_epochs``)."""
+def paper_budget_text(rep: ReportCfg, datasets: Iterable[str] = ()) -> str:
+    """The paper's budget as text (its epochs from ``report.paper_epochs``), at the input size it used for
+    ``datasets`` (224 px, the medical sets', when none is named; ``"224 px (CIFAR10 32)"`` when they differ)."""
+    sizes = {d: PAPER_IMAGE_SIZES.get(d, PAPER_IMAGE_SIZE) for d in datasets} or {"": PAPER_IMAGE_SIZE}
+    size = _usual(sizes, "px", {d: dataset_label(d) for d in sizes})
     width = f"ResNet18 width {PAPER_WIDTH} (512-d)"
-    return f"{rep['paper_epochs']} epochs at {PAPER_IMAGE_SIZE} px, {width}, {PAPER_SEEDS} seeds"
+    return f"{rep['paper_epochs']} epochs at {size}, {width}, {PAPER_SEEDS} seeds"
 
 
 def budget_note(ours: pd.DataFrame, names: Methods, rep: ReportCfg) -> str:
-    """The note under Table 1: the budget "ours" trained at, beside the paper's."""
-    return f"Budget of ours: {budget_of(ours, names).text()}; the paper's: {paper_budget_text(rep)}."
+    """The note under a table of ours beside the paper's: the budget "ours" trained at, and the paper's for the
+    same datasets."""
+    paper = paper_budget_text(rep, sorted(_run_level(ours)["dataset"].unique()))
+    return f"Budget of ours: {budget_of(ours, names).text()}; the paper's: {paper}."

@@ -6,10 +6,12 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import yaml
 
 from con2.report.artefacts import ReportInputs
-from con2.report.budget import budget_of
+from con2.report.budget import PAPER_IMAGE_SIZES, budget_note, budget_of
 from con2.report.collect import collect_runs
+from con2.report.methods import method_names
 from con2.report.paper import load_paper_numbers
 from con2.report.reproduction import reproduction
 from con2.report.summary import table1_medical
@@ -177,3 +179,21 @@ def test_a_paper_number_inside_our_interval_is_a_match_not_unexplained(runs, pap
     assert "BreastMNIST 51.3 vs 44.6 (+6.7)" in ssd_line
     assert "BreastMNIST: reproduces (the paper's number lies inside our 95% interval)." in ssd_line
     assert "Unexplained" not in ssd_line
+
+
+def test_the_papers_budget_names_its_input_size_per_dataset(runs) -> None:
+    """CIFAR trained at its own 32 px in the paper: a note on CIFAR-10 runs must not say 224 px."""
+    cifar = runs.assign(dataset="cifar10", image_size=32)
+    note = budget_note(cifar, method_names(CONFIG, cifar), CONFIG["report"])
+    assert note.endswith("the paper's: 2048 epochs at 32 px, ResNet18 width 64 (512-d), 3 seeds."), note
+    both = pd.concat([runs, cifar])
+    assert "the paper's: 2048 epochs at 224 px (CIFAR10 32)," in budget_note(
+        both, method_names(CONFIG, both), CONFIG["report"]
+    )
+
+
+def test_the_papers_input_sizes_are_the_paper_profiles() -> None:
+    """PAPER_IMAGE_SIZES (the report's) and workflow/config/paper.yaml (what the paper profile trains) agree."""
+    paper_cfg = yaml.safe_load((ROOT / "workflow" / "config" / "paper.yaml").read_text())
+    trained = {d: spec["run"]["image_size"] for d, spec in paper_cfg["datasets"].items()}
+    assert trained == {d: PAPER_IMAGE_SIZES.get(d, paper_cfg["run"]["image_size"]) for d in trained}
