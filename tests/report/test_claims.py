@@ -132,8 +132,19 @@ def test_an_unpaired_claim_says_why_and_counts_in_no_test(runs: pd.DataFrame) ->
     only_cat = gone[~(gone["method"] == "simclr")]
     table = claims(ReportInputs(runs=only_cat, paper=paper, config=CONFIG, dataset="cifar10"))
     assert not any("SimCLR" in c for c in table.data["claim"])  # no SimCLR run: no claim about it
-    flip = table.data.set_index("claim").loc["CON2 flip above CON2 invert"]
+    frame = table.data.set_index("claim")
+    flip = frame.loc["CON2 flip above CON2 invert"]
     assert flip["n"] == "1×2"  # paired on airplane only, the class both ran
+    # Ours is on the paired classes too: invert's mean there is airplane's, not the mean over both classes
+    invert = only_cat[(only_cat["variant"] == "invert") & (only_cat["score"] == "nnd")]
+    airplane = invert[invert["normal_class"] == "airplane"]["auroc"].mean()
+    assert flip["b_mean"] == pytest.approx(airplane) and airplane != pytest.approx(invert["auroc"].mean())
+    # a context the paper printed that has no run here, and Best with none, are rows that cannot be tested
+    no_flip = only_cat[~only_cat["variant"].isin(["flip", "best"])]
+    frame = claims(ReportInputs(runs=no_flip, paper=paper, config=CONFIG, dataset="cifar10")).data.set_index("claim")
+    for claim in ("CON2 flip above CON2 invert", "CON2 flip above CON2 equalize", "CON2 (Best) above CON2 invert"):
+        assert frame.loc[claim, "verdict"] == "cannot test: no runs of one side" and np.isnan(frame.loc[claim, "p"])
+    assert frame.loc["CON2 invert above CON2 equalize", "n"] == "2×2"
 
 
 def test_slow_reference_is_what_the_comparisons_compute() -> None:
