@@ -34,12 +34,31 @@ def variant_label(row: Mapping[str, Any], names: Methods, plain_loss: Any = None
     return f"{names.label(row['method'])} {ctx}{extra}"
 
 
+STUDIES_NOTE = "Runs that only the studies train (report.scopes) are not shown: their tables are the studies'."
+
+
+def study_only(config: Mapping[str, Any]) -> set[tuple[str, str]]:
+    """The (method, variant) pairs that only the studies (the experiments of ``report.scopes``) train: a
+    128-epoch run beside the grid's 5-epoch ones has the same contexts, and its own tables."""
+    experiments = config.get("experiments") or {}
+    scoped = {e for names in (report_block(config).get("scopes") or {}).values() for e in names or []}
+
+    def pairs(names: set[str]) -> set[tuple[str, str]]:
+        methods = [(experiments.get(e) or {}).get("methods") or {} for e in names]
+        return {(m, v) for ms in methods if isinstance(ms, Mapping) for m, vs in ms.items() for v in vs or []}
+
+    return pairs(scoped) - pairs(set(experiments) - scoped)
+
+
 def silhouette(inputs: ReportInputs) -> Table:
     """Silhouette of the test representations labelled by context, per dataset and variant (like with like)."""
     runs, config = inputs.frame("runs"), inputs.config
     rep = report_block(config)
     subject, names = subject_and_names(headline(runs), config)
     sel = runs.dropna(subset=["silhouette"]) if not runs.empty else runs
+    studies = study_only(config)
+    if not sel.empty and studies:  # the grid's budget only: a study's runs are in its own tables
+        sel = sel[[(m, v) not in studies for m, v in zip(sel["method"], sel["variant"])]]
     if not sel.empty:
         sel = sel.drop_duplicates(subset=["dataset", "normal_class", "method", "variant", "seed"]).copy()
         plain = subject.reference.get("loss")
@@ -71,6 +90,11 @@ def silhouette(inputs: ReportInputs) -> Table:
             "Cosine silhouette in [-1, 1] of the identity-view encoder outputs; mean ± std; "
             f"{CELL_NOTE} Per dataset, every variant averages the same normal classes. High = the context clusters "
             "exist.",
+            *(
+                ["Runs that only the studies train (report.scopes) are not shown: their tables are the studies'."]
+                if studies
+                else []
+            ),
             *like_notes,
         ],
     )

@@ -78,3 +78,26 @@ def test_the_subject_key_chooses_the_method_of_the_ablation_tables(
         empty = build(inputs_of(runs, paper, none))
         assert not empty.rows and "report.subject is not set" in empty.notes[0]
     assert table1_medical(inputs_of(runs, paper, none)).rows  # the method tables need no subject
+
+
+def test_the_silhouette_shows_the_grids_budget_not_a_studys_runs(tmp_path: Path, paper: pd.DataFrame) -> None:
+    """A 128-epoch study run has the grid's contexts (invert): it must not enter the grid's CON2 invert cell."""
+    ctx = {"contexts": ["invert"]}
+    recs = [
+        fake_record("cifar10", "airplane", "con2", "invert", 0, {"nnd": 70.0}, ctx, silhouette=0.6),
+        fake_record("cifar10", "cat", "con2", "invert", 0, {"nnd": 70.0}, ctx, silhouette=0.7),
+        fake_record("cifar10", "airplane", "con2", "length128", 0, {"nnd": 80.0}, ctx, silhouette=0.1, epochs=128),
+    ]
+    config = {
+        "experiments": {
+            "main": {"datasets": ["cifar10"], "methods": {"con2": ["invert"]}},
+            "length": {"datasets": ["cifar10"], "methods": {"con2": ["length128"]}},
+        },
+        "report": {"subject": "con2", "natural": ["cifar10"], "scopes": {"length_curve": ["length"]}},
+    }
+    sil = silhouette_table(inputs_of(collect(tmp_path, recs), paper, config))
+    assert sil.columns == ["Dataset", "CON2 invert"] and sil.rows[0][1] == "0.650 ± 0.071 [2×1]", sil.rows
+    assert any("only the studies train" in n for n in sil.notes)
+    del config["report"]["scopes"]  # not a study: the same runs are one cell (what it was before)
+    sil = silhouette_table(inputs_of(collect(tmp_path / "all", recs), paper, config))
+    assert sil.rows[0][1] != "0.650 ± 0.071 [2×1]", sil.rows
