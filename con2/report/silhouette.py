@@ -90,11 +90,7 @@ def silhouette(inputs: ReportInputs) -> Table:
             "Cosine silhouette in [-1, 1] of the identity-view encoder outputs; mean ± std; "
             f"{CELL_NOTE} Per dataset, every variant averages the same normal classes. High = the context clusters "
             "exist.",
-            *(
-                ["Runs that only the studies train (report.scopes) are not shown: their tables are the studies'."]
-                if studies
-                else []
-            ),
+            *([STUDIES_NOTE] if studies else []),
             *like_notes,
         ],
     )
