@@ -42,4 +42,5 @@ SPEC = MethodSpec(
     test_params={"samples": 1},
     check=check,
     scoring_params=("samples", "test_norm"),  # test-time only: `con2 evaluate --set params.samples=0` re-scores
+    views_per_image=lambda params: 8,  # 4 rotations x 2 augmented views
 )

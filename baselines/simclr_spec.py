@@ -43,4 +43,5 @@ SPEC = MethodSpec(
     test_params={"k": 2, "ssd_clusters": 2},
     check=check,
     scoring_params=("k", "ssd_clusters"),  # read by the scorers only: `con2 evaluate --set params.k=50` re-scores
+    views_per_image=lambda params: 2,  # two augmented views
 )

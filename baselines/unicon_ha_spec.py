@@ -70,6 +70,12 @@ def tags(params: UniConHAParams) -> dict[str, object]:
     return {"stages": stages, "soft_aggregation": params.soft_aggregation}
 
 
+def views_per_image(params: UniConHAParams) -> int:
+    """Encoder passes per training image: 4 rotations x 2 views, once per aggregated stage (a pass that stops
+    at an early stage is priced as a whole one: an upper bound)."""
+    return 8 * sum(1 for w in params.stage_weights if w > 0)
+
+
 SPEC = MethodSpec(
     name="unicon_ha",
     Params=UniConHAParams,
@@ -86,4 +92,5 @@ SPEC = MethodSpec(
     test_params={"head_dim": 16},
     check=check,
     tags=tags,
+    views_per_image=views_per_image,
 )

@@ -42,6 +42,7 @@ from con2.grid.cost_tables import (
     train_sizes,
 )
 from con2.grid.experiments import drop_runs_without_weights, expand_grid
+from con2.methods import all_methods
 
 DEFAULT_PROFILE = Path("workflow/config/default.yaml")  # the checkout's default profile, from its root
 
@@ -84,19 +85,11 @@ def images_per_run(n_train: int, batch_size: int, epochs: int, max_steps: int | 
 
 
 def views_per_image(method: str, params: Mapping[str, Any]) -> int | None:
-    """Encoder passes per training image per step, by method; ``None`` where unknown (a method
-    without a rule here, or PANDA's ResNet152, which the ResNet18 throughput does not describe)."""
-    if method == "con2":
-        k = int(params.get("n_contexts") or 0) or len(params.get("contexts") or ("invert",)) + 1
-        return 2 * k
-    if method == "simclr":
-        return 2
-    if method == "csi":
-        return 8  # 4 rotations x 2 views
-    if method == "unicon_ha":
-        weights = params.get("stage_weights") or (0.0, 1.0, 1.0, 1.0)
-        return 8 * sum(1 for w in weights if float(w) > 0)  # 4N rotated images x 2 views per stage
-    return None
+    """Encoder passes per training image per step, as the method's spec prices them
+    (:attr:`con2.methods.MethodSpec.views_per_image`); ``None`` where its spec does not (PANDA's
+    ResNet152, which the ResNet18 throughput does not describe) or no method has that name."""
+    specs = all_methods()
+    return specs[method].training_views(params) if method in specs else None
 
 
 def estimate_rate(rates: Sequence[Rate], image_size: int, width: int, batch_size: int) -> Estimate:

@@ -10,7 +10,7 @@ and contexts it uses (``test_contexts``, ``test_plan``), which feature spaces ex
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 import torch
@@ -43,6 +43,9 @@ class Method(nn.Module):
     test_params: ClassVar[dict[str, Any]] = {}
     score_names: ClassVar[tuple[str, ...]] = ()
     description: ClassVar[str] = ""
+    #: ``views_per_image(params) -> int`` (a staticmethod): encoder passes per training image per step, the
+    #: cost unit of the plan, the ETA and the job order; ``None``: not priced (:attr:`MethodSpec.views_per_image`)
+    views_per_image: ClassVar[Callable[[Any], int] | None] = None
 
     #: checkpoint keys of what :meth:`prepare` decides (:meth:`fixed_state`); () = it decides nothing
     fixed_keys: tuple[str, ...] = ()

@@ -120,4 +120,5 @@ SPEC = MethodSpec(
     test_params={"temperature": 0.5},
     check=check,
     tags=tags,
+    views_per_image=lambda params: 2 * n_contexts(params),  # two augmented views in each of the k contexts
 )

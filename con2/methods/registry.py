@@ -128,4 +128,5 @@ def spec_from_class(cls: type[Method]) -> MethodSpec:
         label=getattr(cls, "label", "") or cls.name,
         test_params=dict(getattr(cls, "test_params", {}) or {}),
         scoring_params=tuple(getattr(cls, "scoring_params", ())),
+        views_per_image=getattr(cls, "views_per_image", None),
     )

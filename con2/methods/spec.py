@@ -85,6 +85,11 @@ class MethodSpec:
         scoring_params: names of ``Params`` fields read only when scoring (SimCLR's ``k``), so
             ``con2 evaluate --set params.NAME=...`` may re-score a trained model with another value;
             every other ``params`` key changes the model and is refused there.
+        views_per_image: ``views_per_image(params) -> int``: encoder passes per training image in one
+            optimiser step (CON2 as printed: 2 views x 2 contexts = 4), the unit in which the cost plan
+            (``con2 plan``), the workflow's ETA and its job order price a run (:meth:`training_views`).
+            ``None``: not priced (an encoder the ResNet18 throughput table does not describe, e.g. PANDA's
+            ResNet152); the workflow then starts such a run first, so that its pace is known early.
     """
 
     name: str
@@ -101,6 +106,7 @@ class MethodSpec:
     tags: Callable[[Any], dict[str, Any]] | None = None
     weights: Callable[[Any], Mapping[str, str | WeightSet]] | None = None
     scoring_params: tuple[str, ...] = ()
+    views_per_image: Callable[[Any], int] | None = None
 
     def __post_init__(self) -> None:
         if not self.scoring_params:
@@ -109,6 +115,13 @@ class MethodSpec:
         unknown = [p for p in self.scoring_params if p not in names]
         if unknown:
             raise TypeError(f"method {self.name!r}: scoring_params {unknown} are not fields of {self.Params.__name__}")
+
+    def training_views(self, params: Mapping[str, Any]) -> int | None:
+        """Encoder passes per training image per step of a run with these ``params`` (a run config's
+        mapping; defaults filled in, unknown keys refused); ``None`` where the spec does not price them."""
+        if self.views_per_image is None:
+            return None
+        return int(self.views_per_image(dataclass_from_params(self.Params, dict(params), self.name)))
 
     def params_for(self, cfg: RunConfig) -> Any:
         """``cfg.params`` as this method's validated ``Params`` (unknown keys and bad values named)."""

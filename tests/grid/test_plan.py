@@ -221,6 +221,34 @@ def test_a_run_that_trains_nothing_costs_nothing() -> None:
     assert plan.images_per_run(399, 64, 10, max_steps=1000) == 10 * (399 // 64) * 64
 
 
+def test_a_new_method_is_priced_by_its_spec_without_touching_the_grid(monkeypatch) -> None:
+    """Issue 45, item 4: the plan, the ETA and the job order read a method's cost off its spec: a baseline
+    registered from the docs gets an estimate and a planned priority; one whose spec prices nothing gets
+    neither (it starts first, so that its pace is known early)."""
+    from dataclasses import dataclass
+
+    from con2.methods import MethodSpec, registry
+    from con2.workflow.eta import planned_run
+
+    @dataclass
+    class Params:
+        rotations: int = 4
+
+    monkeypatch.setattr(registry, "METHODS", dict(registry.all_methods()))
+    for name, views in (("rot_views", lambda p: 2 * p.rotations), ("unpriced", None)):
+        registry.register_spec(MethodSpec(name, Params, "nowhere:Nothing", ("s",), views_per_image=views))
+    assert plan.views_per_image("rot_views", {}) == 8 and plan.views_per_image("rot_views", {"rotations": 2}) == 4
+    assert plan.views_per_image("unpriced", {}) is None and plan.views_per_image("no_such_method", {}) is None
+    config = {"epochs": 2, "batch_size": 10, "tta": 1, "image_size": 32, "width": 16, "params": {"rotations": 3}}
+    priced, unpriced = (
+        planned_run("k", name, config, n_train=100, views_per_s=600.0) for name in ("rot_views", "unpriced")
+    )
+    images = plan.images_per_run(100, 10, 2)
+    assert priced.priced and priced.prior_seconds == pytest.approx(images * 6 / 600.0)
+    assert not unpriced.priced and unpriced.prior_seconds is None
+    assert plan.views_per_image("con2", {"contexts": ["invert", "flip"]}) == 6  # the built-ins through the same path
+
+
 def test_plan_marks_studies_and_sums_what_all_trains(tables: dict[str, Path], tmp_path: Path, capsys) -> None:
     """Issue 36, point 9: an experiment of report.scopes is a study (`all` leaves it out): marked, and
     an `all` line sums the runs `snakemake all` trains; names of any length stay in their column."""

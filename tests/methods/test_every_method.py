@@ -69,6 +69,38 @@ def test_every_registered_method_writes_a_valid_record(name, tiny, tmp_path):
     assert all(w["file"].startswith(str(tmp_path)) and len(w["sha256"]) == 64 for w in used.values())
 
 
+PRICED = [(n, {}) for n, s in all_methods().items() if s.views_per_image is not None] + [
+    ("con2", {"contexts": ["invert", "flip"]}),  # k = 3 contexts: 6 views
+    ("con2", {"n_contexts": 4}),
+    ("unicon_ha", {"stage_weights": [0.0, 0.0, 1.0, 1.0]}),  # two aggregated stages
+]
+
+
+@pytest.mark.parametrize(("name", "extra"), PRICED)
+def test_a_priced_method_passes_as_many_views_through_its_encoder_as_its_spec_says(name, extra, tiny):
+    """The plan, the ETA and the job order price a run by its spec's ``views_per_image`` (issue 45, item 4):
+    here one training step counts the images the encoder really sees."""
+    spec = all_methods()[name]
+    params = {**spec.test_params, **extra}
+    cfg = make_config({**tiny_for(name, tiny), "method": name, "params": params, "tta": 12})  # splits over k contexts
+    method = build_method(cfg)
+    train = to_tensor(load_one_class(cfg.dataset, cfg.data_dir, cfg.normal_class, seed=cfg.split_seed, size=16).train)
+    seen: list[int] = []
+    method.encoder.register_forward_hook(lambda module, args, out: seen.append(len(args[0])))
+    if hasattr(method.encoder, "forward_intermediates"):  # a pass up to a stage (UniCon-HA) counts as a pass
+        whole = method.encoder.forward_intermediates
+
+        def counted(x, *args, **kwargs):
+            seen.append(len(x))
+            return whole(x, *args, **kwargs)
+
+        method.encoder.forward_intermediates = counted
+    method.prepare(train)
+    seen.clear()
+    method.training_loss(train[:8], 0.0)
+    assert sum(seen) == 8 * spec.training_views(params), (seen, spec.training_views(params))
+
+
 # --- docs/methods.md's example of way (a): a rotation-prediction baseline as a registered class. -
 
 
@@ -85,6 +117,7 @@ class RotNet(Method):
     test_params = {"head_weight": 1.0}
     score_names = ("rotation",)
     description = "example: rotation prediction"
+    views_per_image = staticmethod(lambda params: 4)  # the 4 rotations: what the plan and the ETA price a run by
 
     def __init__(self, cfg, params: RotNetParams) -> None:
         super().__init__(cfg, params)
@@ -117,6 +150,7 @@ def test_a_newly_registered_method_joins_the_registry_and_this_test(tiny, tmp_pa
     monkeypatch.setattr(registry, "_CLASSES", dict(registry._CLASSES))
     register(RotNet)
     assert "rotnet_example" in all_methods()  # what the parametrisation above iterates over
+    assert all_methods()["rotnet_example"].training_views({}) == 4  # priced from the class, as a spec would be
     check_method_run("rotnet_example", tiny, tmp_path)
     # The shared loop computed -mean_k log p(k | rotated identity view), as a loop by hand shows.
     method = build_method(make_config({**tiny, "method": "rotnet_example"}))
