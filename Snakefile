@@ -13,56 +13,30 @@
 # downloaded where no credentials are needed (Kaggle ones with credentials); what cannot be had is
 # skipped and listed at the very end (strict=true: an error instead).
 
-from snakemake.exceptions import WorkflowError
-from snakemake.utils import min_version, validate
+from snakemake.utils import min_version
 
 import sys
 
-from con2.data import default_data_dir
-from con2.grid.checks import GridError, check_profile_schema, check_profile_size
-from con2.workflow.last_profile import given_as, recalled_profile, remember_profile, report_missing, report_mode
+from con2.workflow import startup as X  # what this file does before the rules and the first job, typed and tested
 
 min_version("9.0")
 
 
-# `snakemake --report` without --configfile reports the profile of the last run in this folder
-# (results/last_profile.yaml, written by `onstart`: con2/workflow/last_profile.py), not the default one
-_recalled = None if "experiments" in config else recalled_profile(sys.argv)
-if _recalled is not None:
-    print(f"con2 report: the profile of the last run here, {given_as(_recalled)} ({_recalled})", file=sys.stderr)
+# Without --configfile: the default profile, or for `snakemake --report` the last run's here (results/last_profile.yaml)
+_profile, _recalled = X.profile_to_read(config, sys.argv, f"{workflow.basedir}/workflow/config/default.yaml")
+if _profile is not None:
 
-    configfile: str(_recalled)
-
-elif "experiments" not in config:  # no profile given with --configfile: the default one
-
-    configfile: f"{workflow.basedir}/workflow/config/default.yaml"
+    configfile: _profile
 
 
-try:  # before anything prints or walks the config: a YAML file of nested aliases expands to billions
-    check_profile_size(config)
-except GridError as exc:
-    raise WorkflowError(f"invalid workflow config: {exc}") from None
-
-config.setdefault("data_dir", str(default_data_dir()))  # $CON2_DATA_DIR, else ./data
-for _flag in ("download", "strict", "progress", "compile"):  # `--config strict=true` arrives as the string "true"
-    if str(config.get(_flag)).lower() in ("true", "false"):
-        config[_flag] = str(config[_flag]).lower() == "true"
-
-
-try:  # one line naming the key (Snakemake's own message below prints the whole schema)
-    check_profile_schema(config, f"{workflow.basedir}/workflow/schemas/config.schema.yaml")
-except GridError as exc:
-    raise WorkflowError(f"invalid workflow config: {exc}") from None
-validate(config, "workflow/schemas/config.schema.yaml")
+# Its size, data_dir, the --config flags, then the schema (one line naming the key; Snakemake fills in its defaults)
+X.check_profile(config, f"{workflow.basedir}/workflow/schemas/config.schema.yaml")
 
 
 include: "workflow/rules/common.smk"
 
 
-if report_mode(sys.argv):  # a report of files that were never built: one line naming the profile to give
-    _missing = report_missing(W.report_files(), _recalled)
-    if _missing:
-        raise WorkflowError(_missing)
+X.check_report_files(sys.argv, W.report_files(), _recalled)  # a report of files never built: one line
 
 
 report: "workflow/report/workflow.rst"
@@ -134,34 +108,16 @@ for _rule_file in W.own_rule_files:
     include: _rule_file
 
 
-# The grid's ETA: after each finished training job, one line under Snakemake's "N of M steps" (how it
-# is estimated: con2/workflow/eta.py).
-# SIGTERM (`timeout`, a cluster's time limit, `kill PID`) stops the running jobs, each `con2 train`
-# leaving its checkpoint, and then Snakemake, as Ctrl-C does; Snakemake's own handler would wait for
-# them to finish, hours for a training run (con2/run/signals.py says why and how). Installed here: after
-# Snakemake's handler, before the first job.
+# Before the first job: SIGTERM and SIGINT stop the jobs (each leaving its checkpoint) and then Snakemake, the
+# profile is remembered for `snakemake --report`, the grid's ETA and a heartbeat (con2/workflow/startup.py).
 onstart:
-    from con2.run.signals import terminate_jobs_on_sigint, terminate_jobs_on_sigterm
-
-    terminate_jobs_on_sigterm()
-    # `kill -INT PID` (Snakemake alone) stops the jobs too, as Ctrl-C does; SIGINT inherited ignored
-    # (`snakemake ... &` in a script) stays ignored: `kill PID` stops that one (con2/run/signals.py)
-    terminate_jobs_on_sigint()
-    # what `snakemake --report` without --configfile reports from now on (con2/workflow/last_profile.py)
-    try:
-        remember_profile(config, workflow.config_settings.configfiles, dict(workflow.config_settings.config or {}))
-    except OSError as exc:  # a results/ that cannot be written fails its jobs, with their own error: not here
-        snakemake_logger.warning(f"con2 report: results/last_profile.yaml not written ({exc})")
-    # the whole grid's ETA under Snakemake's progress, and once before the first job
-    _progress = install_grid_progress(snakemake_logger, PROGRESS.line, PROGRESS.job_started)
-    try:  # as its later updates (con2.workflow.console.GridProgress): an ETA never stops the workflow
-        _progress.last = PROGRESS.line()
-    except Exception as exc:
-        _progress.last = f"con2 grid: no ETA ({type(exc).__name__}: {exc})"
-    if _progress.last:
-        snakemake_logger.info(_progress.last)
-    # a sign of life after 45 s without a line: each running job, how long it has run, its log's last line
-    start_heartbeat(snakemake_logger)
+    X.on_start(
+        snakemake_logger,
+        config,
+        workflow.config_settings.configfiles,
+        dict(workflow.config_settings.config or {}),
+        PROGRESS,
+    )
 
 
 # The last lines of every run: datasets skipped (why, and the command that fixes it) and records

@@ -9,7 +9,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from con2.grid.checks import GridError, check_profile_size, check_profile_text
+from con2.grid.checks import GridError, check_profile_text
 from con2.grid.experiments import (
     Run,
     check_run_methods,
@@ -122,12 +122,14 @@ def workflow_grid(
     lock, so ``snakemake -n`` leaves the disk alone and a second invocation, refused by the lock,
     changes nothing.
 
+    ``config`` has passed :func:`con2.workflow.startup.check_profile` (its size, its schema): the one
+    place that checks the profile as a whole, before the Snakefile reads its rules.
+
     Raises:
-        GridError: the profile is too large, holds an unsafe character (:data:`UNSAFE_TEXT`), names
+        GridError: the profile holds an unsafe character (:data:`UNSAFE_TEXT`), names
             something that does not exist or an unsafe name, a run's
             config or method params are invalid, or (``strict``) a method lacks its weights.
     """
-    check_profile_size(config)
     check_profile_text(config)
     runs = expand_grid(config, normal_classes, unknown_class)
     check_report(config, tables)

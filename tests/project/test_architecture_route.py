@@ -13,7 +13,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs/architecture.md"
 SMK_REFS = re.compile(r"""(?:include|script|configfile):\s*(?:f?["'])([^"']+)["']""")
-VALIDATE = re.compile(r"""validate\(config,\s*["']([^"']+)["']\)""")
+# a YAML file of workflow/ that a Snakefile names (the default profile, the schema it checks the profile against)
+FILE_ARG = re.compile(r"""f?["'](?:\{workflow\.basedir\}/)?(workflow/[^"'{}]+\.ya?ml)["']""")
 FROM_IMPORT = re.compile(r"^\s*from\s+(con2[\w.]*)\s+import\s+(.+)$", re.M)
 
 
@@ -50,11 +51,11 @@ def python_refs(path: Path) -> set[Path]:
 
 
 def snakemake_refs(path: Path) -> set[Path]:
-    """What a Snakefile or rule file includes, runs as a script, reads as config, validates against
-    or imports, and the ``con2`` command line its shell runs."""
+    """What a Snakefile or rule file includes, runs as a script, reads as config, names as a YAML file
+    of ``workflow/`` (the profile and schema it checks) or imports, and the ``con2`` command line its shell runs."""
     text = path.read_text()
     out: set[Path] = set()
-    for ref in SMK_REFS.findall(text) + VALIDATE.findall(text):
+    for ref in SMK_REFS.findall(text) + FILE_ARG.findall(text):
         ref = ref.replace("{workflow.basedir}/", "")
         for base in (path.parent, ROOT):
             if (base / ref).resolve().is_file():

@@ -1,0 +1,110 @@
+"""What the Snakefile does before its rules and before the first job, typed and tested here, so that the
+Snakefile itself holds no logic (issue 45, item 6): which profile file it reads, the one check of the
+profile Snakemake merged (:func:`check_profile`), the report's missing files, and the ``onstart`` handler
+(:func:`on_start`).
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Mapping, MutableMapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from snakemake.exceptions import WorkflowError
+from snakemake.utils import validate
+
+from con2.data import default_data_dir
+from con2.grid.checks import GridError, check_profile_schema, check_profile_size
+from con2.run.signals import terminate_jobs_on_sigint, terminate_jobs_on_sigterm
+from con2.workflow.console import install_grid_progress
+from con2.workflow.heartbeat import start_heartbeat
+from con2.workflow.last_profile import given_as, recalled_profile, remember_profile, report_missing, report_mode
+from con2.workflow.progress import ProgressLine
+
+__all__ = ["FLAGS", "check_profile", "check_report_files", "on_start", "profile_to_read"]
+
+#: the profile keys `--config key=true` sets, which arrive as the strings "true" / "false"
+FLAGS = ("download", "strict", "progress", "compile")
+
+
+def profile_to_read(config: Mapping[str, Any], argv: Sequence[str], default: str) -> tuple[str | None, Path | None]:
+    """``(profile file the Snakefile reads, recalled profile)`` when no ``--configfile`` gave a profile (``config``
+    has no ``experiments``): for ``snakemake --report``, the last run's profile here (con2/workflow/last_profile.py;
+    said on stderr), else ``default``; ``(None, None)`` when a profile was given."""
+    if "experiments" in config:
+        return None, None
+    recalled = recalled_profile(argv)
+    if recalled is not None:
+        print(f"con2 report: the profile of the last run here, {given_as(recalled)} ({recalled})", file=sys.stderr)
+        return str(recalled), recalled
+    return default, None
+
+
+def check_profile(config: MutableMapping[str, Any], schema: str | Path) -> None:
+    """The one check of the profile Snakemake merged, before any rule reads it, in this order: its size
+    (a YAML file of nested aliases expands to billions: refused before anything walks or prints it),
+    ``data_dir`` defaulted (``$CON2_DATA_DIR``, else ``./data``), the :data:`FLAGS` given as ``"true"`` /
+    ``"false"`` made booleans, then the ``schema`` (a JSON schema in YAML): first as one line naming the
+    key, then Snakemake's own :func:`~snakemake.utils.validate`, which also fills in the schema's defaults.
+
+    Raises:
+        WorkflowError: ``invalid workflow config: <key>: <problem>``.
+    """
+    try:
+        check_profile_size(config)
+        config.setdefault("data_dir", str(default_data_dir()))
+        for flag in FLAGS:
+            if str(config.get(flag)).lower() in ("true", "false"):
+                config[flag] = str(config[flag]).lower() == "true"
+        check_profile_schema(config, schema)
+    except GridError as exc:
+        raise WorkflowError(f"invalid workflow config: {exc}") from None
+    validate(config, str(schema))
+
+
+def check_report_files(argv: Sequence[str], files: Sequence[str], recalled: Path | None) -> None:
+    """For ``snakemake --report``: one line naming the profile to give when a file the report embeds
+    (``files``) was never built, instead of Snakemake's warnings and traceback.
+
+    Raises:
+        WorkflowError: :func:`con2.workflow.last_profile.report_missing`'s line.
+    """
+    if report_mode(argv):
+        missing = report_missing(files, recalled)
+        if missing:
+            raise WorkflowError(missing)
+
+
+def on_start(
+    logger: logging.Logger,
+    config: Mapping[str, Any],
+    configfiles: Sequence[str | Path],
+    overrides: Mapping[str, Any],
+    progress: ProgressLine,
+) -> None:
+    """The Snakefile's ``onstart``: after Snakemake's signal handlers, before the first job (never in a dry run).
+
+    SIGTERM (``timeout``, a cluster's time limit, ``kill PID``) and SIGINT stop the running jobs, each
+    ``con2 train`` leaving its checkpoint, and then Snakemake, as Ctrl-C does; Snakemake's own handler would
+    wait for them to finish, hours for a training run (con2/run/signals.py says why; a SIGINT inherited
+    ignored, ``snakemake ... &`` in a script, stays ignored). The run's whole profile is written for
+    ``snakemake --report`` (con2/workflow/last_profile.py), the grid's ETA goes under Snakemake's progress
+    (con2/workflow/eta.py) and is printed once before the first job, and a heartbeat names each running job
+    after 45 s without a line. ``configfiles``, ``overrides``: how the profile was given.
+    """
+    terminate_jobs_on_sigterm()
+    terminate_jobs_on_sigint()
+    try:
+        remember_profile(config, configfiles, overrides)
+    except OSError as exc:  # a results/ that cannot be written fails its jobs, with their own error: not here
+        logger.warning(f"con2 report: results/last_profile.yaml not written ({exc})")
+    grid = install_grid_progress(logger, progress.line, progress.job_started)
+    try:  # as its later updates (con2.workflow.console.GridProgress): an ETA never stops the workflow
+        grid.last = progress.line()
+    except Exception as exc:
+        grid.last = f"con2 grid: no ETA ({type(exc).__name__}: {exc})"
+    if grid.last:
+        logger.info(grid.last)
+    start_heartbeat(logger)
