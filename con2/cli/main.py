@@ -41,7 +41,7 @@ from con2.methods import all_methods, get_spec
 from con2.methods.spec import MethodSpec
 from con2.paths import RULE_METHODS_DIR
 from con2.run.rundir import RunDir
-from con2.run.runner import run
+from con2.run.runner import rescore, run
 from con2.run.signals import sigterm_as_interrupt
 from con2.text import shell_command, terminal_safe
 from con2.yaml_files import read_text_file, read_yaml_mapping
@@ -234,7 +234,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     check = (lambda rd: check_evaluate_out(src, rd)) if elsewhere else None  # as the one writer, under the lock
     if elsewhere:
         check_evaluate_out(src, out)  # before loading torch: a refusal costs nothing
-    record = run(cfg, out.path, train=False, weights=src.checkpoint, before=check)
+    record = rescore(cfg, out.path, src.checkpoint, before=check)
     print(terminal_safe(_summary(record, out.path)))
     return 0
 

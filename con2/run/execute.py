@@ -5,8 +5,9 @@ holds) and decides whether there is work to do; this module does the work. It ch
 knowable before training first: the data (both classes in the test split), the batch size against
 the training set, the method and its encoder, and the size of the scoring pass
 (:func:`check_scoring_work`: a typo in ``tta``, ``eval_batch_size`` or ``nn_chunk`` must not run
-for hours). Re-scoring a trained model (``train=False``, ``con2 evaluate``) loads its weights
-before anything is written, and writes nothing until the scores exist.
+for hours). One function per job: :func:`train` (or resume) and :func:`rescore` (``con2 evaluate``: a
+trained model scored again, its weights loaded before anything is written, nothing written until the
+scores exist), both loading the run through :func:`load` and ending in :func:`score` and :func:`write_run`.
 """
 
 from __future__ import annotations
@@ -26,11 +27,12 @@ import numpy as np
 import torch
 
 from con2.config import RUNTIME_KEYS, RunConfig
+from con2.data.base import OneClassData
 from con2.data.manifest import data_source, pixels_digest
 from con2.data.rundata import check_batch_size, load_run_data
 from con2.errors import ConfigError
 from con2.methods import Method, build_method, get_spec
-from con2.methods.scoring import ScoringProgress, scoring_progress
+from con2.methods.scoring import MethodScores, ScoringProgress, scoring_progress
 from con2.run.curve import LearningCurve
 from con2.run.records import build_record
 from con2.run.rundir import CHECKPOINT, CONFIG, FEATURES, RECORD, SCORES, VALIDATION, RunDir
@@ -51,10 +53,14 @@ __all__ = [
     "check_same_data",
     "check_scoring_work",
     "data_identity",
-    "execute",
+    "load",
+    "rescore",
+    "score",
     "scoring_work",
     "to_tensor",
+    "train",
     "train_settings",
+    "write_run",
 ]
 
 # Bounds on one scoring pass (docs/troubleshooting.md, "Failure and recovery"): encoder batches over all views of
@@ -302,37 +308,51 @@ def _load_trained(method: Method, state: dict[str, Any], checkpoint: Path, confi
         print(note, flush=True)
 
 
-def execute(
-    cfg: RunConfig,
-    rd: RunDir,
-    on_epoch_end: Callable[[int], None] | None = None,
-    train: bool = True,
-    weights: str | Path | None = None,
-) -> dict[str, Any]:
-    """Train (or resume) and evaluate one run in ``rd``, whose lock the caller holds; return its record.
+@dataclasses.dataclass
+class Loaded:
+    """What both jobs check and load before any training or scoring: the run's data (as uint8 tensors
+    ``[n, C, H, W]``), its device and method, whether the method trains at all, and the identity of its
+    images (:func:`data_identity`). ``started``: ``time.perf_counter()`` when the job began."""
 
-    With ``train=False`` (``con2 evaluate``) the weights come from the checkpoint ``weights``
-    (default: the run directory's own) and are loaded before anything is written; the run
-    directory then receives a copy of that checkpoint, ``config.yaml``, the scores and the record
-    only once scoring is done, so a model that does not fit ``cfg`` leaves nothing there.
+    data: OneClassData
+    device: torch.device
+    method: Method
+    trains: bool
+    train_images: torch.Tensor
+    test_images: torch.Tensor
+    val_images: torch.Tensor | None
+    trained_on: str
+    started: float
 
-    Raises:
-        RunDirError: a corrupt checkpoint.
-        ConfigError: a batch larger than the training set; an invalid method or encoder setting; a
-            scoring pass beyond :func:`check_scoring_work`'s bounds; weights that do not fit the model.
-        DataError: missing or damaged data, or a test split without both classes.
-        OSError: a write failed (disk full, read-only); nothing partial is left.
-    """
-    t_wall = time.perf_counter()
-    # a new run or a re-scoring checks the prepared cache's sha256 (milliseconds); a resumed one trusts it
-    data = load_run_data(cfg, verify=not (train and rd.checkpoint.is_file()))
+
+@dataclasses.dataclass(frozen=True)
+class Trained:
+    """What the record says of how the scored model came to be: ``training`` (epochs, steps, resumed from,
+    precision), the fit's seconds and pace, the learning curve's seconds and readings (``None``: no curve),
+    the training sessions, and for a re-scoring what its checkpoint had trained (``rescored``)."""
+
+    training: dict[str, Any]
+    fit_seconds: float = 0.0
+    images_per_second: float | None = None
+    curve_seconds: float | None = None
+    curve: dict[str, Any] | None = None
+    sessions: dict[str, Any] = dataclasses.field(default_factory=dict)
+    rescored: dict[str, Any] | None = None
+
+
+def load(cfg: RunConfig, verify: bool, training: bool) -> Loaded:
+    """Load the run's data (``verify``: check the prepared cache's sha256, milliseconds), build its method and
+    check everything knowable before the first step: the batch size against the training set (``training``, for
+    a method that trains) and the size of the scoring pass (:func:`check_scoring_work`), announced up front."""
+    started = time.perf_counter()
+    data = load_run_data(cfg, verify=verify)
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     device = select_device(cfg.device)
     torch.manual_seed(cfg.seed)  # model initialisation
     method = build_method(cfg)
     trains = method.trains()  # a method with every weight frozen (a floor) is scored untrained: no loop, no batch
-    if train and trains:
+    if training and trains:
         check_batch_size(cfg, len(data.train), data.normal_class)
     n_views = len(method.test_plan())
     n_val = 0 if data.val is None else len(data.val)
@@ -344,55 +364,105 @@ def execute(
             f"{batches:,} batches of {cfg.eval_batch_size}",
             flush=True,
         )
-
-    train_images, test_images = to_tensor(data.train), to_tensor(data.test)
     val_images = to_tensor(data.val) if data.val is not None and len(data.val) else None
-    source = rd.checkpoint if train or weights is None else Path(weights)
-    state = None  # the checkpoint a resume continues or a re-scoring loads: it fixes what prepare decided
     trained_on = data_identity(data.manifest, data.train, data.test)
-    if not train:
-        state = _read_trained(source, device)
-    elif source.is_file():  # a resume: only on the images the checkpoint trained on
-        state = load_checkpoint(source, "cpu")
-        check_same_data(state, trained_on, source, cfg)
-    prepare_method(method, train_images, state, source)
-    curve, rescored = None, None
-    if train:
-        rd.write_config(cfg)
-        settings = train_settings(cfg) if trains else dataclasses.replace(train_settings(cfg), max_steps=0)
-        if cfg.score_at:  # the learning curve: scored after those epochs, before their checkpoints
-            final = planned_steps(len(train_images), settings)[2]
-            curve = LearningCurve(
-                cfg, method, train_images, test_images, data.test_labels, device, rd, final, rd.checkpoint.is_file()
-            )
-        fixed = {**method.fixed_state(), DATA_KEY: trained_on}  # every checkpoint names the images it trained on
-        with out_of_memory_refused(cfg, "training"):
-            result = fit(method, train_images, settings, device, rd.checkpoint, on_epoch_end, curve, fixed)
-        fit_seconds, ips, curve_seconds = result.fit_seconds, result.images_per_second, result.hook_seconds
-        sessions: dict[str, Any] = {"resumed": result.resumed_from_epoch > 0, "sessions": result.sessions}
-        training = {
+    return Loaded(
+        data, device, method, trains, to_tensor(data.train), to_tensor(data.test), val_images, trained_on, started
+    )
+
+
+def train(cfg: RunConfig, rd: RunDir, on_epoch_end: Callable[[int], None] | None = None) -> dict[str, Any]:
+    """Train (or resume from ``rd``'s checkpoint) and score one run in ``rd``, whose lock the caller holds;
+    write its scores and record and return the record.
+
+    Raises:
+        RunDirError: a corrupt checkpoint.
+        ConfigError: a batch larger than the training set; an invalid method or encoder setting; a scoring pass
+            beyond :func:`check_scoring_work`'s bounds; a checkpoint trained on other images (:func:`check_same_data`).
+        DataError: missing or damaged data, or a test split without both classes.
+        OSError: a write failed (disk full, read-only); nothing partial is left.
+    """
+    resuming = rd.checkpoint.is_file()
+    job = load(cfg, verify=not resuming, training=True)  # a resumed run trusts the cache it trained on
+    state = None  # the checkpoint a resume continues: it fixes what prepare decided
+    if resuming:  # only on the images the checkpoint trained on
+        state = load_checkpoint(rd.checkpoint, "cpu")
+        check_same_data(state, job.trained_on, rd.checkpoint, cfg)
+    prepare_method(job.method, job.train_images, state, rd.checkpoint)
+    rd.write_config(cfg)
+    settings = train_settings(cfg) if job.trains else dataclasses.replace(train_settings(cfg), max_steps=0)
+    curve = None
+    if cfg.score_at:  # the learning curve: scored after those epochs, before their checkpoints
+        final = planned_steps(len(job.train_images), settings)[2]
+        curve = LearningCurve(
+            cfg, job.method, job.train_images, job.test_images, job.data.test_labels, job.device, rd, final, resuming
+        )
+    fixed = {**job.method.fixed_state(), DATA_KEY: job.trained_on}  # every checkpoint names the images it trained on
+    with out_of_memory_refused(cfg, "training"):
+        result = fit(job.method, job.train_images, settings, job.device, rd.checkpoint, on_epoch_end, curve, fixed)
+    trained = Trained(
+        training={
             "epochs": result.epochs,
             "steps": result.steps,
             "resumed_from_epoch": result.resumed_from_epoch,
             "precision": result.precision,
-        }
-    else:
-        assert state is not None  # read above, before prepare
-        method.to(device)
-        _load_trained(method, state, source, source.parent / CONFIG, cfg)
-        fit_seconds, ips, curve_seconds, sessions = 0.0, None, 0.0, {}
-        training = {"epochs": 0, "steps": 0, "resumed_from_epoch": None}  # this command trained nothing
-        rescored = checkpoint_progress(state, planned_steps(len(train_images), train_settings(cfg))[2])
+        },
+        fit_seconds=result.fit_seconds,
+        images_per_second=result.images_per_second,
+        curve_seconds=result.hook_seconds if curve is not None else None,
+        curve=curve.record() if curve is not None else None,
+        sessions={"resumed": result.resumed_from_epoch > 0, "sessions": result.sessions},
+    )
+    out, score_seconds = score(cfg, job)
+    return write_run(cfg, rd, job, out, score_seconds, trained)
 
-    t_score = time.perf_counter()
+
+def rescore(cfg: RunConfig, rd: RunDir, weights: str | Path | None = None) -> dict[str, Any]:
+    """Score the trained checkpoint ``weights`` (default: ``rd``'s own) under ``cfg`` without training
+    (``con2 evaluate``), in ``rd``, whose lock the caller holds; return the record. The checkpoint is read and
+    loaded before anything is written; ``rd`` receives a copy of it, ``config.yaml``, the scores and the record
+    only once scoring is done, so a model that does not fit ``cfg`` leaves nothing there.
+
+    Raises:
+        FileNotFoundError: no checkpoint. RunDirError: a corrupt one.
+        ConfigError: an invalid method or encoder setting; a scoring pass beyond :func:`check_scoring_work`'s
+            bounds; weights that do not fit the model.
+        DataError: missing or damaged data, or a test split without both classes.
+        OSError: a write failed (disk full, read-only); nothing partial is left.
+    """
+    job = load(cfg, verify=True, training=False)
+    source = rd.checkpoint if weights is None else Path(weights)
+    state = _read_trained(source, job.device)  # it fixes what prepare decided
+    prepare_method(job.method, job.train_images, state, source)
+    job.method.to(job.device)
+    _load_trained(job.method, state, source, source.parent / CONFIG, cfg)
+    planned = planned_steps(len(job.train_images), train_settings(cfg))[2]
+    trained = Trained(
+        training={"epochs": 0, "steps": 0, "resumed_from_epoch": None},  # this command trained nothing
+        rescored=checkpoint_progress(state, planned),
+    )
+    out, score_seconds = score(cfg, job)
+    if source.resolve() != rd.checkpoint.resolve():
+        copy_checkpoint(source, rd.checkpoint)
+    rd.write_config(cfg)
+    return write_run(cfg, rd, job, out, score_seconds, trained)
+
+
+def score(cfg: RunConfig, job: Loaded) -> tuple[MethodScores, float]:
+    """The method's scores of the test (and validation) images against the training images, and the seconds
+    they took (a progress line every few seconds with ``cfg.progress``)."""
+    started = time.perf_counter()
     with scoring_progress(scoring_printer() if cfg.progress else None), out_of_memory_refused(cfg, "scoring"):
-        out = method.score(train_images, test_images, device, val_images)
-    score_seconds = time.perf_counter() - t_score
+        out = job.method.score(job.train_images, job.test_images, job.device, job.val_images)
+    return out, time.perf_counter() - started
 
-    if not train:
-        if source.resolve() != rd.checkpoint.resolve():
-            copy_checkpoint(source, rd.checkpoint)
-        rd.write_config(cfg)
+
+def write_run(
+    cfg: RunConfig, rd: RunDir, job: Loaded, out: MethodScores, score_seconds: float, trained: Trained
+) -> dict[str, Any]:
+    """Write the run's scores (test and validation), its features when the method keeps some, and last its
+    record (each file atomically, the record naming their sha256); return the record."""
+    data = job.data
     files = {
         SCORES: rd.write_scores(data.test_labels, out.scores),
         VALIDATION: rd.write_validation_scores(out.validation),
@@ -400,6 +470,7 @@ def execute(
     if out.arrays:
         rd.write_features(out.arrays)
     manifest = data.manifest or {}
+    curve_timing = {"curve_seconds": trained.curve_seconds} if trained.curve_seconds is not None else {}
     record = build_record(
         dataset=cfg.dataset,
         normal_class=data.normal_class,
@@ -413,26 +484,26 @@ def execute(
         config_hash=cfg.config_hash(),
         split_seed=cfg.split_seed,
         split_sha256=manifest.get("split_sha256"),
-        batch_size=min(cfg.batch_size, len(data.train)) if trains else None,
+        batch_size=min(cfg.batch_size, len(data.train)) if job.trains else None,
         timing={
-            "fit_seconds": fit_seconds,
+            "fit_seconds": trained.fit_seconds,
             "score_seconds": score_seconds,
-            "wall_seconds": time.perf_counter() - t_wall,
-            "images_per_second": ips,
-            **({"curve_seconds": curve_seconds} if curve is not None else {}),
-            **sessions,
+            "wall_seconds": time.perf_counter() - job.started,
+            "images_per_second": trained.images_per_second,
+            **curve_timing,
+            **trained.sessions,
         },
         extras=out.extras,
         scoring=out.scoring or None,
-        method_card=get_spec(cfg.method).card(method.params),
-        training=training,
-        device=str(device),
-        peak_memory_mb=_peak_memory_mb(device),
-        curve=curve.record() if curve is not None else None,
-        validation=out.validation if val_images is not None else None,
+        method_card=get_spec(cfg.method).card(job.method.params),
+        training=trained.training,
+        device=str(job.device),
+        peak_memory_mb=_peak_memory_mb(job.device),
+        curve=trained.curve,
+        validation=out.validation if job.val_images is not None else None,
         val_sha256=manifest.get("val_pixels_sha256"),
         data_source=data_source(manifest),
-        rescored=rescored,
+        rescored=trained.rescored,
         files_sha256={name: sha for name, sha in files.items() if sha is not None},
     )
     rd.write_record(record)

@@ -223,14 +223,14 @@ def test_a_run_is_reproducible_and_its_checkpoint_scores_the_same(tiny, tmp_path
     same target encoder as the run that trained it."""
     import pandas as pd
 
-    from con2.run.runner import SCORES, run
+    from con2.run.runner import SCORES, rescore, run
     from con2.training.checkpoints import copy_checkpoint
 
     cfg = make_config({**tiny, "method": "ijepa_ad", "params": dict(SPEC.test_params)})
     trained = run(cfg, tmp_path / "trained")
     assert run(cfg, tmp_path / "twice")["metrics"] == trained["metrics"]
     copy_checkpoint(tmp_path / "trained" / "checkpoint.pt", tmp_path / "again" / "checkpoint.pt")
-    again = run(cfg, tmp_path / "again", train=False)
+    again = rescore(cfg, tmp_path / "again")
     assert trained["steps"] > 0 and again["metrics"]["auroc"] == trained["metrics"]["auroc"]
     first, second, third = (pd.read_csv(tmp_path / d / SCORES) for d in ("trained", "twice", "again"))
     pd.testing.assert_frame_equal(first, second)

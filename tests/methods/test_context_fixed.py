@@ -24,7 +24,7 @@ from con2.config import MAX_IMAGE_SIZE, MAX_SEED, make_config
 from con2.errors import ConfigError
 from con2.methods import contexts as C
 from con2.methods.registry import build_method
-from con2.run.runner import CHECKPOINT, SCORES, run
+from con2.run.runner import CHECKPOINT, SCORES, rescore, run
 from con2.training.checkpoints import load_checkpoint, save_checkpoint
 
 BEST = {**TINY, "params": {"contexts": ["best"]}}
@@ -76,7 +76,7 @@ def test_evaluate_scores_with_the_trained_context(trained, data_would_choose_ano
             (target / name).write_bytes((rd / name).read_bytes())
     else:  # con2 evaluate --run-dir R --out O
         target, weights = tmp_path / "out", rd / CHECKPOINT
-    again = run(make_config(BEST), target, train=False, weights=weights)
+    again = rescore(make_config(BEST), target, weights)
     assert data_would_choose_another == [], "evaluate chose the context again"
     assert again["metrics"]["chosen_context"] == record["metrics"]["chosen_context"]
     assert again["metrics"]["context_choice"] == record["metrics"]["context_choice"]
@@ -171,7 +171,7 @@ def test_a_checkpoint_of_an_older_con2_is_scored_after_choosing_again_with_a_not
     state = load_checkpoint(rd / CHECKPOINT)
     del state["context_choice"]
     save_checkpoint(state, old / CHECKPOINT)
-    again = run(make_config(BEST), old, train=False)
+    again = rescore(make_config(BEST), old)
     assert data_would_choose_another == [other_choice(record)["context"]]
     assert again["metrics"]["chosen_context"] == data_would_choose_another[0]
     note = [line for line in capsys.readouterr().out.splitlines() if line.startswith("note: ")]
