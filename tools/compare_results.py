@@ -7,7 +7,8 @@ Run records, checkpoints and CSV files are compared without the fields that diff
 runs of the same config and seed (wall-clock times, memory, load, creation time, the git commit,
 package versions), other files with the checkout's own path replaced; scores,
 features, learning curves and metrics must be identical (the same config and seed give the same
-numbers on the same CPU). Tables (.md/.csv/.tex/.html) and figures must be byte-identical, except
+numbers on the same CPU); the aggregation's score bundle likewise, without the curves' seconds. Tables
+(.md/.csv/.tex/.html) and figures must be byte-identical, except
 those that print measured times (named in TIMED). Prints one line per difference and exits 1 if
 there is any.
 """
@@ -15,6 +16,7 @@ there is any.
 from __future__ import annotations
 
 import csv
+import gzip
 import io
 import json
 import sys
@@ -38,6 +40,13 @@ def comparable(path: Path, root: Path) -> object:
         return record
     if path.name == "checkpoint.pt":
         return checkpoint_content(path)
+    if path.name.endswith(".json.gz"):  # the aggregation's bundle: every run's score files and learning curve
+        bundle = json.loads(gzip.decompress(path.read_bytes()))
+        bundle.pop("csv_sha256", None)  # the sha256 of runs.csv, whose time columns differ (compared without them)
+        for run in (bundle.get("runs") or {}).values():
+            for point in (run.get("curve") or {}).get("points", []):
+                point.pop("seconds", None)
+        return bundle
     if path.suffix == ".csv" and path.parent.name != "tables":
         rows = list(csv.DictReader(io.StringIO(path.read_text())))
         return [{k: v for k, v in r.items() if not any(t in k for t in VOLATILE_COLUMNS)} for r in rows]
