@@ -65,8 +65,8 @@ rule all:
         W.figure_files,
         W.aggregate_files,  # a deleted or never-written aggregate is rebuilt (con2.workflow.session says why)
         W.study_aggregate_files,
-        W.grid_records,  # a deleted run's record: trained again (con2.workflow.session, `grid_records` says why)
-        W.checked_grid_records,
+        W.grid_records.ready,  # a deleted run's record: trained again (con2.workflow.session, `grid_records` says why)
+        W.grid_records.checked,
     message:
         "every table and figure of the profile"
 
@@ -77,8 +77,8 @@ rule studies:
     input:
         W.study_files,
         W.study_aggregate_files,  # as in `all`
-        W.study_records,  # as in `all`
-        W.study_checked_records,
+        W.study_records.ready,  # as in `all`
+        W.study_records.checked,
     message:
         "the studies: " + ", ".join(W.scopes)
 
@@ -87,8 +87,8 @@ rule runs:
     """Only the runs of the grid (records), no tables."""
     localrule: True
     input:
-        W.all_grid_records,
-        W.all_checked_records,
+        W.all_records.ready,
+        W.all_records.checked,
         W.status_input,
     message:
         "every run of the grid"

@@ -8,10 +8,10 @@ Snakemake input, params and priority functions of the rules (each takes the job'
 named targets (known only once the Snakefile has been read) and the data-status checkpoint's file
 (known only once that job has run).
 
-Two inputs per record set: a rule's records are those of the runs scheduled before the data check
-(:meth:`Session.ready_runs`: Snakemake knows their jobs from its first line) plus those whose data
-the check found (:meth:`Session.checked_runs`): an input function that waits for a checkpoint holds
-back only its own files.
+Two inputs per record set (:class:`RecordSet`): a rule's records are those of the runs scheduled before
+the data check (``.ready``, :meth:`Session.ready_runs`: Snakemake knows their jobs from its first line) plus
+those whose data the check found (``.checked``, :meth:`Session.checked_runs`): an input function that waits
+for a checkpoint holds back only its own files.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import math
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -53,6 +54,23 @@ DATA_STATUS = f"{P.DATA_ROOT}/status.json"
 DATA_PRIORITY = 2000  # above every train priority: a dataset is checked and prepared before training starts
 
 Wildcards = Any  # Snakemake's wildcards of a job: attributes dataset, normal_class, method, variant, seed, size
+
+
+@dataclass(frozen=True)
+class RecordSet:
+    """One set of records a rule needs, as its two input functions (the module's docstring says why two):
+    :meth:`ready`, the records of the runs scheduled before the data check, and :meth:`checked`, those of the
+    runs whose data the check found. ``select(wildcards, checked)`` picks either half."""
+
+    select: Callable[[Wildcards, bool], list[str]]
+
+    def ready(self, wildcards: Wildcards = None) -> list[str]:
+        """The records of the runs scheduled before the data check."""
+        return self.select(wildcards, False)
+
+    def checked(self, wildcards: Wildcards = None) -> list[str]:
+        """The records of the runs whose data the check found (waits for the data-status checkpoint)."""
+        return self.select(wildcards, True)
 
 
 def method_regex(methods: Sequence[str] | frozenset[str]) -> str:
@@ -368,34 +386,47 @@ class Session:
     def _runs(self, checked: bool) -> list[E.Run]:
         return self.checked_runs() if checked else self.ready_runs()
 
-    def grid_records(self, wildcards: Wildcards = None, checked: bool = False) -> list[str]:
+    @cached_property
+    def grid_records(self) -> RecordSet:
         """Records the main aggregation trains (or keeps up to date): every run whose data are
         available, but those only a scoped table needs. Also inputs of the target `all`: Snakemake 9
         rebuilds a deleted file only when a job that must run needs it, and a missing input is no
         reason to run for a job that is not a target, so a finished run deleted from disk left
         `aggregate` up to date, its rows still in the tables. A missing input is such a reason for a
         target without outputs (`all`): the run trains again, and the tables are rebuilt from it."""
-        if not self.targets.trains_grid:  # a rebuild: the finished runs (known from the start; no data check)
-            return [] if checked else [r.record for r in self.finished_runs() if not self.scoped_only(r)]
-        return [r.record for r in self._runs(checked) if not self.scoped_only(r)]
 
-    def checked_grid_records(self, wildcards: Wildcards = None) -> list[str]:
-        return self.grid_records(wildcards, checked=True)
+        def select(wildcards: Wildcards, checked: bool) -> list[str]:
+            if not self.targets.trains_grid:  # a rebuild: the finished runs (known from the start; no data check)
+                return [] if checked else [r.record for r in self.finished_runs() if not self.scoped_only(r)]
+            return [r.record for r in self._runs(checked) if not self.scoped_only(r)]
 
-    def study_records(self, wildcards: Wildcards = None, checked: bool = False) -> list[str]:
+        return RecordSet(select)
+
+    @cached_property
+    def study_records(self) -> RecordSet:
         """Records of the runs of every scoped table (rule `studies`)."""
         scoped = self.scoped_experiments()
-        return [r.record for r in self._runs(checked) if scoped & set(r.experiments)]
+        return RecordSet(
+            lambda wildcards, checked: [r.record for r in self._runs(checked) if scoped & set(r.experiments)]
+        )
 
-    def study_checked_records(self, wildcards: Wildcards = None) -> list[str]:
-        return self.study_records(wildcards, checked=True)
-
-    def all_grid_records(self, wildcards: Wildcards = None, checked: bool = False) -> list[str]:
+    @cached_property
+    def all_records(self) -> RecordSet:
         """Records of every run of the grid whose data are available (rule `runs`)."""
-        return [r.record for r in self._runs(checked)]
+        return RecordSet(lambda wildcards, checked: [r.record for r in self._runs(checked)])
 
-    def all_checked_records(self, wildcards: Wildcards = None) -> list[str]:
-        return self.all_grid_records(wildcards, checked=True)
+    @cached_property
+    def scope_records(self) -> RecordSet:
+        """Records a scoped table needs (the job's ``wildcards.scope``): the available runs of its experiments
+        (naming the table as the target trains only these)."""
+
+        def select(wildcards: Wildcards, checked: bool) -> list[str]:
+            exps = set(self.scopes[wildcards.scope])
+            if not self.targets.trains_scope(wildcards.scope):  # `all` or a rebuild: the finished runs
+                return [] if checked else [r.record for r in self.finished_runs() if exps & set(r.experiments)]
+            return [r.record for r in self._runs(checked) if exps & set(r.experiments)]
+
+        return RecordSet(select)
 
     def _stamped(self, paths: Sequence[str], label: str) -> HashedDict | HashedList:
         """Paths with their mtimes (a param: Snakemake compares it, so a change reruns the rule)."""
@@ -408,22 +439,11 @@ class Session:
         tracked = {r.record for r in self.available_runs() if not self.scoped_only(r)}
         return self._stamped([p for p in self.records_on_disk if p not in tracked], "outside")
 
-    def scope_records(self, wildcards: Wildcards, checked: bool = False) -> list[str]:
-        """Records a scoped table needs: the available runs of its experiments (naming the table as
-        the target trains only these)."""
-        exps = set(self.scopes[wildcards.scope])
-        if not self.targets.trains_scope(wildcards.scope):  # `all` or a rebuild: the finished runs
-            return [] if checked else [r.record for r in self.finished_runs() if exps & set(r.experiments)]
-        return [r.record for r in self._runs(checked) if exps & set(r.experiments)]
-
-    def scope_checked_records(self, wildcards: Wildcards) -> list[str]:
-        return self.scope_records(wildcards, checked=True)
-
     def scope_outside(self, wildcards: Wildcards) -> HashedDict | HashedList:
         """Records on disk of the scope's runs that the grid does not rebuild now (their data are
         unavailable): kept, as in `records_outside`."""
         exps = set(self.scopes[wildcards.scope])
-        tracked = {*self.scope_records(wildcards), *self.scope_checked_records(wildcards)}
+        tracked = {*self.scope_records.ready(wildcards), *self.scope_records.checked(wildcards)}
         keys = {r.record for r in self.runs if exps & set(r.experiments)}
         return self._stamped([p for p in self.records_on_disk if p in keys and p not in tracked], "outside")
 

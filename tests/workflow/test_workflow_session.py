@@ -177,22 +177,22 @@ def test_records_follow_the_targets(tmp_path: Path) -> None:
     study_runs = [r for r in grid.runs if "study" in r.experiments]
     main_runs = [r for r in grid.runs if not grid.scoped_only(r)]
     assert study_runs and all(grid.scoped_only(r) for r in study_runs if set(r.experiments) == {"study"})
-    assert grid.grid_records() == [r.record for r in main_runs]
-    assert grid.all_grid_records() == [r.record for r in grid.runs]
-    assert grid.checked_grid_records() == []
-    assert grid.study_records() == [r.record for r in study_runs]
-    assert grid.scope_records(SimpleNamespace(scope=STUDY)) == []  # `all`: a study's finished runs only
+    assert grid.grid_records.ready() == [r.record for r in main_runs]
+    assert grid.all_records.ready() == [r.record for r in grid.runs]
+    assert grid.grid_records.checked() == []
+    assert grid.study_records.ready() == [r.record for r in study_runs]
+    assert grid.scope_records.ready(SimpleNamespace(scope=STUDY)) == []  # `all`: a study's finished runs only
 
     done = main_runs[0]
     finish(done)
     rebuild = session(tmp_path, targets=["results/tables/table1_medical.md"])
     assert not rebuild.targets.trains_anything
-    assert rebuild.grid_records() == [done.record] and rebuild.checked_grid_records() == []
+    assert rebuild.grid_records.ready() == [done.record] and rebuild.grid_records.checked() == []
     assert rebuild.available_runs() == [done]
 
     named = session(tmp_path, targets=[f"results/tables/{STUDY}.md"])
     assert named.targets.trains_scope(STUDY) and not named.targets.trains_grid
-    assert named.scope_records(SimpleNamespace(scope=STUDY)) == [r.record for r in study_runs]
+    assert named.scope_records.ready(SimpleNamespace(scope=STUDY)) == [r.record for r in study_runs]
 
 
 def test_records_outside_the_grid_are_stamped_with_their_mtime(tmp_path: Path) -> None:

@@ -13,8 +13,8 @@ rule aggregate:
     """All records -> results/evaluation/runs.csv, summary.csv and scores.json.gz."""
     localrule: True
     input:
-        records=W.grid_records,
-        checked=W.checked_grid_records,
+        records=W.grid_records.ready,
+        checked=W.grid_records.checked,
         status=W.status_input,
         scores=W.edited_scores,  # each record is checked against its score files by content (con2/report/scores.py)
     output:
@@ -46,8 +46,8 @@ rule aggregate_scope:
     (and its scores bundle)."""
     localrule: True
     input:
-        records=W.scope_records,
-        checked=W.scope_checked_records,
+        records=W.scope_records.ready,
+        checked=W.scope_records.checked,
         status=W.status_input,
         scores=W.edited_scores,  # each record is checked against its score files by content (con2/report/scores.py)
     output:
