@@ -30,7 +30,7 @@ from con2.maths.metrics import auroc
 from con2.maths.scores import nnd_scores
 from con2.report.paper import load_paper_numbers, paper_value
 from con2.run.records import read_record
-from con2.run.runner import RECORD, run
+from con2.run.runner import RECORD, rescore, run
 
 PAPER_NUMBERS = Path(__file__).resolve().parents[1] / "con2" / "resources" / "paper_numbers.csv"
 
@@ -52,7 +52,7 @@ def one(cfg_overrides: list[str], run_dir: Path, no_tta: bool = False) -> dict:
     if (run_dir / RECORD).exists():
         return read_record(run_dir / RECORD)
     cfg = load_config(None, cfg_overrides)
-    return run(cfg, run_dir, train=not no_tta)
+    return rescore(cfg, run_dir) if no_tta else run(cfg, run_dir)  # no_tta: the trained model scored again
 
 
 def fmt(values: list[float]) -> str:

@@ -60,10 +60,10 @@ class ArtefactRules:
                 out.append((f"{dataset} (normal: {r.normal_class}), {r.method} {r.variant}, seed {r.seed}", r.run_dir))
         return out
 
-    def pca_records(self, wildcards: Wildcards = None) -> list[str]:
+    def pca_records(self, wildcards: Wildcards | None = None) -> list[str]:
         return [f"{d}/record.json" for _, d in self.pca_runs()]
 
-    def pca_panels(self, wildcards: Wildcards = None) -> list[tuple[str, str]]:
+    def pca_panels(self, wildcards: Wildcards | None = None) -> list[tuple[str, str]]:
         return self.pca_runs()
 
     def inputs(self, artefact: Artefact) -> dict[str, Any]:

@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from snakemake.exceptions import WorkflowError
 
@@ -53,7 +53,20 @@ SCORE_RUNTIME_CSV = "results/score_runtime/score_runtime.csv"
 DATA_STATUS = f"{P.DATA_ROOT}/status.json"
 DATA_PRIORITY = 2000  # above every train priority: a dataset is checked and prepared before training starts
 
-Wildcards = Any  # Snakemake's wildcards of a job: attributes dataset, normal_class, method, variant, seed, size
+
+class Wildcards(Protocol):
+    """A job's wildcards as Snakemake passes them (``snakemake.io.Wildcards``): the names of its rule's output
+    pattern as attributes; a rule has those its pattern names (a run's rule: ``dataset`` to ``seed``; the
+    data rules: ``dataset``, ``size``; a scoped table's aggregation: ``scope``). An input function that
+    reads none takes ``None`` where no job is at hand (a target's inputs)."""
+
+    dataset: str
+    normal_class: str
+    method: str
+    variant: str
+    seed: str
+    size: str
+    scope: str
 
 
 @dataclass(frozen=True)
@@ -62,13 +75,13 @@ class RecordSet:
     :meth:`ready`, the records of the runs scheduled before the data check, and :meth:`checked`, those of the
     runs whose data the check found. ``select(wildcards, checked)`` picks either half."""
 
-    select: Callable[[Wildcards, bool], list[str]]
+    select: Callable[[Wildcards | None, bool], list[str]]
 
-    def ready(self, wildcards: Wildcards = None) -> list[str]:
+    def ready(self, wildcards: Wildcards | None = None) -> list[str]:
         """The records of the runs scheduled before the data check."""
         return self.select(wildcards, False)
 
-    def checked(self, wildcards: Wildcards = None) -> list[str]:
+    def checked(self, wildcards: Wildcards | None = None) -> list[str]:
         """The records of the runs whose data the check found (waits for the data-status checkpoint)."""
         return self.select(wildcards, True)
 
@@ -362,14 +375,14 @@ class Session:
             if not awaits_training(r.record, r.config_file) and os.path.exists(P.data_marker(r.dataset, r.data_size))
         ]
 
-    def status_file(self, wildcards: Wildcards = None) -> list[str]:
+    def status_file(self, wildcards: Wildcards | None = None) -> list[str]:
         """The data status a table's notes read: the checkpoint's file; in a rebuild, the file as the
         last check left it, and none where a dataset was never checked (a rebuild checks no data)."""
         if self.targets.trains_anything or all(os.path.exists(P.data_marker(d, s)) for d, s in self.data_targets):
             return [DATA_STATUS]
         return []
 
-    def status_input(self, wildcards: Wildcards = None) -> list[str]:
+    def status_input(self, wildcards: Wildcards | None = None) -> list[str]:
         """The data-status checkpoint as an input of rules whose inputs depend on it (none when
         strict; in a rebuild, the file as the last check left it: `status_file`)."""
         return [] if self.strict else self.status_file(wildcards)
@@ -395,7 +408,7 @@ class Session:
         `aggregate` up to date, its rows still in the tables. A missing input is such a reason for a
         target without outputs (`all`): the run trains again, and the tables are rebuilt from it."""
 
-        def select(wildcards: Wildcards, checked: bool) -> list[str]:
+        def select(wildcards: Wildcards | None, checked: bool) -> list[str]:
             if not self.targets.trains_grid:  # a rebuild: the finished runs (known from the start; no data check)
                 return [] if checked else [r.record for r in self.finished_runs() if not self.scoped_only(r)]
             return [r.record for r in self._runs(checked) if not self.scoped_only(r)]
@@ -420,7 +433,8 @@ class Session:
         """Records a scoped table needs (the job's ``wildcards.scope``): the available runs of its experiments
         (naming the table as the target trains only these)."""
 
-        def select(wildcards: Wildcards, checked: bool) -> list[str]:
+        def select(wildcards: Wildcards | None, checked: bool) -> list[str]:
+            assert wildcards is not None  # a scoped aggregation's job: its {scope} wildcard
             exps = set(self.scopes[wildcards.scope])
             if not self.targets.trains_scope(wildcards.scope):  # `all` or a rebuild: the finished runs
                 return [] if checked else [r.record for r in self.finished_runs() if exps & set(r.experiments)]
@@ -432,7 +446,7 @@ class Session:
         """Paths with their mtimes (a param: Snakemake compares it, so a change reruns the rule)."""
         return hashed([f"{p}@{os.stat(p).st_mtime_ns}" for p in paths], label)
 
-    def records_outside(self, wildcards: Wildcards = None) -> HashedDict | HashedList:
+    def records_outside(self, wildcards: Wildcards | None = None) -> HashedDict | HashedList:
         """Records on disk that the grid does not (re)build: other profiles', or runs of a dataset that
         is unavailable now. Aggregated as they are; their names and mtimes make the aggregation rerun
         when one appears, changes or disappears."""
@@ -447,7 +461,7 @@ class Session:
         keys = {r.record for r in self.runs if exps & set(r.experiments)}
         return self._stamped([p for p in self.records_on_disk if p in keys and p not in tracked], "outside")
 
-    def edited_scores(self, wildcards: Wildcards = None) -> list[str]:
+    def edited_scores(self, wildcards: Wildcards | None = None) -> list[str]:
         """The score files (scores.csv, validation_scores.csv) that are not the ones their run wrote, by content:
         other bytes than the sha256 their record keeps (:func:`con2.run.rundir.score_file_state`; an edit, a file
         sorted within its labels, one restored from a backup with an older mtime), or, beside a record older than
@@ -457,7 +471,7 @@ class Session:
         the input set each time a run trains."""
         return [path for path, state in self._score_files() if state == "edited"]
 
-    def gone_scores(self, wildcards: Wildcards = None) -> HashedDict | HashedList:
+    def gone_scores(self, wildcards: Wildcards | None = None) -> HashedDict | HashedList:
         """The score files whose record keeps their sha256 but which are missing (or no regular file): a param
         of the aggregation (a missing file can be no input), so one disappearing reruns it."""
         return hashed([path for path, state in self._score_files() if state == "gone"], "gone")
