@@ -17,7 +17,7 @@ a second writer stops at once naming the holder; a lock left by a killed process
 since the operating system drops an ``flock`` with its process; a lock or run file that is a link
 is refused, never followed); atomic writes of every file
 (unique temporary names, removed on failure: :mod:`con2.atomic`); what a directory already holds
-and whether it belongs to a given config (:meth:`RunDir.plan`); the record of a run, built by
+and whether it belongs to a given config (:meth:`RunDir.action`); the record of a run, built by
 :func:`build_record` for registered methods and external programs alike; and the data of a run,
 :func:`load_run_data`, which every method and external baseline uses, so all of them score the
 same test images for the same (dataset, normal class, split seed) whatever the training seed.
@@ -71,7 +71,7 @@ VALIDATION = "validation_scores.csv"
 # The files a run directory holds (besides its lock): what `con2 evaluate --out` refuses to write over.
 RUN_FILES = (RECORD, CHECKPOINT, SCORES, FEATURES, CONFIG, CURVE, VALIDATION)
 
-# What a command does with a run directory (see RunDir.plan).
+# What a command does with a run directory (see RunDir.action).
 TRAIN, COMPLETE, REPLACE = "train", "complete", "replace"
 
 
@@ -261,7 +261,7 @@ class RunDir:
             return Stored(self.config, cfg.to_dict(), cfg.config_hash(), False)
         return None
 
-    def plan(self, cfg: RunConfig, *, force: bool = False, replace_stale: bool = False) -> str:
+    def action(self, cfg: RunConfig, *, force: bool = False, replace_stale: bool = False) -> str:
         """What training ``cfg`` here means: ``TRAIN`` (fresh or resume), ``COMPLETE`` (a record of this
         very config exists) or ``REPLACE`` (``replace_stale``: what is here belongs to another config).
 

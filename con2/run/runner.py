@@ -1,12 +1,12 @@
 """One run, owned: the only place that locks a run directory and decides what a run does in it.
 
 :func:`run` takes the directory's lock (:mod:`con2.run.lock`: one writer, a second stops at once
-naming the holder), asks the directory what it holds (:meth:`con2.run.rundir.RunDir.plan`: a
+naming the holder), asks the directory what it holds (:meth:`con2.run.rundir.RunDir.action`: a
 complete run of this configuration, a checkpoint to resume, files of another configuration to
 refuse or replace), and only then hands the work to :func:`con2.run.execute.train` (data ->
 method -> training -> scores -> record); :func:`rescore` locks the directory a trained model is
 scored again into and hands it to :func:`con2.run.execute.rescore`. ``con2 train``, ``con2 evaluate``,
-the workflow's jobs and the benchmarks all come through here, so a run is planned and locked exactly once.
+the workflow's jobs and the benchmarks all come through here, so a run is decided and locked exactly once.
 
 torch is imported only when there is work to do: ``con2 train`` answers "already complete"
 without loading it.
@@ -62,7 +62,7 @@ def run(
     tell = say or (lambda line: print(line, flush=True))
     rd = RunDir(run_dir)
     with rd.lock():
-        action = rd.plan(cfg, force=force, replace_stale=replace_stale)  # another config: refused here
+        action = rd.action(cfg, force=force, replace_stale=replace_stale)  # another config: refused here
         if action == COMPLETE:
             if on_complete is not None:
                 on_complete(rd.record)

@@ -86,14 +86,14 @@ def test_plan_of_a_run_directory(tmp_path):
     cfg = make_config({"dataset": "digits"})
     other = make_config({"dataset": "digits", "lr": 0.01})
     rd = RunDir(tmp_path)
-    assert rd.plan(cfg) == TRAIN and rd.stored() is None
+    assert rd.action(cfg) == TRAIN and rd.stored() is None
     rd.write_config(cfg)
-    assert rd.plan(other) == TRAIN  # a config without a checkpoint binds nothing
+    assert rd.action(other) == TRAIN  # a config without a checkpoint binds nothing
     rd.checkpoint.write_bytes(b"")
-    assert rd.plan(cfg) == TRAIN  # resume
+    assert rd.action(cfg) == TRAIN  # resume
     with pytest.raises(ConfigError, match=r"holds a checkpoint of another configuration.*lr: 0.001 -> 0.01"):
-        rd.plan(other)
-    assert rd.plan(other, replace_stale=True) == REPLACE and rd.plan(other, force=True) == TRAIN
+        rd.action(other)
+    assert rd.action(other, replace_stale=True) == REPLACE and rd.action(other, force=True) == TRAIN
     record = build_record(
         dataset="digits",
         normal_class="0",
@@ -107,9 +107,9 @@ def test_plan_of_a_run_directory(tmp_path):
         config_hash=cfg.config_hash(),
     )
     rd.write_record(record)
-    assert rd.plan(cfg) == COMPLETE and rd.plan(cfg, replace_stale=True) == COMPLETE
+    assert rd.action(cfg) == COMPLETE and rd.action(cfg, replace_stale=True) == COMPLETE
     with pytest.raises(ConfigError, match="holds a finished run of another configuration"):
-        rd.plan(other)
+        rd.action(other)
 
 
 def test_config_diff_lists_result_keys_only():
