@@ -10,7 +10,7 @@ The contract for a new baseline, either way it joins every table through its run
 
 (a) A Python class: subclass :class:`con2.methods.Method` with ``training_loss(images,
     progress)`` and the scoring declarations (``scoring()``, and where needed
-    ``test_contexts()``, ``test_plan()``, ``feature_spaces()``); describe it by a torch-free
+    ``test_contexts()``, ``test_views()``, ``feature_spaces()``); describe it by a torch-free
     :class:`con2.methods.MethodSpec` (its ``Params`` dataclass with defaults = the paper's, a
     ``check`` of their constraints, labels, ``test_params`` for the every-method test) in a
     ``<name>_spec.py`` module, and declare the spec as a ``con2.methods`` entry point in

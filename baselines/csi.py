@@ -201,7 +201,7 @@ class CSI(Method):
     def test_contexts(self) -> list[ContextFn]:
         return [rotation_context(k, False) for k in range(N_ROTATIONS)]
 
-    def test_plan(self) -> list[TestView]:
+    def test_views(self) -> list[TestView]:
         views = [v for v, _ in tta_plan(self.n_samples, 1, self.cfg.tta_seed, self.view_params)]
         return [
             TestView(replace(v, hflip=False), k, rotation_context(k, v.hflip))

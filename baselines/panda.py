@@ -191,9 +191,9 @@ class Panda(Method):
         out["loss"] = loss
         return out
 
-    def test_plan(self) -> list[TestView]:
+    def test_views(self) -> list[TestView]:
         """One identity view (PANDA), or the run's test-time views with ``params.tta``."""
-        return super().test_plan() if self.params.tta else [TestView(IDENTITY_VIEW, 0)]
+        return super().test_views() if self.params.tta else [TestView(IDENTITY_VIEW, 0)]
 
     def scoring(self) -> ScoringSpec:
         p, chunk = self.params, self.cfg.nn_chunk

@@ -70,6 +70,6 @@ class ZeroShotMethod(Method):
         """The constant 0, a leaf with no parameter behind it: a step leaves every weight as it is."""
         return {"loss": torch.zeros((), device=images.device, requires_grad=True)}
 
-    def test_plan(self) -> list[TestView]:
+    def test_views(self) -> list[TestView]:
         """The run's test-time views with ``params.tta``, else the identity view alone."""
-        return super().test_plan() if self.params.tta else [TestView(IDENTITY_VIEW, 0)]
+        return super().test_views() if self.params.tta else [TestView(IDENTITY_VIEW, 0)]

@@ -3,7 +3,7 @@
 A method declares its hyperparameters as a ``Params`` dataclass (defaults = the paper's), a tiny
 ``test_params`` override used by the every-method test, and the names of the scores it writes.
 The engine calls ``training_loss``. Scoring is declarative: a method says which test-time views
-and contexts it uses (``test_contexts``, ``test_plan``), which feature spaces exist
+and contexts it uses (``test_contexts``, ``test_views``), which feature spaces exist
 (``feature_spaces``), and which scores and readings it wants (``scoring``); the shared loop in
 :mod:`con2.methods.scoring` runs them, so no method writes its own test-time loop.
 """
@@ -24,7 +24,7 @@ from con2.methods.scoring import (  # MethodScores: what the shared test-time lo
     TestView,
     identity,
     score_method,
-    split_plan,
+    split_views,
 )
 from con2.methods.spec import MethodSettings
 from con2.training.models import build_encoder
@@ -107,9 +107,9 @@ class Method(nn.Module):
         pixels before them; the test-time views follow the same order. Default: before the views."""
         return False
 
-    def test_plan(self) -> list[TestView]:
+    def test_views(self) -> list[TestView]:
         """The fixed test-time views: ``cfg.tta`` views split evenly over :meth:`test_contexts`."""
-        return split_plan(self.cfg.tta, self.test_contexts(), self.cfg.tta_seed, self.view_params)
+        return split_views(self.cfg.tta, self.test_contexts(), self.cfg.tta_seed, self.view_params)
 
     def feature_spaces(self) -> Mapping[str, nn.Module | None]:
         """Named maps of the encoder output that readings may score (``None``: the output itself)."""

@@ -2,17 +2,17 @@
 
 A method never writes its own scoring loop. It declares (see :class:`con2.methods.Method`):
 
-* a *test plan*: the fixed test-time views, each with the context it acts in (:class:`TestView`);
+* its *test views* (``test_views()``): the fixed test-time views, each with the context it acts in (:class:`TestView`);
 * its *feature spaces*: named maps of the encoder output (``"encoder"`` itself, a projection
   head, a head that returns projections and logits, ...);
 * its *scorers*: named functions ``(test [M, d], train [n, d], context) -> [M]`` (higher = more
-  anomalous), averaged over the plan's views (or, for ``tta=False`` scorers, computed on the
+  anomalous), averaged over the test views (or, for ``tta=False`` scorers, computed on the
   identity view alone);
 * its *readings*: which feature space is scored, and which training set a view in a non-identity
   context is compared with: ``matched`` (the training set through the same context transform)
   or ``original`` (the training set in the original context, the paper's formula as printed).
 
-Besides the plan's fixed views, every reading is also scored as CSI's evaluation code draws its
+Besides the fixed test views, every reading is also scored as CSI's evaluation code draws its
 test-time views (``cfg.csi_views`` > 0; columns ``<score>@<feature>/<reference>/csi``): for every
 context, ``csi_views`` random views *per image*, drawn from a generator seeded by the run's
 ``tta_seed``, the context and the image's index (training image i and test image i get the same
@@ -22,7 +22,7 @@ the horizontal flip applied before the context (as CSI flips before it rotates);
 an image are averaged over its views, then scored (for S_NND: the max cosine of the mean test
 feature to the mean training features), and the scores averaged over the contexts.
 
-:func:`score_method` runs the plan once: one encoder pass per (split, view), every feature space
+:func:`score_method` runs the test views once: one encoder pass per (split, view), every feature space
 from that pass, every (score, reading) accumulated. So one trained model is scored under every
 reading without retraining, and scoring never touches the weights. The headline reading of each
 score is written under the score's plain name (``nnd``); every other reading under
@@ -30,7 +30,7 @@ score is written under the score's plain name (``nnd``); every other reading und
 
 A plan (:func:`tta_plan`) holds A views drawn once from a seed, split evenly over the K contexts
 (the first A/K on x, the next A/K on t_1(x), ...), the same for training and test images; ``tta =
-0`` means one identity view on x alone. :func:`crossed_plan` applies every view in every context
+0`` means one identity view on x alone. :func:`crossed_views` applies every view in every context
 (CSI's samples x rotations). A method whose contexts act after the views
 (:meth:`~con2.methods.Method.context_after_views`) is scored the same way: view, uint8
 quantisation, then the context.
@@ -60,7 +60,7 @@ from con2.transforms.augment import (
 )
 
 REFERENCES = ("matched", "original")
-VIEWS = ("fixed", "csi")  # the plan's fixed views, or CSI's random views per image averaged before scoring
+VIEWS = ("fixed", "csi")  # the fixed test views, or CSI's random views per image averaged before scoring
 
 
 def identity(x: Tensor) -> Tensor:
@@ -97,7 +97,7 @@ class MethodScores:
 
 @dataclass(frozen=True)
 class TestView:
-    """One entry of a test plan: a fixed view applied in one context.
+    """One test view: a fixed view applied in one context.
 
     ``pixels`` maps uint8 images into the view's context (test images, and training images under
     the ``matched`` reading); ``original`` maps training images under the ``original`` reading
@@ -110,14 +110,14 @@ class TestView:
     original: ContextFn = identity
 
 
-def split_plan(
+def split_views(
     n_views: int, contexts: Sequence[ContextFn], seed: int, params: ViewParams = DEFAULT_VIEWS
 ) -> list[TestView]:
     """:func:`tta_plan` as test views: A views split evenly over the contexts (CON2's "half on x, half on x^C")."""
     return [TestView(v, c, contexts[c]) for v, c in tta_plan(n_views, len(contexts), seed, params)]
 
 
-def crossed_plan(
+def crossed_views(
     n_samples: int, contexts: Sequence[ContextFn], seed: int, params: ViewParams = DEFAULT_VIEWS
 ) -> list[TestView]:
     """Every one of the first ``n_samples`` fixed views in every context (``0``: the identity view)."""
@@ -130,7 +130,7 @@ class Scorer:
     """An anomaly score on one feature space: ``fn(test [M, d], train [n, d], context) -> [M]``.
 
     ``tta=False``: computed once on identity-view features in the original context (SSD), not
-    averaged over the plan.
+    averaged over the test views.
     """
 
     fn: Callable[[Tensor, Tensor, int], Tensor]
@@ -140,7 +140,7 @@ class Scorer:
 @dataclass(frozen=True)
 class Reading:
     """Which feature space is scored, which training set non-identity views are compared with, and
-    which test-time views: the plan's fixed ones (``fixed``) or CSI's random ones per image (``csi``)."""
+    which test-time views: the fixed test views (``fixed``) or CSI's random ones per image (``csi``)."""
 
     feature: str = "encoder"
     reference: str = "matched"
@@ -244,7 +244,7 @@ class Scorable(Protocol):
     def scoring(self) -> ScoringSpec: ...
     def feature_spaces(self) -> Mapping[str, nn.Module | None]: ...
     def context_after_views(self) -> bool: ...
-    def test_plan(self) -> list[TestView]: ...
+    def test_views(self) -> list[TestView]: ...
     def test_contexts(self) -> list[ContextFn]: ...
     def diagnostics(self, identity_features: Mapping[tuple[str, int], Mapping[str, Tensor]]) -> dict[str, float]: ...
 
@@ -300,7 +300,7 @@ def score_method(
                     _accumulate(sums, spec.column(score, reading), s)
 
     val = validation if validation is not None and len(validation) else None
-    plan = method.test_plan()
+    plan = method.test_views()
     csi = [r for r in readings if r.views == "csi"]
     report = _PROGRESS.get()
     total = len(plan) + (len(method.test_contexts()) * cfg.csi_views if csi else 0) + 1

@@ -60,7 +60,7 @@ from con2.grid.plan import device_matches, estimate_rate, images_per_run, settin
 __all__ = [
     "AfterRuns",
     "GridEta",
-    "PlannedRun",
+    "WeighedRun",
     "STEP_SECONDS",
     "Spent",
     "after_runs",
@@ -70,14 +70,14 @@ __all__ = [
     "grid_eta",
     "makespan",
     "pace_seconds",
-    "planned_run",
+    "weighed_run",
     "spent",
     "weigh_runs",
 ]
 
 
 @dataclass(frozen=True)
-class PlannedRun:
+class WeighedRun:
     """One training run of the grid: its key, method, weight (planned training views), planned
     seconds at this device's measured throughput (``None``: not measured here), scoring images
     ((training + test images) x test-time views) and setting (its image size: paces are shared within it)."""
@@ -171,14 +171,14 @@ def view_cost(config: Mapping[str, Any]) -> float:
     return (size / REFERENCE_SIZE) ** SIZE_POWER * (width / REFERENCE_WIDTH) ** 2
 
 
-def planned_run(
+def weighed_run(
     key: str,
     method: str,
     config: Mapping[str, Any],
     n_train: int,
     views_per_s: float | None = None,
     n_test: int | None = None,
-) -> PlannedRun:
+) -> WeighedRun:
     """A run of the grid weighed by its planned training views and scoring images, each times
     :func:`view_cost` (``config``: its resolved RunConfig as a mapping, with ``epochs``, ``batch_size``,
     ``tta``, ``image_size``, ``width`` and ``params``; ``n_train``/``n_test``: its training and test
@@ -191,7 +191,7 @@ def planned_run(
     scored = (n_train + (n_train if n_test is None else n_test)) * max(1, int(config.get("tta") or 1))
     cost = view_cost(config)
     setting = f"{config.get('image_size', '')}px"
-    return PlannedRun(key, method, planned_views * cost, prior, scored * cost, setting, priced=views is not None)
+    return WeighedRun(key, method, planned_views * cost, prior, scored * cost, setting, priced=views is not None)
 
 
 def measured_rates(device: str) -> list[Rate]:
@@ -203,8 +203,8 @@ def measured_rates(device: str) -> list[Rate]:
     return [r for r in rows if not r.compile] or rows
 
 
-def weigh_runs(runs: Sequence[Any], data_dir: Path | None, device: str | None) -> dict[str, PlannedRun]:
-    """{run key: PlannedRun} of ``runs`` (:class:`con2.grid.experiments.Run`), sized as `con2 plan`
+def weigh_runs(runs: Sequence[Any], data_dir: Path | None, device: str | None) -> dict[str, WeighedRun]:
+    """{run key: WeighedRun} of ``runs`` (:class:`con2.grid.experiments.Run`), sized as `con2 plan`
     sizes them (split manifests under ``data_dir``, else the sizes table); a dataset of unknown size
     weighs as the mean of the others. ``device``: the name this device's throughput was measured
     under (a CPU's model name, a GPU's name), or ``None``."""
@@ -213,16 +213,16 @@ def weigh_runs(runs: Sequence[Any], data_dir: Path | None, device: str | None) -
     n_train, _ = train_sizes(known, table, data_dir) if known else ({}, {})
     n_test = held_out_sizes(known, data_dir)
     rates = measured_rates(device) if device else []
-    out: dict[str, PlannedRun] = {}
+    out: dict[str, WeighedRun] = {}
     for run in known:
         cfg = run.config
         views_per_s = estimate_rate(rates, *setting_of(cfg)).views_per_s if rates else None
         key = (run.dataset, run.normal_class)
-        out[run.key] = planned_run(run.key, run.method, cfg, n_train[key], views_per_s, n_test.get(key))
+        out[run.key] = weighed_run(run.key, run.method, cfg, n_train[key], views_per_s, n_test.get(key))
     mean = sum(p.weight for p in out.values()) / len(out) if out else 1.0
     scored = sum(p.score_images for p in out.values()) / len(out) if out else 0.0
     for run in runs:
-        out.setdefault(run.key, PlannedRun(run.key, run.method, mean, score_images=scored))
+        out.setdefault(run.key, WeighedRun(run.key, run.method, mean, score_images=scored))
     return out
 
 
@@ -267,7 +267,7 @@ def makespan(running: Sequence[float], queued: Sequence[float], slots: int) -> f
 
 
 def grid_eta(
-    planned: Sequence[PlannedRun],
+    planned: Sequence[WeighedRun],
     finished: Mapping[str, Any],
     slots: int,
     running: Mapping[str, float] | None = None,
@@ -289,23 +289,23 @@ def grid_eta(
     # takes 48) is its own, never another method's
     comparable = [q for q in done if q.priced] or done
 
-    def pools(p: PlannedRun) -> list[list[PlannedRun]]:
+    def pools(p: WeighedRun) -> list[list[WeighedRun]]:
         """The finished runs whose pace ``p`` takes: same method and setting, same method, all priced."""
         same = [q for q in done if q.method == p.method]
         return [[q for q in same if q.setting == p.setting], same, comparable]
 
-    def pace(p: PlannedRun, part: str, units: str) -> float:
+    def pace(p: WeighedRun, part: str, units: str) -> float:
         for pool in pools(p):
             n = sum(getattr(q, units) for q in pool)
             if n > 0:
                 return sum(getattr(measured[q.key], part) for q in pool) / n
         return 0.0
 
-    def rest(p: PlannedRun) -> float:
+    def rest(p: WeighedRun) -> float:
         pool = next(pool for pool in pools(p) if pool)
         return sum(measured[q.key].rest for q in pool) / len(pool)
 
-    def seconds(p: PlannedRun) -> float:
+    def seconds(p: WeighedRun) -> float:
         if not done:
             return float(p.prior_seconds or 0.0)
         return p.weight * pace(p, "train", "weight") + p.score_images * pace(p, "score", "score_images") + rest(p)

@@ -24,7 +24,7 @@ from typing import Any
 from con2.grid.status import summary_lines
 from con2.report.artefacts import MISSING_FILE
 from con2.run.provenance import cpu_device_name
-from con2.workflow.eta import AfterRuns, PlannedRun, after_runs, eta_line, grid_eta, weigh_runs
+from con2.workflow.eta import AfterRuns, WeighedRun, after_runs, eta_line, grid_eta, weigh_runs
 from con2.workflow.session import RUNS_CSV, SKIPPED_CSV, Session
 
 
@@ -87,7 +87,7 @@ class ProgressLine:
         self._planned_outputs = planned
         self._slots = slots
         self._steps = steps
-        self.planned: dict[str, PlannedRun] = {}  # run key -> its weight (weighed once)
+        self.planned: dict[str, WeighedRun] = {}  # run key -> its weight (weighed once)
         self.spent: dict[str, Any] = {}  # run key -> the timing of a record written since the start
         self.job_started: dict[str, float] = {}  # output file -> when its job started (GridProgress notes it)
 

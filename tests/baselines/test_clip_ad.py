@@ -64,7 +64,7 @@ def test_the_method_scores_the_clip_image_embedding_of_the_resized_view(caches):
     path = weights.save_random_weights(SPEC.weights(ClipADParams(model="tiny"))["weights"], caches / "clip.pth")
     cfg = config(model="tiny", weights=str(path), templates=["a photo of a {}."])
     m = ClipAD(cfg, SPEC.params_for(cfg)).eval()
-    assert not any(p.requires_grad for p in m.parameters()) and len(m.test_plan()) == 1  # one identity view
+    assert not any(p.requires_grad for p in m.parameters()) and len(m.test_views()) == 1  # one identity view
     reference = tiny_clip().eval()
     reference.load_state_dict(torch.load(path, weights_only=True))
     x = torch.rand(3, 3, 16, 16) * 2 - 1

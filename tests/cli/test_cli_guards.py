@@ -25,7 +25,7 @@ from con2.config import MAX_LAYER_SIZE, MAX_THREADS, MAX_WIDTH
 from con2.errors import ConfigError
 from con2.grid.cost_tables import SIZES_CSV, THROUGHPUT_COLUMNS, manifest_size, read_sizes
 from con2.grid.experiments import expand_grid
-from con2.workflow.eta import PlannedRun, eta_line, grid_eta, view_cost, weigh_runs
+from con2.workflow.eta import WeighedRun, eta_line, grid_eta, view_cost, weigh_runs
 from con2.yaml_files import MAX_CONFIG_DEPTH, check_size
 
 TINY_SET = [f"{k}={json.dumps(v)}" for k, v in TINY.items()]
@@ -164,7 +164,7 @@ def test_a_bad_throughput_row_is_one_clear_error_for_the_eta(
 @pytest.mark.parametrize("wall", [0, 0.0, -5.0, math.nan, math.inf, -math.inf, "12", True])
 def test_a_finished_run_without_a_positive_finite_wall_time_sets_no_pace(wall: object) -> None:
     """Zero, negative or non-finite wall seconds are no pace: never "about 0 s left"."""
-    planned = [PlannedRun(f"r{i}", "con2", 100.0) for i in range(4)]
+    planned = [WeighedRun(f"r{i}", "con2", 100.0) for i in range(4)]
     eta = grid_eta(planned, {"r0": wall}, slots=1)  # type: ignore[dict-item]
     assert eta.done == 1 and eta.seconds_left is None
     assert eta_line(eta, 1) == "con2 grid: 1 of 4 training runs done; an ETA once a training run has finished"

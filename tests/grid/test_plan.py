@@ -228,7 +228,7 @@ def test_a_new_method_is_priced_by_its_spec_without_touching_the_grid(monkeypatc
     from dataclasses import dataclass
 
     from con2.methods import MethodSpec, registry
-    from con2.workflow.eta import planned_run
+    from con2.workflow.eta import weighed_run
 
     @dataclass
     class Params:
@@ -241,7 +241,7 @@ def test_a_new_method_is_priced_by_its_spec_without_touching_the_grid(monkeypatc
     assert plan.views_per_image("unpriced", {}) is None and plan.views_per_image("no_such_method", {}) is None
     config = {"epochs": 2, "batch_size": 10, "tta": 1, "image_size": 32, "width": 16, "params": {"rotations": 3}}
     priced, unpriced = (
-        planned_run("k", name, config, n_train=100, views_per_s=600.0) for name in ("rot_views", "unpriced")
+        weighed_run("k", name, config, n_train=100, views_per_s=600.0) for name in ("rot_views", "unpriced")
     )
     images = plan.images_per_run(100, 10, 2)
     assert priced.priced and priced.prior_seconds == pytest.approx(images * 6 / 600.0)

@@ -56,7 +56,7 @@ def test_contexts_after_the_views_at_test_time_too(tiny):
     assert method.context_after_views() and not tiny_con2(tiny).context_after_views()
     seen = []
     method.encoder.register_forward_pre_hook(lambda m, args: seen.append(as_pixels(args[0])))
-    view = method.test_plan()[0].view
+    view = method.test_views()[0].view
     imgs = images(5, 2)
     features(method.encoder, imgs, view, invert, 16, CPU, {"encoder": None}, channels_last=False, after=True)
     features(method.encoder, imgs, view, lambda x: x, 16, CPU, {"encoder": None}, channels_last=False, after=True)

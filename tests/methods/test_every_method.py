@@ -26,7 +26,7 @@ from con2.config import make_config
 from con2.data import load_one_class
 from con2.methods import Method, all_methods, build_method, register, registry
 from con2.methods.features import view_features
-from con2.methods.scoring import Reading, Scorer, ScoringSpec, crossed_plan
+from con2.methods.scoring import Reading, Scorer, ScoringSpec, crossed_views
 from con2.run.execute import to_tensor
 from con2.run.records import read_record
 from con2.run.runner import RECORD, SCORES, run
@@ -134,8 +134,8 @@ class RotNet(Method):
     def test_contexts(self):
         return [lambda x, k=k: torch.rot90(x, k, dims=(-2, -1)) for k in range(4)]
 
-    def test_plan(self):
-        return crossed_plan(0, self.test_contexts(), self.cfg.tta_seed)
+    def test_views(self):
+        return crossed_views(0, self.test_contexts(), self.cfg.tta_seed)
 
     def feature_spaces(self):
         return {"encoder": None, "rotation": self.rotation_head}

@@ -21,7 +21,7 @@ from scipy.stats import multivariate_normal
 from con2.config import make_config
 from con2.methods import build_method
 from con2.methods.con2_method import FEATURES, Con2Params, alpha_at
-from con2.methods.scoring import REFERENCES, Reading, Scorer, ScoringSpec, crossed_plan, split_plan
+from con2.methods.scoring import REFERENCES, Reading, Scorer, ScoringSpec, crossed_views, split_views
 from con2.transforms.augment import normalize, to_float
 from con2.transforms.preprocess import PAPER_CENTER_CROP, center_crop
 
@@ -66,7 +66,7 @@ def test_every_con2_reading_matches_a_loop_over_views(tiny, feature, reference):
     method = tiny_con2(tiny)
     train, test = images(20, 1), images(7, 2)
     out = method.score(train, test, CPU)
-    plan = method.test_plan()
+    plan = method.test_views()
     assert [tv.context for tv in plan] == [0, 0, 1, 1]  # half of the A = 4 views on x, half on x^C
     nnd, lh = np.zeros(len(test)), np.zeros(len(test))
     for tv in plan:
@@ -172,7 +172,7 @@ def test_a_scorer_without_test_time_views_uses_the_identity_view_once(tiny):
     out = method.score(images(20, 1), images(7, 2), CPU)
     # 4 plan views (2 per context), CSI's views once per context (averaged first), the identity view once
     assert calls.count(0) == 4 and calls.count(1) == 3
-    ident = slow_features(method, images(7, 2), method.test_plan()[0].view.__class__(), lambda x: x, "encoder")
+    ident = slow_features(method, images(7, 2), method.test_views()[0].view.__class__(), lambda x: x, "encoder")
     np.testing.assert_allclose(out.scores["once"], ident[:, 0], rtol=1e-5, atol=1e-6)
     assert sorted(out.scores) == ["all", "all@encoder/matched/csi", "once"]  # CSI's views: tta scorers only
 
@@ -203,9 +203,9 @@ def test_validation_images_score_as_if_they_were_the_test_set_and_change_no_test
 
 def test_plans_split_or_cross_the_views_over_contexts():
     ctx = [lambda x: x, lambda x: 255 - x]
-    split = split_plan(4, ctx, seed=0)
+    split = split_views(4, ctx, seed=0)
     assert [t.context for t in split] == [0, 0, 1, 1] and len({t.view for t in split}) == 4
-    crossed = crossed_plan(2, ctx, seed=0)
+    crossed = crossed_views(2, ctx, seed=0)
     assert [t.context for t in crossed] == [0, 1, 0, 1]
     assert crossed[0].view == crossed[1].view != crossed[2].view
     assert [t.view for t in crossed[::2]] == [t.view for t in split[:2]]  # the same seeded views

@@ -29,7 +29,7 @@ def test_scoring_reports_every_pass_in_order_and_changes_no_score(tiny, method, 
         with_progress = m.score(train, test, CPU).scores
     without = m.score(train, test, CPU).scores
     # one pass per fixed view, per CSI view in each context, and the identity pass
-    total = len(m.test_plan()) + len(m.test_contexts()) * csi_views + 1
+    total = len(m.test_views()) + len(m.test_contexts()) * csi_views + 1
     assert seen == [(i, total) for i in range(1, total + 1)]
     assert with_progress.keys() == without.keys()
     for col in without:

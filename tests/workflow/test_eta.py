@@ -18,8 +18,8 @@ from con2.workflow.eta import (
     STEP_SECONDS,
     AfterRuns,
     GridEta,
-    PlannedRun,
     Spent,
+    WeighedRun,
     after_runs,
     eta_line,
     format_duration,
@@ -44,7 +44,7 @@ def reference_makespan(running: list[float], queued: list[float], slots: int) ->
 
 
 def reference_seconds(
-    planned: list[PlannedRun], finished: dict[str, Any], slots: int, running: dict[str, float] | None = None
+    planned: list[WeighedRun], finished: dict[str, Any], slots: int, running: dict[str, float] | None = None
 ) -> float:
     """Each unfinished run: its training views times the training seconds per view, its scoring images
     times the scoring seconds per image, plus the mean rest per run, each over the finished runs of its
@@ -92,13 +92,13 @@ def reference_seconds(
     return reference_makespan(flying, queued, slots)
 
 
-def grid() -> list[PlannedRun]:
+def grid() -> list[WeighedRun]:
     return [
-        PlannedRun("a", "con2", 100.0, 4.0),
-        PlannedRun("b", "con2", 300.0, 12.0),
-        PlannedRun("c", "csi", 200.0, 8.0),
-        PlannedRun("d", "csi", 50.0, 2.0),
-        PlannedRun("e", "simclr", 80.0, 3.0),
+        WeighedRun("a", "con2", 100.0, 4.0),
+        WeighedRun("b", "con2", 300.0, 12.0),
+        WeighedRun("c", "csi", 200.0, 8.0),
+        WeighedRun("d", "csi", 50.0, 2.0),
+        WeighedRun("e", "simclr", 80.0, 3.0),
     ]
 
 
@@ -118,17 +118,17 @@ def timing(fit: float, curve: float, score: float, wall: float) -> dict[str, flo
     return {"fit_seconds": fit, "curve_seconds": curve, "score_seconds": score, "wall_seconds": wall}
 
 
-def scored_grid() -> list[PlannedRun]:
+def scored_grid() -> list[WeighedRun]:
     """Training views, scoring images and settings as a grid of two datasets and two image sizes has
     them: "d*" runs on a small set that scores much more than it trains, a zero-shot method (weight 1)."""
     return [
-        PlannedRun("b1", "con2", 40_000.0, 50.0, 555 * 40.0, "28px"),
-        PlannedRun("b2", "con2", 40_000.0, 50.0, 555 * 40.0, "28px"),
-        PlannedRun("b64", "con2", 40_000.0, 250.0, 555 * 40.0, "64px"),
-        PlannedRun("d1", "con2", 4_000.0, 5.0, 1_800 * 40.0, "28px"),
-        PlannedRun("d2", "con2", 4_000.0, 5.0, 1_800 * 40.0, "28px"),
-        PlannedRun("s1", "simclr", 20_000.0, 20.0, 555 * 40.0, "28px"),
-        PlannedRun("z1", "zero_shot", 1.0, None, 555 * 40.0, "28px"),
+        WeighedRun("b1", "con2", 40_000.0, 50.0, 555 * 40.0, "28px"),
+        WeighedRun("b2", "con2", 40_000.0, 50.0, 555 * 40.0, "28px"),
+        WeighedRun("b64", "con2", 40_000.0, 250.0, 555 * 40.0, "64px"),
+        WeighedRun("d1", "con2", 4_000.0, 5.0, 1_800 * 40.0, "28px"),
+        WeighedRun("d2", "con2", 4_000.0, 5.0, 1_800 * 40.0, "28px"),
+        WeighedRun("s1", "simclr", 20_000.0, 20.0, 555 * 40.0, "28px"),
+        WeighedRun("z1", "zero_shot", 1.0, None, 555 * 40.0, "28px"),
     ]
 
 
@@ -183,7 +183,7 @@ def test_runs_in_flight_count_what_is_left_of_them_and_the_last_run_is_not_share
     """Issue 36: "5 of 7 ... about 10 s left" for 6 s. The work left was divided over the slots as if
     every run started now: the two runs in flight had been running for seconds, and the last run of
     a grid has a slot to itself, not half of one."""
-    runs = [PlannedRun(k, "con2", 100.0) for k in "abcde"]
+    runs = [WeighedRun(k, "con2", 100.0) for k in "abcde"]
     finished = {"a": 20.0}  # 0.2 s per unit: 20 s per run
     assert grid_eta(runs, finished, 2).seconds_left == pytest.approx(40.0)  # 4 runs of 20 s on 2 slots
     running = {"b": 15.0, "c": 12.0}
@@ -199,7 +199,7 @@ def test_runs_in_flight_count_what_is_left_of_them_and_the_last_run_is_not_share
 def test_a_method_of_unknown_cost_never_sets_the_pace_of_another() -> None:
     """The default profile's third line said 2,490 s for 1,332: I-JEPA-AD's ViT (325 s of scoring) set
     the pace of every method that had not finished a run yet."""
-    runs = [*grid(), PlannedRun("f", "ijepa_ad", 100.0, None, priced=False)]
+    runs = [*grid(), WeighedRun("f", "ijepa_ad", 100.0, None, priced=False)]
     with_vit = grid_eta(runs, {"a": 30.0, "f": 700.0}, 1)
     assert with_vit.seconds_left == pytest.approx(grid_eta(grid(), {"a": 30.0}, 1).seconds_left)
     assert with_vit.seconds_left == pytest.approx(reference_seconds(runs, {"a": 30.0, "f": 700.0}, 1))
@@ -220,13 +220,13 @@ def test_a_record_timing_becomes_its_parts() -> None:
 
 def test_no_planned_seconds_is_no_eta_rather_than_at_least_0_s() -> None:
     """The test profile opened with "at least 0 s left": runs planned at 0 s are no basis."""
-    runs = [PlannedRun("a", "con2", 10.0, 0.0), PlannedRun("b", "simclr", 10.0, 0.0)]
+    runs = [WeighedRun("a", "con2", 10.0, 0.0), WeighedRun("b", "simclr", 10.0, 0.0)]
     eta = grid_eta(runs, {}, 2)
     assert eta.seconds_left is None and "at least" not in eta_line(eta, 2)
 
 
 def test_before_any_run_a_run_without_planned_seconds_adds_nothing_to_the_floor() -> None:
-    runs = [*grid(), PlannedRun("f", "own_rule_method", 500.0)]  # views per image unknown: no planned seconds
+    runs = [*grid(), WeighedRun("f", "own_rule_method", 500.0)]  # views per image unknown: no planned seconds
     eta = grid_eta(runs, {}, 2)
     # 2 slots, longest first: 12 then 3 on one (15 s), 8, 4 and 2 on the other (14 s)
     assert eta.basis == "prior" and eta.seconds_left == pytest.approx(15.0)
@@ -240,8 +240,8 @@ def test_a_method_of_unknown_cost_is_named_not_priced_until_one_of_its_runs_fini
     unknown is left out of the sum and named on the line until its own method has a pace."""
     runs = [
         *grid(),
-        PlannedRun("f", "ijepa_ad", 500.0, None, 100.0, priced=False),
-        PlannedRun("g", "ijepa_ad", 500.0, None, 100.0, priced=False),
+        WeighedRun("f", "ijepa_ad", 500.0, None, 100.0, priced=False),
+        WeighedRun("g", "ijepa_ad", 500.0, None, 100.0, priced=False),
     ]
     eta = grid_eta(runs, {"a": 30.0}, 1)
     assert eta.seconds_left == pytest.approx(reference_seconds(grid(), {"a": 30.0}, 1))
@@ -256,7 +256,7 @@ def test_a_method_of_unknown_cost_is_named_not_priced_until_one_of_its_runs_fini
 
 
 def test_without_a_measured_device_the_eta_waits_for_the_first_run_and_ends_at_zero() -> None:
-    unmeasured = [PlannedRun(p.key, p.method, p.weight) for p in grid()]
+    unmeasured = [WeighedRun(p.key, p.method, p.weight) for p in grid()]
     eta = grid_eta(unmeasured, {}, 2)
     assert eta.seconds_left is None and "once a training run has finished" in eta_line(eta, 2)
     # one finished run: the others follow its pace; a record without timing counts as done, unmeasured
@@ -361,7 +361,7 @@ def test_the_eta_counts_the_steps_after_the_runs_and_goes_on_once_every_run_is_d
     "about 8 s left" for more than a minute. The steps after the runs (the aggregation, one at a time,
     then the tables and figures on the slots) are added to the runs' time, at the mean time of those
     finished, else at STEP_SECONDS; once every run is done the line says what they have left."""
-    runs = [PlannedRun(k, "con2", 100.0) for k in "abc"]
+    runs = [WeighedRun(k, "con2", 100.0) for k in "abc"]
     prior = after_runs(total=9, left=9, serial=1, durations=[])
     assert prior.pace == STEP_SECONDS and prior.paced == 0
     # 1 aggregation, then 8 steps on 2 slots: 4 rounds
@@ -393,7 +393,7 @@ def test_the_eta_counts_the_steps_after_the_runs_and_goes_on_once_every_run_is_d
 def test_without_a_measured_device_the_line_says_which_device_has_no_throughput() -> None:
     """Issue 46, point 7: on a CPU named "Intel(R) Xeon(R) Processor" (a VM's generic name) no throughput
     row matches, so the first ETA waits for a finished run: the line says why, naming the device."""
-    eta = grid_eta([PlannedRun("a", "con2", 100.0)], {}, 2)
+    eta = grid_eta([WeighedRun("a", "con2", 100.0)], {}, 2)
     why = "this device, Intel(R) Xeon(R) Processor (bf16 autocast), has no row in con2/resources/throughput.csv"
     assert (
         eta_line(eta, 2, why)
