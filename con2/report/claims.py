@@ -33,7 +33,7 @@ from con2.paper_names import dataset_label, dataset_names
 from con2.report.artefacts import ReportInputs
 from con2.report.budget import budget_note
 from con2.report.comparisons import alpha, paired_over_classes
-from con2.report.format import MISSING, Table, signed
+from con2.report.format import MISSING, Table, classes_by_seeds, signed
 from con2.report.methods import Methods, Subject
 from con2.report.paper import paper_value
 from con2.report.scores import ScoresSource
@@ -253,7 +253,9 @@ def claims(inputs: ReportInputs) -> Table:
                 "a_mean": _side_mean(a_rows) if shared else np.nan,  # on the classes the test pairs
                 "b_mean": _side_mean(b_rows) if shared else np.nan,
                 **{k: res.get(k, np.nan) for k in ("diff", "lo", "hi", "p")},
-                "n": f"{res['n_classes']}×{res['n_seeds']}" if res.get("n_classes") else "",
+                "n": (
+                    classes_by_seeds(res["n_classes"], res["seeds_min"], res["n_seeds"]) if res.get("n_classes") else ""
+                ),
                 "reason": res.get("reason", ""),
             }
         )

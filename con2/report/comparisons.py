@@ -38,7 +38,7 @@ from scipy.stats import norm  # con2.maths.stats loads scipy.stats already
 from con2.maths.stats import LEVEL, delong_paired, holm, normal_interval
 from con2.paper_names import dataset_label, dataset_names
 from con2.report.artefacts import ReportInputs
-from con2.report.format import MISSING, Table, signed
+from con2.report.format import MISSING, Table, classes_by_seeds, signed
 from con2.report.methods import Methods, method_names, subject_of
 from con2.report.paper import paper_value
 from con2.report.scores import RUN_FOLDERS, ScoresSource, expected_of_row, scores_file
@@ -60,6 +60,7 @@ COLUMNS = [
     "holds",
     "n_classes",
     "n_seeds",
+    "seeds_min",
     "reason",
 ]
 
@@ -168,8 +169,9 @@ def paired_over_classes(
     """``other`` minus ``ref`` (rows of the run frame, one score each), paired per normal class and seed
     (:func:`_paired_class`: a side whose one run trained nothing pairs with every seed of the other), the
     classes averaged with their variances summed: ``diff``, ``lo``, ``hi``, ``se`` (AUROC percent), ``p``,
-    ``n_classes``, ``n_seeds`` and ``reason`` (why nothing was paired; "" otherwise)."""
-    results, why, seeds = [], "", 0
+    ``n_classes``, ``n_seeds`` (the most seeds a class paired), ``seeds_min`` (the fewest) and ``reason``
+    (why nothing was paired; "" otherwise)."""
+    results, why, seeds, fewest = [], "", 0, 0
     for c in sorted(set(ref["normal_class"]) & set(other["normal_class"])):
         res, why_c = _paired_class(
             ref[ref["normal_class"] == c], other[other["normal_class"] == c], ref_score, score, scores
@@ -178,8 +180,8 @@ def paired_over_classes(
             why = why or f"class {c}: {why_c}"
             continue
         results.append(res)
-        seeds = max(seeds, res.n_seeds)
-    out: dict[str, Any] = {"n_classes": len(results), "n_seeds": seeds, "reason": ""}
+        seeds, fewest = max(seeds, res.n_seeds), min(fewest or res.n_seeds, res.n_seeds)
+    out: dict[str, Any] = {"n_classes": len(results), "n_seeds": seeds, "seeds_min": fewest, "reason": ""}
     if not results:
         out["reason"] = why or "no normal class run by both"
         return out
@@ -241,7 +243,7 @@ def comparisons(inputs: ReportInputs) -> Table:
     ref_label = names.pair_label(*ref) if ref else "(no reference)"
     rows = []
     for r in frame.to_dict("records"):
-        over = f"{r['n_classes']}×{r['n_seeds']}" if r["n_classes"] else MISSING
+        over = classes_by_seeds(r["n_classes"], r["seeds_min"], r["n_seeds"]) if r["n_classes"] else MISSING
         if r["reason"]:
             rows.append(
                 [names.pair_label(r["method"], r["score"]), MISSING, MISSING, MISSING, MISSING, r["reason"], over]

@@ -43,11 +43,16 @@ CELL_NOTE = (
 )
 
 
-def averaged_over(n_classes: int, seeds_min: int, seeds_max: int | None = None) -> str:
-    """``"[10×1]"``: normal classes × seeds per class (``"[3×1-3]"`` when classes had different seed counts)."""
+def classes_by_seeds(n_classes: int, seeds_min: int, seeds_max: int | None = None) -> str:
+    """``"10×1"``: normal classes × seeds per class (``"10×1-3"`` when classes had different seed counts)."""
     seeds_max = seeds_min if seeds_max is None else seeds_max
     seeds = f"{seeds_min}" if seeds_min == seeds_max else f"{seeds_min}-{seeds_max}"
-    return f"[{n_classes}×{seeds}]"
+    return f"{n_classes}×{seeds}"
+
+
+def averaged_over(n_classes: int, seeds_min: int, seeds_max: int | None = None) -> str:
+    """``"[10×1]"``: :func:`classes_by_seeds` in brackets, as a cell ends."""
+    return f"[{classes_by_seeds(n_classes, seeds_min, seeds_max)}]"
 
 
 def cell(

@@ -20,7 +20,7 @@ from con2.maths.operating import operating_points as points_of
 from con2.maths.stats import mean_interval
 from con2.paper_names import dataset_label
 from con2.report.artefacts import ReportInputs
-from con2.report.format import MISSING, Table
+from con2.report.format import MISSING, Table, classes_by_seeds
 from con2.report.methods import method_names
 from con2.report.missing import no_runs
 from con2.report.scores import RUN_FOLDERS, ScoresSource, expected_of_row, scores_file
@@ -138,7 +138,8 @@ def operating_points(inputs: ReportInputs) -> Table:
             if g.empty:  # every run of it left out: the row stays, saying so
                 rows.append([dataset_label(d), names.pair_label(m, s), *[MISSING] * 7, f"0 of {len(every)} runs"])
                 continue
-            over = f"{g['normal_class'].nunique()}×{g.groupby('normal_class')['seed'].nunique().min()}"
+            seeds = g.groupby("normal_class")["seed"].nunique()
+            over = classes_by_seeds(g["normal_class"].nunique(), int(seeds.min()), int(seeds.max()))
             rows.append(
                 [
                     dataset_label(d),

@@ -147,6 +147,17 @@ def test_an_unpaired_claim_says_why_and_counts_in_no_test(runs: pd.DataFrame) ->
     assert frame.loc["CON2 invert above CON2 equalize", "n"] == "2×2"
 
 
+def test_paired_says_classes_by_the_range_of_seeds_each_class_paired(runs: pd.DataFrame) -> None:
+    """CIFAR-10's grid has three seeds on three classes and one on the rest: "10×3" overstated the pairs and the
+    operating points' "10×1" understated them; both say "10×1-3" (con2.report.format.classes_by_seeds)."""
+    paper = load_paper_numbers(RESOURCES / "paper_numbers.csv")
+    one_seed_on_cat = runs[~((runs["normal_class"] == "cat") & (runs["seed"] == 1))]
+    frame = claims(ReportInputs(runs=one_seed_on_cat, paper=paper, config=CONFIG, dataset="cifar10")).data
+    frame = frame.set_index("claim")
+    assert frame.loc["CON2 flip above CON2 invert", "n"] == "2×1-2"  # airplane on two seeds, cat on one
+    assert frame.loc["CON2 (NND) above Floor: pixel NN (NND)", "n"] == "2×1-2"
+
+
 def test_slow_reference_is_what_the_comparisons_compute() -> None:
     """The reference used above: one seed's AUROC difference is the plain difference of AUROCs."""
     y, a = scores_of("con2", "flip", "cat", 0)
