@@ -1,6 +1,9 @@
 """The workflow before any job: the profile checked and expanded (dry runs of the paper and default
 profiles), and every bad profile (unknown key, bad value, hostile name, a class the dataset lacks)
-stopped naming the key, with nothing written.
+stopped naming the key, with nothing written. The bad profiles are asked of the typed layer
+(:func:`profile_error`: the checks a launch makes before its first rule, about 0.3 s each instead of a
+launch's 11 s); one launch shows a real run stopping on that line, and the hostile names are launched
+because only a launch shows that no file appears.
 
 Every test works in a temporary copy of the workflow (tests/workflow_helpers.py); the tiny profile
 runs once per session (the ``tiny_run`` fixture, tests/conftest.py).
@@ -11,10 +14,13 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
+from snakemake.exceptions import WorkflowError
 from workflow_helpers import (
     ROOT,
     SNAKEMAKE,
@@ -26,7 +32,12 @@ from workflow_helpers import (
     tree,
 )
 
+from con2.grid.checks import GridError
+from con2.workflow import startup
+from con2.workflow.session import Session
+
 pytestmark = pytest.mark.slow
+SCHEMA = ROOT / "workflow/schemas/config.schema.yaml"
 
 if shutil.which("snakemake") is None and subprocess.run([*SNAKEMAKE, "--version"], capture_output=True).returncode:
     pytest.skip("snakemake is not installed (pip install -e '.[workflow]')", allow_module_level=True)
@@ -88,6 +99,27 @@ def test_default_profile_checks_every_dataset_and_restricts_datasets(tmp_path: P
     assert only.returncode == 0 and job_stats(only.stdout + only.stderr)["prepare_data"] == 1
 
 
+def profile_error(cfg: dict[str, Any]) -> str:
+    """The one line a launch stops on for the profile ``cfg``, asked of the typed layer without a launch:
+    the profile check (the Snakefile's :func:`con2.workflow.startup.check_profile`), then the grid
+    (common.smk's :class:`con2.workflow.session.Session`, its GridError said as common.smk says it).
+    :func:`test_an_invalid_profile_stops_the_launch_before_any_job_naming_the_key` shows the launch saying it."""
+    try:
+        startup.check_profile(cfg, SCHEMA)
+        Session(cfg, ROOT, lambda: [], lambda: {})
+    except WorkflowError as exc:
+        return str(exc)
+    except GridError as exc:
+        return f"invalid workflow config: {exc}"
+    raise AssertionError("the profile passed every check")
+
+
+def edited_profile(edit: Callable[[dict[str, Any]], Any]) -> dict[str, Any]:
+    cfg = yaml.safe_load((ROOT / TEST_CONFIG).read_text())
+    edit(cfg)
+    return cfg
+
+
 @pytest.mark.parametrize(
     ("edit", "key"),
     [
@@ -98,47 +130,52 @@ def test_default_profile_checks_every_dataset_and_restricts_datasets(tmp_path: P
         (lambda c: c["variants"].update(k3={"params": {"n_contexts": 3}, "tta": 4}), "tta"),  # 4 views over 3 contexts
     ],
 )
-def test_invalid_config_fails_before_any_job_naming_the_key(tmp_path: Path, edit, key: str) -> None:
+def test_invalid_config_fails_before_any_job_naming_the_key(tmp_path: Path, monkeypatch, edit, key: str) -> None:
+    monkeypatch.chdir(tmp_path)
+    line = profile_error(edited_profile(edit))
+    assert line.startswith("invalid workflow config: ") and any(n in line for n in (f"'{key}'", f"config: {key}: ")), (
+        line
+    )
+    assert not list(tmp_path.iterdir())  # nothing written
+
+
+def test_an_invalid_profile_stops_the_launch_before_any_job_naming_the_key(tmp_path: Path) -> None:
+    """The launch behind :func:`profile_error`: a real run (not a dry one) stops with the key named, no job run."""
     wd = copy_workflow(tmp_path)
-    cfg = yaml.safe_load((wd / TEST_CONFIG).read_text())
-    edit(cfg)
-    (wd / "bad.yaml").write_text(yaml.safe_dump(cfg))
+    (wd / "bad.yaml").write_text(yaml.safe_dump(edited_profile(lambda c: c["run"].update(epoch=3))))
     res = snakemake(wd, "--cores", "1", "--configfile", "bad.yaml")
     assert res.returncode != 0
-    named = (f"'{key}'", f"config: {key}: ")  # quoted, or the schema check's dotted path of the key
-    assert any(n in res.stderr for n in named), res.stderr[-2000:]
+    assert "invalid workflow config: " in res.stderr and "'epoch'" in res.stderr, res.stderr[-2000:]
+    assert "Job stats" not in res.stdout + res.stderr
     assert not (wd / "results").exists()  # nothing ran
 
 
-def test_invalid_method_param_fails_before_training(tmp_path: Path) -> None:
-    wd = copy_workflow(tmp_path)
-    cfg = yaml.safe_load((wd / TEST_CONFIG).read_text())
-    cfg["variants"]["flip"] = {"params": {"contexts": ["flip"], "temprature": 0.1}}
-    (wd / "bad.yaml").write_text(yaml.safe_dump(cfg))
-    res = snakemake(wd, "--cores", "2", "--configfile", "bad.yaml")
-    assert res.returncode != 0
-    assert "temprature" in res.stderr and "variant 'flip'" in res.stderr, res.stderr[-2000:]
-    assert not (wd / "results").exists()  # no job ran, no config was written
+def test_invalid_method_param_fails_before_training(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    line = profile_error(
+        edited_profile(lambda c: c["variants"].update(flip={"params": {"contexts": ["flip"], "temprature": 0.1}}))
+    )
+    assert "temprature" in line and "variant 'flip'" in line, line
+    assert not list(tmp_path.iterdir())  # no config was written
 
 
 @pytest.mark.parametrize("hostile", ["0||touch PWNED;#", "../../../../outside/TRAVERSAL"])
 def test_hostile_profile_values_stop_before_any_job_and_write_nothing(tmp_path: Path, hostile: str) -> None:
     """Issue 16, cases 1-2: a normal class that is a shell command or a path out of the working
-    directory stops `snakemake -n` (and a real run) before any job, naming the key and the rule;
-    no file appears, in the working directory or above it (Snakemake's own .snakemake/ aside)."""
+    directory stops a real run (`snakemake -n` reads the profile the same way) before any job, naming the key
+    and the rule; no file appears, in the working directory or above it (Snakemake's own .snakemake/ aside)."""
     wd = copy_workflow(tmp_path / "a" / "b" / "wd")
     cfg = yaml.safe_load((wd / TEST_CONFIG).read_text())
     cfg["datasets"]["digits"]["normal_classes"] = [hostile]
     (wd / "hostile.yaml").write_text(yaml.safe_dump(cfg))
     before = tree(tmp_path, skip=(".snakemake", ".offline", ".home"))
-    for args in (["-n"], ["--cores", "1"]):
-        res = snakemake(wd, *args, "--configfile", "hostile.yaml")
-        out = res.stdout + res.stderr
-        assert res.returncode == 1, out[-2000:]
-        assert f"{hostile!r} does not match '^[A-Za-z0-9][A-Za-z0-9_+-]{{0,99}}$'" in out, out[-2000:]
-        assert "invalid workflow config: datasets.digits.normal_classes.0: " in out, out  # the key, dotted
-        assert "Job stats" not in out
-        assert tree(tmp_path, skip=(".snakemake", ".offline", ".home")) == before
+    res = snakemake(wd, "--cores", "1", "--configfile", "hostile.yaml")  # a real run: `-n` stops at the same check
+    out = res.stdout + res.stderr
+    assert res.returncode == 1, out[-2000:]
+    assert f"{hostile!r} does not match '^[A-Za-z0-9][A-Za-z0-9_+-]{{0,99}}$'" in out, out[-2000:]
+    assert "invalid workflow config: datasets.digits.normal_classes.0: " in out, out  # the key, dotted
+    assert "Job stats" not in out
+    assert tree(tmp_path, skip=(".snakemake", ".offline", ".home")) == before
     assert not list(tmp_path.rglob("PWNED")) and not list(tmp_path.rglob("TRAVERSAL"))
 
 
@@ -161,14 +198,9 @@ def test_the_baseline_example_quotes_what_it_passes_to_the_shell(tmp_path: Path)
             assert field.endswith(":q"), (rule_file.name, field)
 
 
-def test_a_class_the_dataset_lacks_fails_before_any_job_naming_the_key(tmp_path: Path) -> None:
+def test_a_class_the_dataset_lacks_fails_before_any_job_naming_the_key(tmp_path: Path, monkeypatch) -> None:
     """Issue 16, case 15: digits has classes 0-9; the console used to show only "Error in rule train"."""
-    wd = copy_workflow(tmp_path)
-    cfg = yaml.safe_load((wd / TEST_CONFIG).read_text())
-    cfg["datasets"]["digits"]["normal_classes"] = ["0", "11"]
-    (wd / "bad.yaml").write_text(yaml.safe_dump(cfg))
-    res = snakemake(wd, "--cores", "1", "--configfile", "bad.yaml")
-    assert res.returncode == 1
-    out = res.stdout + res.stderr
-    assert "datasets.digits.normal_classes: digits: unknown normal class '11'; classes: 0, 1, 2" in out, out[-2000:]
-    assert not (wd / "results").exists()
+    monkeypatch.chdir(tmp_path)
+    line = profile_error(edited_profile(lambda c: c["datasets"]["digits"].update(normal_classes=["0", "11"])))
+    assert "datasets.digits.normal_classes: digits: unknown normal class '11'; classes: 0, 1, 2" in line, line
+    assert not list(tmp_path.iterdir())
