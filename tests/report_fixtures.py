@@ -12,9 +12,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from con2.report.artefacts import ReportInputs
+from con2.report.artefacts import PcaPanel, ReportInputs
 from con2.report.collect import collect_runs, load_runs
 from con2.report.paper import load_paper_numbers
+from con2.report.scores import RUN_FOLDERS
 from con2.run.records import write_record
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -146,7 +147,15 @@ def paper() -> pd.DataFrame:
 
 
 def inputs_of(runs: pd.DataFrame, paper: pd.DataFrame, config: dict, **more: object) -> ReportInputs:
-    return ReportInputs(runs=runs, paper=paper, config=config, **more)
+    """A builder's inputs from ``runs``' record folders: the scores beside each record, named on purpose
+    (:data:`~con2.report.scores.RUN_FOLDERS`; no builder defaults to them)."""
+    return ReportInputs(runs=runs, paper=paper, config=config, scores=RUN_FOLDERS, **more)
+
+
+def pca_panel(title: str, run_dir: Path) -> PcaPanel:
+    """The PCA figure's panel of the run in ``run_dir``: its record, features.npz and scores.csv, as the
+    figure's rule names them (:meth:`con2.workflow.artefact_rules.ArtefactRules.pca_panels`)."""
+    return PcaPanel(title, str(run_dir / "record.json"), str(run_dir / "features.npz"), str(run_dir / "scores.csv"))
 
 
 def write_pca_run(run_dir: Path) -> None:

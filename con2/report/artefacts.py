@@ -35,14 +35,37 @@ if TYPE_CHECKING:
 # of data and why; ``gpu``: the folder benchmarks/measured/, whose *gpu_fidelity*.jsonl lines are the
 # GPU runs; ``scores``: the per-image scores of the runs of ``runs``, the bundle the aggregation
 # writes beside it, con2.report.scores.ScoresBundle; ``references``: reference_numbers.csv, published
-# numbers of other sources than the paper, each naming its source), and ``panels``, the run directories the
-# workflow picks for the PCA figure (a param, not a file). A table opens no other file.
+# numbers of other sources than the paper, each naming its source), and ``panels``, the files of the runs
+# the workflow picks for the PCA figure (:class:`PcaPanel`: each run's record, features.npz and scores.csv,
+# named by the rule: its records as inputs, all three in a param). An artefact opens no other file.
 FILE_INPUTS: tuple[str, ...] = ("runs", "paper", "hours", "measured", "table", "status", "gpu", "scores", "references")
 INPUTS: tuple[str, ...] = (*FILE_INPUTS, "panels")
 # inputs a rule may lack (a checkout without benchmarks/measured/): the builder then gets None
 OPTIONAL_INPUTS: frozenset[str] = frozenset({"gpu", "status"})  # status: none in a rebuild before any data check
 # the inputs that are frames (:meth:`ReportInputs.frame`)
 Frame = Literal["runs", "paper", "hours", "measured", "table", "gpu", "references"]
+
+
+@dataclass(frozen=True)
+class PcaPanel:
+    """One panel of the PCA figure: the files of one run that the figure's rule names.
+
+    Attributes:
+        title: the panel's title where its record cannot be read.
+        record: the run's ``record.json`` (an input of the rule: its train job writes it last).
+        features: the run's ``features.npz`` (identity-view representations per split and context).
+        scores: the run's ``scores.csv`` (its test labels).
+    """
+
+    title: str
+    record: str
+    features: str
+    scores: str
+
+    @property
+    def files(self) -> tuple[str, str, str]:
+        """The three files the figure opens for this panel."""
+        return self.record, self.features, self.scores
 
 
 @dataclass(frozen=True)
@@ -252,10 +275,11 @@ class ReportInputs:
             ``skipped`` with ``reason`` and ``fix``: :func:`con2.grid.status.check_dataset`);
             ``None`` where not given (a dataset absent from the runs is then "not run", no reason).
         dataset: the dataset of an artefact made per dataset (``each``), else "".
-        panels: ``(title, run directory)`` per PCA panel.
+        panels: the files of each PCA panel's run (:class:`PcaPanel`), as the figure's rule names them.
         gpu: the GPU runs of ``benchmarks/gpu_fidelity.py`` (:func:`con2.report.gpu_runs.read_gpu_lines`).
         scores: the per-image scores of the runs of ``runs`` (:class:`con2.report.scores.ScoresBundle`,
-            the aggregation's bundle); ``None``: read beside each record (:meth:`score_source`).
+            the aggregation's bundle, or :data:`con2.report.scores.RUN_FOLDERS` where a caller reads the
+            run folders on purpose); ``None``: not given (:meth:`score_source` refuses).
         references: published numbers of other sources than the paper, each row naming its source
             (:func:`con2.report.paper.load_reference_numbers`: CSI's repository on CIFAR-10).
         outside_grid: the records of ``runs.csv`` outside the profile's grid (``in_grid`` false: another
@@ -271,7 +295,7 @@ class ReportInputs:
     table: pd.DataFrame | None = None
     status: Mapping[str, Mapping[str, Any]] | None = None
     dataset: str = ""
-    panels: tuple[tuple[str, str], ...] = ()
+    panels: tuple[PcaPanel, ...] = ()
     gpu: pd.DataFrame | None = None
     scores: ScoresSource | None = None
     references: pd.DataFrame | None = None
@@ -283,11 +307,15 @@ class ReportInputs:
         return self.config.get("report") or {}
 
     def score_source(self) -> ScoresSource:
-        """Where the per-image scores are read: the bundle a rule gives (``scores``), else beside each
-        record (a builder called by hand, as the tests do)."""
-        from con2.report.scores import RUN_FOLDERS  # lazy: pandas, which the Snakefile's parse must not load
+        """Where the per-image scores are read: the source given as ``scores`` (a rule's, the bundle); never a
+        default, so no builder reads a run folder that its caller did not name.
 
-        return self.scores if self.scores is not None else RUN_FOLDERS
+        Raises:
+            ValueError: these inputs lack it (a builder called without the scores it reads).
+        """
+        if self.scores is None:
+            raise ValueError("a builder reads 'scores', which these inputs lack (list it in the artefact's reads)")
+        return self.scores
 
     def frame(self, name: Frame) -> pd.DataFrame:
         """The frame ``name`` of a builder that reads it (its entry lists it in ``reads``).
@@ -309,7 +337,8 @@ class ReportInputs:
         dataset: str = "",
         panels: Sequence[Sequence[str]] = (),
     ) -> ReportInputs:
-        """Read the files ``artefact`` reads (``files``: input name -> path; others are ignored).
+        """Read the files ``artefact`` reads (``files``: input name -> path; others are ignored); ``panels``:
+        the PCA figure's ``(title, record, features, scores)`` per panel, the rule's param (:class:`PcaPanel`).
 
         Raises:
             ValueError: ``files`` lacks one the artefact reads (the rule must list it as an input), or the runs
@@ -355,7 +384,7 @@ class ReportInputs:
         return cls(
             config=config,
             dataset=dataset,
-            panels=tuple((str(t), str(d)) for t, d in panels),
+            panels=tuple(PcaPanel(*(str(part) for part in panel)) for panel in panels),
             outside_grid=outside,
             **frames,
         )

@@ -41,7 +41,7 @@ from con2.report.artefacts import ReportInputs
 from con2.report.format import MISSING, Table, classes_by_seeds, signed
 from con2.report.methods import Methods, method_names, subject_of
 from con2.report.paper import paper_value
-from con2.report.scores import RUN_FOLDERS, ScoresSource, expected_of_row, scores_file
+from con2.report.scores import ScoresSource, expected_of_row, scores_file
 from con2.report.select import headline, main_context, main_runs, report_block
 
 ALPHA = 0.05
@@ -164,7 +164,7 @@ def paired_over_classes(
     other: pd.DataFrame,
     ref_score: str,
     score: str,
-    scores: ScoresSource = RUN_FOLDERS,
+    scores: ScoresSource,
 ) -> dict[str, Any]:
     """``other`` minus ``ref`` (rows of the run frame, one score each), paired per normal class and seed
     (:func:`_paired_class`: a side whose one run trained nothing pairs with every seed of the other), the
@@ -198,7 +198,8 @@ def compare(
     dataset: str,
     names: Methods | None = None,
     ref: tuple[str, str] | None = None,
-    scores: ScoresSource = RUN_FOLDERS,
+    *,
+    scores: ScoresSource,
 ) -> pd.DataFrame:
     """Every main (method, headline score) of ``dataset`` against the reference (``ref``, default
     ``report.compare_to``), paired on the per-image scores of ``scores`` (a table's: the aggregation's
@@ -288,7 +289,7 @@ def comparisons(inputs: ReportInputs) -> Table:
 
 # ----------------------------------------------------------------------------- Table 1's mark
 def holding_marks(
-    runs: pd.DataFrame, config: Mapping[str, Any], datasets: list[str], scores: ScoresSource = RUN_FOLDERS
+    runs: pd.DataFrame, config: Mapping[str, Any], datasets: list[str], scores: ScoresSource
 ) -> dict[tuple[str, str, str], str]:
     """``{(dataset, method, score): "†"}`` for each difference from the reference that holds after Holm."""
     if runs is None or runs.empty:
@@ -306,7 +307,7 @@ BEATS_FLOOR = "‡"  # Table 1's mark: above the floor (report.floors) after Hol
 
 
 def floor_marks(
-    runs: pd.DataFrame, config: Mapping[str, Any], datasets: list[str], scores: ScoresSource = RUN_FOLDERS
+    runs: pd.DataFrame, config: Mapping[str, Any], datasets: list[str], scores: ScoresSource
 ) -> tuple[dict[tuple[str, str, str], str], str]:
     """``({(dataset, method, score): "‡"}, note)``: each method above the first floor of ``report.floors``
     on the same test images after Holm (over the floor's comparisons on that dataset); the floor trains
@@ -323,7 +324,7 @@ def floor_marks(
     ref = (floors[0], floor_scores[0])
     marks = {}
     for d in datasets:
-        frame = compare(runs, config, d, names, ref, scores)
+        frame = compare(runs, config, d, names, ref, scores=scores)
         for r in frame[frame["holds"] & (frame["diff"] > 0)].to_dict("records"):
             if r["method"] not in names.floors:
                 marks[(d, r["method"], r["score"])] = BEATS_FLOOR
@@ -383,7 +384,7 @@ def ordering_lines(
     paper: pd.DataFrame,
     config: Mapping[str, Any],
     names: Methods,
-    scores: ScoresSource = RUN_FOLDERS,
+    scores: ScoresSource,
 ) -> list[str]:
     """Per dataset with a comparison: the paper's ordering of the reference and each method (its
     published means), and whether our paired test confirms it, contradicts it, or cannot decide."""
@@ -442,7 +443,7 @@ def verdict_uncertainty_lines(
     paper: pd.DataFrame,
     config: Mapping[str, Any],
     names: Methods,
-    scores: ScoresSource = RUN_FOLDERS,
+    scores: ScoresSource,
 ) -> list[str]:
     """The reproduction report's uncertainty lines: :func:`interval_lines` then :func:`ordering_lines`."""
     return [*interval_lines(frame, names), *ordering_lines(runs, paper, config, names, scores)]

@@ -21,7 +21,7 @@ from con2.report.artefacts import ReportInputs
 from con2.report.collect import dataset_level, summarize
 from con2.report.format import CELL_NOTE, MISSING, Table, cell
 from con2.report.methods import Methods, method_names
-from con2.report.scores import RUN_FOLDERS, ScoresSource
+from con2.report.scores import ScoresSource
 from con2.report.select import headline, level_stats, lookup_stat, main_runs, ordered_datasets, report_block
 
 POINT_KEYS = ["dataset", "normal_class", "method", "variant", "score", "seed", "epoch"]
@@ -49,7 +49,7 @@ def primary_score(names: Methods, method: str, scores: list[str]) -> str:
 
 
 def curve_points(
-    runs: pd.DataFrame, names: Methods, rep: Mapping[str, Any], scores: ScoresSource = RUN_FOLDERS
+    runs: pd.DataFrame, names: Methods, rep: Mapping[str, Any], scores: ScoresSource
 ) -> tuple[pd.DataFrame, list[str]]:
     """One row per (run, epoch) of each method's main variant and headline score, from the records'
     curves (as ``scores`` holds them: a table's, the aggregation's bundle); and the records that
@@ -57,7 +57,7 @@ def curve_points(
     return curve_rows(main_runs(headline(runs), rep) if not runs.empty else runs, names, scores)
 
 
-def curve_rows(sel: pd.DataFrame, names: Methods, scores: ScoresSource = RUN_FOLDERS) -> tuple[pd.DataFrame, list[str]]:
+def curve_rows(sel: pd.DataFrame, names: Methods, scores: ScoresSource) -> tuple[pd.DataFrame, list[str]]:
     """One row per (run, epoch) of the runs of ``sel`` (each run's headline score: its method's first), from
     the records' curves; and the records that could not be read."""
     rows, unreadable = [], []

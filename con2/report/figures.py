@@ -301,11 +301,11 @@ def pca_panel(
     ax.tick_params(labelsize=7)
 
 
-def panel_title(run_dir: Path, fallback: str, config: Mapping[str, Any] | None = None) -> str:
-    """``"BreastMNIST (normal: 1), CON2 invert, seed 0"`` from the run's record (the paper's dataset
+def panel_title(record: Path, fallback: str, config: Mapping[str, Any] | None = None) -> str:
+    """``"BreastMNIST (normal: 1), CON2 invert, seed 0"`` from the run's ``record`` (the paper's dataset
     name, the method's label), or ``fallback`` when the record cannot be read."""
     try:
-        rec = read_record(run_dir / "record.json")
+        rec = read_record(record)
     except (RecordError, OSError):
         return fallback
     label = method_names(config or {}).label(rec["method"])
@@ -315,33 +315,32 @@ def panel_title(run_dir: Path, fallback: str, config: Mapping[str, Any] | None =
 
 
 def pca_figure(inputs: ReportInputs, png: str | Path, pdf: str | Path, seed: int = 0) -> None:
-    """PCA panels, one per ``inputs.panels`` entry ``(title, run directory or its record.json)``, at most
-    ``report.pca_max_points`` (default 300) training and test points each.
+    """PCA panels, one per ``inputs.panels`` entry (:class:`~con2.report.artefacts.PcaPanel`: a run's
+    record, features and scores files), at most ``report.pca_max_points`` (default 300) training and
+    test points each.
 
     The only figure that reads run outputs besides records: the representations (``features.npz``,
     ``[n, d]`` per split and context) and the test labels (``scores.csv``) are too large for a
-    record, so they stay in the run directory beside it. The caller picks the runs (the workflow:
-    the subject's main variant, ``ArtefactRules.pca_runs`` in ``con2/workflow/artefact_rules.py``) and hands their
-    directories here; nothing here searches for runs.
+    record, so they stay in the run directory beside it. The caller picks the runs and names their
+    files (the workflow: the subject's main variant, ``ArtefactRules.pca_panels`` in
+    ``con2/workflow/artefact_rules.py``); this opens those files and no other.
     """
-    runs, max_points = inputs.panels, int(inputs.report.get("pca_max_points", PCA_MAX_POINTS))
-    n = max(1, len(runs))
+    panels, max_points = inputs.panels, int(inputs.report.get("pca_max_points", PCA_MAX_POINTS))
+    n = max(1, len(panels))
     fig, axes = plt.subplots(1, n, figsize=(4.2 * n, 4.0), squeeze=False)
-    for ax, (title, given) in zip(axes[0], runs):
-        run_dir = Path(given)
-        run_dir = run_dir.parent if run_dir.name == "record.json" else run_dir
-        feats_path, scores_path = run_dir / "features.npz", run_dir / "scores.csv"
+    for ax, panel in zip(axes[0], panels):
+        feats_path, scores_path = Path(panel.features), Path(panel.scores)
         if not feats_path.is_file() or not scores_path.is_file():
-            _empty(ax, f"{title}:\nno features.npz / scores.csv")
+            _empty(ax, f"{panel.title}:\nno features.npz / scores.csv")
             continue
         with np.load(feats_path) as z:
             feats = {k: z[k].astype(np.float32) for k in z.files}
         if not all(k in feats for k in ("train_context0", "train_context1", "test_context0", "test_context1")):
-            _empty(ax, f"{title}:\nfeatures lack two contexts")
+            _empty(ax, f"{panel.title}:\nfeatures lack two contexts")
             continue
         labels = pd.read_csv(scores_path)["label"].to_numpy()
-        pca_panel(ax, feats, labels, panel_title(run_dir, title, inputs.config), max_points, seed)
-    if not runs:
+        pca_panel(ax, feats, labels, panel_title(Path(panel.record), panel.title, inputs.config), max_points, seed)
+    if not panels:
         _empty(axes[0][0], "no run of report.subject selected for the PCA figure")
     fig.suptitle("Representations (PCA): each test image joined to its context-augmented twin", fontsize=10)
     fig.tight_layout()

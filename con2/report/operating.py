@@ -23,13 +23,13 @@ from con2.report.artefacts import ReportInputs
 from con2.report.format import MISSING, Table, classes_by_seeds
 from con2.report.methods import method_names
 from con2.report.missing import no_runs
-from con2.report.scores import RUN_FOLDERS, ScoresSource, expected_of_row, scores_file
+from con2.report.scores import ScoresSource, expected_of_row, scores_file
 from con2.report.select import headline, main_runs, ordered_datasets, report_block
 
 RUN_COLUMNS = ["dataset", "normal_class", "method", "variant", "score", "seed", "record"]
 
 
-def run_points(row: pd.Series | dict[str, Any], scores: ScoresSource = RUN_FOLDERS) -> dict[str, Any]:
+def run_points(row: pd.Series | dict[str, Any], scores: ScoresSource) -> dict[str, Any]:
     """One run's operating points from its ``scores.csv`` (``problem`` says why not): AP with its
     bootstrap interval, the test threshold for 95% specificity and the rates it gives."""
     got = scores.test(row["record"], expected_of_row(row, str(row["score"])))
@@ -70,7 +70,7 @@ VAL_KEYS = (
 )
 
 
-def operating_frame(runs: pd.DataFrame, config: Mapping[str, Any], scores: ScoresSource = RUN_FOLDERS) -> pd.DataFrame:
+def operating_frame(runs: pd.DataFrame, config: Mapping[str, Any], scores: ScoresSource) -> pd.DataFrame:
     """Every main run's operating points (one row per run and headline score), from ``scores``."""
     main = main_runs(headline(runs), report_block(config))
     rows = [{**{c: r[c] for c in RUN_COLUMNS}, **run_points(r, scores)} for _, r in main.iterrows()]

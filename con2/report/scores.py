@@ -10,7 +10,7 @@ that read per-image scores (the paired comparisons, :mod:`con2.report.comparison
 points, :mod:`con2.report.operating`) read that bundle (:class:`ScoresBundle`), an input of their
 rule, never a run folder. Both kinds of source answer the same two questions
 (:class:`ScoresSource`); :data:`RUN_FOLDERS` reads beside the records (the aggregation itself,
-``con2 metrics``, a builder called by hand). A file
+``con2 metrics``, a test that names it: no builder defaults to it). A file
 passes when every column is a finite number, the labels are 0 or 1, the index is unique whole
 numbers, its rows and anomalies are the record's ``n_test`` and ``n_anomalous``, and each AUROC
 the record (or a runs.csv row) states is the AUROC of its column recomputed here

@@ -19,7 +19,7 @@ from con2.report.comparisons import floor_marks, holding_marks, mark_note
 from con2.report.format import CELL_NOTE, Table, cell, shown_diff
 from con2.report.methods import Methods
 from con2.report.paper import disagreement_notes, external_code_notes, paper_value, reference_note
-from con2.report.scores import RUN_FOLDERS, ScoresSource
+from con2.report.scores import ScoresSource
 from con2.report.select import (
     absent_notes,
     classes_text,
@@ -105,8 +105,8 @@ def method_table(
     config: Mapping[str, Any],
     datasets: list[str],
     paper_table: str | None,
-    status: Mapping[str, Mapping[str, Any]] | None = None,
-    scores: ScoresSource = RUN_FOLDERS,
+    status: Mapping[str, Mapping[str, Any]] | None,
+    scores: ScoresSource,
     references: pd.DataFrame | None = None,
 ) -> Table:
     """Rows: our methods (main variants, the subject first) each followed by the paper's row; then

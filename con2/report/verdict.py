@@ -15,7 +15,7 @@ from con2.report.curves import curve_points
 from con2.report.fidelity import reading_cell
 from con2.report.format import shown_diff, signed
 from con2.report.methods import Methods, base_score, subject_of
-from con2.report.scores import RUN_FOLDERS, ScoresSource
+from con2.report.scores import ScoresSource
 from con2.report.select import ReportCfg, main_context, main_runs, report_block
 
 
@@ -43,7 +43,7 @@ def _curve_text(
     method: str,
     score: str,
     dataset: str,
-    scores: ScoresSource = RUN_FOLDERS,
+    scores: ScoresSource,
 ) -> str:
     """``"learning curve 55.0 (epoch 2) -> 57.7 (epoch 10)"`` of the method's main runs, or ""."""
     points, _ = curve_points(runs[(runs["method"] == method) & (runs["dataset"] == dataset)], names, rep, scores)
@@ -66,7 +66,7 @@ def verdict_lines(
     frame: pd.DataFrame,
     config: Mapping[str, Any],
     names: Methods,
-    scores: ScoresSource = RUN_FOLDERS,
+    scores: ScoresSource,
 ) -> list[str]:
     """The reproduction report's opening: per method (each of our scores with a paper row), the budget
     it ran at beside the paper's, how far from the paper it is, the readings the fidelity study tried

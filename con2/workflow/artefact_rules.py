@@ -16,6 +16,7 @@ from con2 import paths as P
 from con2.config import RUNTIME_KEYS
 from con2.report.artefacts import TABLES, Artefact
 from con2.resources import resource
+from con2.run.rundir import FEATURES, RECORD, SCORES
 from con2.workflow.console import HashedDict, HashedList, hashed
 from con2.workflow.session import RUNS_CSV, SCORE_RUNTIME_CSV, Session, Wildcards
 
@@ -61,15 +62,21 @@ class ArtefactRules:
         return out
 
     def pca_records(self, wildcards: Wildcards | None = None) -> list[str]:
-        return [f"{d}/record.json" for _, d in self.pca_runs()]
+        """The records of the PCA runs: the figure rule's inputs (their train jobs write them last)."""
+        return [f"{d}/{RECORD}" for _, d in self.pca_runs()]
 
-    def pca_panels(self, wildcards: Wildcards | None = None) -> list[tuple[str, str]]:
-        return self.pca_runs()
+    def pca_panels(self, wildcards: Wildcards | None = None) -> list[tuple[str, str, str, str]]:
+        """(title, record, features, scores) per PCA panel (:class:`con2.report.artefacts.PcaPanel`): every
+        file the figure opens, named by its rule. A param, not inputs: no rule declares a run's features.npz
+        or scores.csv as an output (a method that keeps no features writes none), so Snakemake could not
+        schedule them; the records, which a run writes after both, are its inputs."""
+        return [(title, f"{d}/{RECORD}", f"{d}/{FEATURES}", f"{d}/{SCORES}") for title, d in self.pca_runs()]
 
     def inputs(self, artefact: Artefact) -> dict[str, Any]:
         """The inputs of a table's or figure's rule: the files its builder reads (`scores`: the bundle
         the aggregation writes beside the runs CSV, also given to every rule that reads that CSV: it seals
-        it); for `panels`, the records of the PCA runs and the data status."""
+        it); for `panels`, the records of the PCA runs and the data status (the files of its panels: the
+        param `panels`, :meth:`pca_panels`)."""
         s = self.session
         files: dict[str, Any] = {
             "runs": self.table_runs(artefact.name),
@@ -97,7 +104,7 @@ class ArtefactRules:
 
     def params(self, artefact: Artefact) -> dict[str, HashedDict | HashedList | Callable[..., Any]]:
         """The params that make a table or figure beyond its name: the settings it is built from (a
-        rerun trigger) and, for the PCA figure, its panels."""
+        rerun trigger) and, for the PCA figure, its panels' files (:meth:`pca_panels`)."""
         params: dict[str, HashedDict | HashedList | Callable[..., Any]] = {
             "settings": hashed(self.settings(), "settings")
         }

@@ -17,6 +17,7 @@ from con2.report.artefacts import ReportInputs
 from con2.report.claims import HOLDS, REVERSED, UNRESOLVED, claims
 from con2.report.collect import collect_runs, load_runs
 from con2.report.paper import load_paper_numbers, load_reference_numbers
+from con2.report.scores import RUN_FOLDERS
 from con2.run.records import build_record, write_record
 
 N_POS, N_NEG = 90, 30  # one-vs-rest: most test images are anomalies
@@ -99,7 +100,9 @@ def expected(a: tuple[str, str], b: tuple[str, str]) -> float:
 def test_each_claim_is_the_paired_difference_and_its_verdict_follows(runs: pd.DataFrame) -> None:
     paper = load_paper_numbers(RESOURCES / "paper_numbers.csv")
     refs = load_reference_numbers(RESOURCES / "reference_numbers.csv")
-    table = claims(ReportInputs(runs=runs, paper=paper, config=CONFIG, dataset="cifar10", references=refs))
+    table = claims(
+        ReportInputs(runs=runs, paper=paper, config=CONFIG, dataset="cifar10", references=refs, scores=RUN_FOLDERS)
+    )
     frame = table.data.set_index("claim")
     simclr = frame.loc["CON2 (NND) above SimCLR (kNN)"]
     assert simclr["diff"] == pytest.approx(expected(("con2", "invert"), ("simclr", "default")))
@@ -130,7 +133,7 @@ def test_an_unpaired_claim_says_why_and_counts_in_no_test(runs: pd.DataFrame) ->
     partial = runs[~((runs["variant"] == "flip") & (runs["normal_class"] == "cat"))]
     gone = partial[~((partial["method"] == "simclr") & (partial["normal_class"] == "airplane"))]
     only_cat = gone[~(gone["method"] == "simclr")]
-    table = claims(ReportInputs(runs=only_cat, paper=paper, config=CONFIG, dataset="cifar10"))
+    table = claims(ReportInputs(runs=only_cat, paper=paper, config=CONFIG, dataset="cifar10", scores=RUN_FOLDERS))
     assert not any("SimCLR" in c for c in table.data["claim"])  # no SimCLR run: no claim about it
     frame = table.data.set_index("claim")
     flip = frame.loc["CON2 flip above CON2 invert"]
@@ -141,7 +144,9 @@ def test_an_unpaired_claim_says_why_and_counts_in_no_test(runs: pd.DataFrame) ->
     assert flip["b_mean"] == pytest.approx(airplane) and airplane != pytest.approx(invert["auroc"].mean())
     # a context the paper printed that has no run here, and Best with none, are rows that cannot be tested
     no_flip = only_cat[~only_cat["variant"].isin(["flip", "best"])]
-    frame = claims(ReportInputs(runs=no_flip, paper=paper, config=CONFIG, dataset="cifar10")).data.set_index("claim")
+    frame = claims(
+        ReportInputs(runs=no_flip, paper=paper, config=CONFIG, dataset="cifar10", scores=RUN_FOLDERS)
+    ).data.set_index("claim")
     for claim in ("CON2 flip above CON2 invert", "CON2 flip above CON2 equalize", "CON2 (Best) above CON2 invert"):
         assert frame.loc[claim, "verdict"] == "cannot test: no runs of one side" and np.isnan(frame.loc[claim, "p"])
     assert frame.loc["CON2 invert above CON2 equalize", "n"] == "2×2"
@@ -152,7 +157,9 @@ def test_paired_says_classes_by_the_range_of_seeds_each_class_paired(runs: pd.Da
     operating points' "10×1" understated them; both say "10×1-3" (con2.report.format.classes_by_seeds)."""
     paper = load_paper_numbers(RESOURCES / "paper_numbers.csv")
     one_seed_on_cat = runs[~((runs["normal_class"] == "cat") & (runs["seed"] == 1))]
-    frame = claims(ReportInputs(runs=one_seed_on_cat, paper=paper, config=CONFIG, dataset="cifar10")).data
+    frame = claims(
+        ReportInputs(runs=one_seed_on_cat, paper=paper, config=CONFIG, dataset="cifar10", scores=RUN_FOLDERS)
+    ).data
     frame = frame.set_index("claim")
     assert frame.loc["CON2 flip above CON2 invert", "n"] == "2×1-2"  # airplane on two seeds, cat on one
     assert frame.loc["CON2 (NND) above Floor: pixel NN (NND)", "n"] == "2×1-2"

@@ -10,6 +10,7 @@ import pytest
 
 from con2.report.artefacts import FIGURES, TABLES, ReportInputs
 from con2.report.collect import collect_runs
+from con2.report.scores import RUN_FOLDERS
 from con2.run.records import write_record
 
 CURVES = {  # seed -> epoch -> nnd (CON2) ; SimCLR's knn is 10 below
@@ -65,7 +66,7 @@ CONFIG = {"report": {"subject": "con2", "medical": ["breastmnist"], "main_varian
 
 
 def test_learning_curve_table_averages_each_methods_headline_score_over_seeds(runs) -> None:
-    table = TABLES["learning_curve"].builder()(ReportInputs(runs=runs, config=CONFIG))
+    table = TABLES["learning_curve"].builder()(ReportInputs(runs=runs, config=CONFIG, scores=RUN_FOLDERS))
     assert table.columns == ["Dataset", "Method", "epoch 2", "epoch 5", "epoch 10"]
     assert [row[1] for row in table.rows] == ["CON2 (NND)", "SimCLR (kNN)"]  # the subject first, headline scores only
     frame = table.data
@@ -82,14 +83,14 @@ def test_learning_curve_table_averages_each_methods_headline_score_over_seeds(ru
 def test_learning_curve_table_says_when_no_run_has_a_curve(tmp_path: Path) -> None:
     p = tmp_path / "r" / "record.json"
     write_record(record("con2", 0, None), p)
-    table = TABLES["learning_curve"].builder()(ReportInputs(runs=collect_runs([p]), config=CONFIG))
+    table = TABLES["learning_curve"].builder()(ReportInputs(runs=collect_runs([p]), config=CONFIG, scores=RUN_FOLDERS))
     assert table.rows == [] and any("score_at" in n for n in table.notes)
 
 
 def test_learning_curve_figure_draws_the_tables_csv(runs, tmp_path: Path) -> None:
     import pandas as pd
 
-    table = TABLES["learning_curve"].builder()(ReportInputs(runs=runs, config=CONFIG))
+    table = TABLES["learning_curve"].builder()(ReportInputs(runs=runs, config=CONFIG, scores=RUN_FOLDERS))
     table.write(tmp_path / "t.csv", tmp_path / "t.md", tmp_path / "t.tex")
     figure = FIGURES["learning_curve"]
     assert figure.each == "curves" and figure.table == "learning_curve"
@@ -112,12 +113,12 @@ def test_length_curve_shows_the_length_studys_variants_not_the_main_ones(runs, t
         long.append(p)
     every = pd.concat([runs, collect_runs(long)], ignore_index=True)
     scoped = {"report": {**CONFIG["report"], "scopes": {"length_curve": ["study"]}}}
-    table = TABLES["length_curve"].builder()(ReportInputs(runs=every, config=scoped))
+    table = TABLES["length_curve"].builder()(ReportInputs(runs=every, config=scoped, scores=RUN_FOLDERS))
     assert [row[1] for row in table.rows] == ["CON2 (NND), flip", "CON2 (NND), length128"]
     length = next(row for row in table.rows if row[1].endswith("length128"))
     assert table.columns == ["Dataset", "Method", "epoch 2", "epoch 5", "epoch 128", "final (full plan)"]
     assert length[2:] == ["–", "61.0 ± 1.4 [1×2]", "71.0 ± 1.4 [1×2]", "60.0 ± 0.0 [1×2]"]  # final: the records
     assert "invert" not in " ".join(r[1] for r in table.rows)  # the main variant: learning_curve's
     # a profile without a length study: no rows, and the note says why
-    plain = TABLES["length_curve"].builder()(ReportInputs(runs=every, config=CONFIG))
+    plain = TABLES["length_curve"].builder()(ReportInputs(runs=every, config=CONFIG, scores=RUN_FOLDERS))
     assert not plain.rows and any("no length study" in n for n in plain.notes)

@@ -13,6 +13,7 @@ from con2.grid.workflow_grid import check_report
 from con2.report.artefacts import ReportInputs
 from con2.report.collect import collect_runs
 from con2.report.paper import load_paper_numbers
+from con2.report.scores import RUN_FOLDERS
 from con2.report.summary import table1_medical
 from con2.run.records import write_record
 
@@ -61,7 +62,9 @@ CONFIG = {
 
 def table(tmp_path: Path, floor: float, con2: tuple[float, ...], simclr: tuple[float, ...]):
     paper = load_paper_numbers(ROOT / "con2" / "resources" / "paper_numbers.csv")
-    return table1_medical(ReportInputs(runs=runs_with(tmp_path, floor, con2, simclr), paper=paper, config=CONFIG))
+    return table1_medical(
+        ReportInputs(runs=runs_with(tmp_path, floor, con2, simclr), paper=paper, config=CONFIG, scores=RUN_FOLDERS)
+    )
 
 
 def test_the_floor_row_comes_first_then_the_subject(tmp_path: Path) -> None:
@@ -152,14 +155,17 @@ def test_a_cell_says_whether_it_beats_the_floor(tmp_path: Path) -> None:
     runs = scored_runs(tmp_path)
     table = table1_medical(
         ReportInputs(
-            config=CONFIG, runs=runs, paper=load_paper_numbers(ROOT / "con2" / "resources" / "paper_numbers.csv")
+            config=CONFIG,
+            runs=runs,
+            paper=load_paper_numbers(ROOT / "con2" / "resources" / "paper_numbers.csv"),
+            scores=RUN_FOLDERS,
         )
     )
     ours = {r[0]: r[2] for r in table.rows if r[1] == "ours"}
     assert ours["CON2 (NND)"].endswith(BEATS_FLOOR)
     assert not any(v.endswith(BEATS_FLOOR) for k, v in ours.items() if k != "CON2 (NND)")
     assert any(n.startswith(f"{BEATS_FLOOR}: above the floor") for n in table.notes)
-    frame = compare(runs, CONFIG, "breastmnist", ref=("floor_pixels", "nnd"))
+    frame = compare(runs, CONFIG, "breastmnist", ref=("floor_pixels", "nnd"), scores=RUN_FOLDERS)
     con2 = frame[frame["method"] == "con2"].iloc[0]
     assert con2["n_seeds"] == 3 and con2["holds"] and con2["diff"] > 0
     simclr = frame[frame["method"] == "simclr"].iloc[0]
@@ -201,13 +207,13 @@ def test_a_method_that_trains_nothing_is_paired_the_same_way_whatever_its_name(t
         write("con2", "invert", seed, floor + 0.5 * y + 0.4 * noise, {"epochs": 10, "steps": 60})
     runs = collect_runs(paths)
     config = {"report": {**CONFIG["report"], "main_variants": {"con2": "invert", "floor_pixels": "floor"}}}
-    frame = compare(runs, config, "breastmnist").set_index("method")
+    frame = compare(runs, config, "breastmnist", scores=RUN_FOLDERS).set_index("method")
     same = frame.loc[["floor_pixels", "pixel_copy", "pixel_nn"], ["diff", "lo", "hi", "p", "n_seeds"]]
     assert (same["n_seeds"] == 3).all(), same
     for column in ("diff", "lo", "hi", "p"):
         assert np.allclose(same[column], same[column].iloc[0], rtol=0, atol=1e-12), same
     assert frame.loc["ijepa_ad", "n_seeds"] == 1  # seed 0 against seed 0: its own seed matters
     # as the reference too: the floor's one run against every seed of CON2, the same difference reversed
-    reverse = compare(runs, config, "breastmnist", ref=("floor_pixels", "nnd")).set_index("method")
+    reverse = compare(runs, config, "breastmnist", ref=("floor_pixels", "nnd"), scores=RUN_FOLDERS).set_index("method")
     assert reverse.loc["con2", "n_seeds"] == 3
     assert np.isclose(reverse.loc["con2", "diff"], -frame.loc["floor_pixels", "diff"])

@@ -17,6 +17,7 @@ from con2.cli.main import main as con2_main
 from con2.report.artefacts import ReportInputs
 from con2.report.format import MISSING
 from con2.report.operating import operating_points
+from con2.report.scores import RUN_FOLDERS
 
 
 def sensitivity_at_95_by_sweep(y: np.ndarray, s: np.ndarray) -> tuple[float, float]:
@@ -36,7 +37,7 @@ def test_operating_points_table_against_sklearn_and_a_sweep(tmp_path: Path, old:
     """Records as written now (schema 2) and before intervals (schema 1): the same numbers, read from
     their scores.csv."""
     runs = write_runs(tmp_path, old=old)
-    table = operating_points(ReportInputs(config=CONFIG, runs=runs))
+    table = operating_points(ReportInputs(config=CONFIG, runs=runs, scores=RUN_FOLDERS))
     by_label = {r[1]: r for r in table.rows}
     assert list(by_label) == ["CON2 (NND)", "CON2 (LH)", "SimCLR (kNN)", "SimCLR (SSD)"]  # the subject first
     for method, score, label in (("con2", "nnd", "CON2 (NND)"), ("simclr", "knn", "SimCLR (kNN)")):
@@ -64,7 +65,7 @@ def test_the_fpr_at_95_tpr_column_against_scikit_learn(tmp_path: Path) -> None:
     """Issue 44: FPR@95TPR per method, mean ± std over seeds, against scikit-learn's ROC curve; one run
     shows its exact binomial interval."""
     runs = write_runs(tmp_path)
-    table = operating_points(ReportInputs(config=CONFIG, runs=runs))
+    table = operating_points(ReportInputs(config=CONFIG, runs=runs, scores=RUN_FOLDERS))
     column = table.columns.index("FPR at 95% TPR (%)")
     by_label = {r[1]: r for r in table.rows}
     for method, score, label in (("con2", "nnd", "CON2 (NND)"), ("simclr", "knn", "SimCLR (kNN)")):
@@ -73,7 +74,7 @@ def test_the_fpr_at_95_tpr_column_against_scikit_learn(tmp_path: Path) -> None:
             y, scores = synthetic_scores(seed)
             fprs.append(fpr_at_95_tpr_by_sklearn(y, scores[(method, score)]))
         assert by_label[label][column] == f"{np.mean(fprs):.1f} ± {np.std(fprs, ddof=1):.1f}"
-    one = operating_points(ReportInputs(config=CONFIG, runs=runs[runs["seed"] == 0]))
+    one = operating_points(ReportInputs(config=CONFIG, runs=runs[runs["seed"] == 0], scores=RUN_FOLDERS))
     y, scores = synthetic_scores(0)
     fpr = fpr_at_95_tpr_by_sklearn(y, scores[("con2", "nnd")])
     n0 = int((y == 0).sum())
@@ -94,7 +95,7 @@ def test_the_validation_threshold_columns_against_a_sweep_and_exact_intervals(tm
     (a sweep over the validation scores here), mean ± std over seeds, and for one run the exact
     binomial interval (scipy's Clopper-Pearson); runs without validation scores show the missing mark."""
     runs = write_runs(tmp_path, validation={"con2": 40})
-    table = operating_points(ReportInputs(config=CONFIG, runs=runs))
+    table = operating_points(ReportInputs(config=CONFIG, runs=runs, scores=RUN_FOLDERS))
     sens_at = table.columns.index("Sens at val threshold (%)")
     spec_at = table.columns.index("Spec at val threshold (%)")
     by_label = {r[1]: r for r in table.rows}
@@ -111,7 +112,11 @@ def test_the_validation_threshold_columns_against_a_sweep_and_exact_intervals(tm
     assert simclr["val_problem"].eq("no validation images scored").all()
 
     one = write_runs(tmp_path / "one", seeds=(0,), validation={"con2": 40})
-    row = next(r for r in operating_points(ReportInputs(config=CONFIG, runs=one)).rows if r[1] == "CON2 (NND)")
+    row = next(
+        r
+        for r in operating_points(ReportInputs(config=CONFIG, runs=one, scores=RUN_FOLDERS)).rows
+        if r[1] == "CON2 (NND)"
+    )
     y, scores = synthetic_scores(0)
     n_pos = int((y == 1).sum())
     k = round(sens[0] / 100 * n_pos)
@@ -123,7 +128,7 @@ def test_validation_scores_that_disagree_with_their_record_are_named(tmp_path: P
     runs = write_runs(tmp_path, seeds=(0,), validation={"con2": 40})
     run = tmp_path / "results" / "runs" / "breastmnist" / "1" / "con2" / VARIANT["con2"] / "seed0"
     pd.read_csv(run / "validation_scores.csv").head(30).to_csv(run / "validation_scores.csv", index=False)
-    table = operating_points(ReportInputs(config=CONFIG, runs=runs))
+    table = operating_points(ReportInputs(config=CONFIG, runs=runs, scores=RUN_FOLDERS))
     row = next(r for r in table.rows if r[1] == "CON2 (NND)")
     assert row[table.columns.index("Sens at val threshold (%)")] == MISSING
     problems = table.data[table.data["method"] == "con2"]["val_problem"]
@@ -134,7 +139,7 @@ def test_a_run_without_scores_is_named_not_guessed(tmp_path: Path) -> None:
     runs = write_runs(tmp_path)
     gone = tmp_path / "results" / "runs" / "breastmnist" / "1" / "simclr" / VARIANT["simclr"] / "seed1" / "scores.csv"
     gone.unlink()
-    table = operating_points(ReportInputs(config=CONFIG, runs=runs))
+    table = operating_points(ReportInputs(config=CONFIG, runs=runs, scores=RUN_FOLDERS))
     assert any("breastmnist/1 simclr/default seed 1: no scores.csv beside the record" in n for n in table.notes)
     simclr = next(r for r in table.rows if r[1] == "SimCLR (kNN)")
     assert simclr[-1] == "1×2"  # the two runs that have their scores
@@ -197,7 +202,9 @@ def test_an_external_programs_run_shows_no_validation_columns_and_the_note_says_
         run_dir, dataset="breastmnist", normal_class="1", method="pixel_nn", variant="default", seed=0,
         labels=y, scores={"nnd": scores[("con2", "nnd")]}, n_train=100, label="Pixel NN",
     )  # fmt: skip
-    table = operating_points(ReportInputs(config=CONFIG, runs=collect_runs([run_dir / "record.json"])))
+    table = operating_points(
+        ReportInputs(config=CONFIG, runs=collect_runs([run_dir / "record.json"]), scores=RUN_FOLDERS)
+    )
     row = next(r for r in table.rows if r[1].startswith("Pixel NN"))
     assert row[table.columns.index("Sens at val threshold (%)")] == MISSING, row
     assert row[table.columns.index("AP (%)")] != MISSING, row  # its test scores are read

@@ -5,11 +5,22 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from dataclasses import astuple
 from pathlib import Path
 
 import pandas as pd
 import pytest
-from report_fixtures import RESOURCES, ROOT, collect, config, paper, runs, score_runtime_measurements, write_pca_run  # noqa: F401  (fixtures: test parameters of the same name)
+from report_fixtures import (  # noqa: F401  (fixtures: test parameters of the same name)
+    RESOURCES,
+    ROOT,
+    collect,
+    config,
+    paper,
+    pca_panel,
+    runs,
+    score_runtime_measurements,
+    write_pca_run,
+)
 
 from con2.report.artefacts import FIGURES, TABLES, ReportInputs, figure_targets, table_targets
 from con2.report.scores import bundle_bytes
@@ -79,7 +90,7 @@ def test_every_artefact_is_made_from_exactly_the_inputs_it_declares(
             given = {k: v for k, v in files.items() if k in artefact.reads}
             if artefact.table:
                 given["table"] = str(tmp_path / "tables" / f"{TABLES[artefact.table].stem.format(dataset=dataset)}.csv")
-            inputs = ReportInputs.load(artefact, given, config, dataset, panels=[("run", str(run_dir))])
+            inputs = ReportInputs.load(artefact, given, config, dataset, panels=[astuple(pca_panel("run", run_dir))])
             png, pdf = tmp_path / f"{stem}.png", tmp_path / f"{stem}.pdf"
             artefact.builder()(inputs, png, pdf)
             assert png.stat().st_size > 1000 and pdf.stat().st_size > 1000, stem

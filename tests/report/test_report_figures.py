@@ -13,6 +13,7 @@ from report_fixtures import (  # noqa: F401  (fixtures: test parameters of the s
     fake_record,
     inputs_of,
     paper,
+    pca_panel,
     runs,
     score_runtime_measurements,
     write_pca_run,
@@ -34,7 +35,7 @@ def test_figures_write_png_and_pdf(runs: pd.DataFrame, paper: pd.DataFrame, conf
     F.score_runtime_figure(ReportInputs(measured=score_runtime_measurements()), tmp_path / "c.png", tmp_path / "c.pdf")
     run_dir = tmp_path / "run"
     write_pca_run(run_dir)
-    panels = (("run", str(run_dir)), ("missing", str(tmp_path / "nope")))
+    panels = (pca_panel("run", run_dir), pca_panel("missing", tmp_path / "nope"))
     pca = ReportInputs(config={"report": {"pca_max_points": 10}}, panels=panels)
     F.pca_figure(pca, tmp_path / "d.png", tmp_path / "d.pdf")
     for stem in "abcd":
@@ -142,7 +143,7 @@ def test_figures_name_datasets_as_the_paper_and_say_what_each_bar_averages(
     run_dir = tmp_path / "run"
     write_pca_run(run_dir)
     write_record(fake_record("breastmnist", "1", "con2", "invert", 0, {"nnd": 80.0}), run_dir / "record.json")
-    pca = ReportInputs(config={"report": {"pca_max_points": 10}}, panels=(("breastmnist ...", str(run_dir)),))
+    pca = ReportInputs(config={"report": {"pca_max_points": 10}}, panels=(pca_panel("breastmnist ...", run_dir),))
     fig, texts = drawn(F.pca_figure, pca, monkeypatch)
     assert "BreastMNIST (normal: 1), CON2 invert, seed 0" in texts
     plt.close(fig)

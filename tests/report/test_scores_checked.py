@@ -22,6 +22,8 @@ import pytest
 from test_uncertainty import CONFIG, write_runs
 from workflow_helpers import copy_workflow, job_stats, small_profile, snakemake
 
+from con2.report.scores import RUN_FOLDERS
+
 RUN = Path("results/runs/breastmnist/1")
 
 
@@ -36,7 +38,7 @@ def records_of(root: Path) -> list[str]:
 def compared(runs: pd.DataFrame) -> pd.DataFrame:
     from con2.report.comparisons import compare
 
-    return compare(runs, CONFIG, "breastmnist").set_index(["method", "score"])
+    return compare(runs, CONFIG, "breastmnist", scores=RUN_FOLDERS).set_index(["method", "score"])
 
 
 def every_table(runs: pd.DataFrame, paper: pd.DataFrame) -> dict[str, str]:
@@ -44,7 +46,7 @@ def every_table(runs: pd.DataFrame, paper: pd.DataFrame) -> dict[str, str]:
     from con2.report.artefacts import ReportInputs
     from con2.report.tables import build_table
 
-    inputs = ReportInputs(runs=runs, paper=paper, config=CONFIG, dataset="breastmnist")
+    inputs = ReportInputs(runs=runs, paper=paper, config=CONFIG, dataset="breastmnist", scores=RUN_FOLDERS)
     return {name: build_table(name, inputs).markdown() for name in ("comparisons", "table1_medical", "reproduction")}
 
 
@@ -101,7 +103,7 @@ def test_a_word_in_one_cell_never_stops_a_table(tmp_path: Path, paper):
     for score in ("knn", "ssd"):  # the file is refused: both of its columns' comparisons say why
         assert after.loc[("simclr", score), "reason"].endswith("holds 1 non-numeric value")
     assert after.loc[("con2", "lh"), "diff"] == before.loc[("con2", "lh"), "diff"]
-    assert ("breastmnist", "simclr", "knn") not in holding_marks(runs, CONFIG, ["breastmnist"])
+    assert ("breastmnist", "simclr", "knn") not in holding_marks(runs, CONFIG, ["breastmnist"], RUN_FOLDERS)
     tables = every_table(runs, paper)
     assert "non-numeric" in tables["comparisons"]
 

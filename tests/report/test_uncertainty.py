@@ -15,6 +15,7 @@ import pytest
 from sklearn.metrics import roc_auc_score
 
 from con2.maths import stats
+from con2.report.scores import RUN_FOLDERS
 
 
 # ----------------------------------------------------------------------------- slow references
@@ -385,7 +386,9 @@ def test_comparisons_table_matches_the_slow_reference_with_holm(runs: pd.DataFra
     from con2.report.artefacts import ReportInputs
     from con2.report.tables import build_table
 
-    table = build_table("comparisons", ReportInputs(runs=runs, config=CONFIG, dataset="breastmnist"))
+    table = build_table(
+        "comparisons", ReportInputs(runs=runs, config=CONFIG, dataset="breastmnist", scores=RUN_FOLDERS)
+    )
     frame = table.data.set_index(["method", "score"])
     assert set(frame.index) == {("con2", "lh"), ("simclr", "knn"), ("simclr", "ssd")}
     expected = {k: expected_comparison(*k) for k in frame.index}
@@ -411,8 +414,8 @@ def test_table1_marks_differences_that_hold_and_shows_intervals_on_request(runs:
     from con2.report.comparisons import compare
     from con2.report.summary import table1_medical
 
-    holds = compare(runs, CONFIG, "breastmnist").set_index(["method", "score"])["holds"]
-    t = table1_medical(ReportInputs(runs=runs, paper=paper, config=CONFIG))
+    holds = compare(runs, CONFIG, "breastmnist", scores=RUN_FOLDERS).set_index(["method", "score"])["holds"]
+    t = table1_medical(ReportInputs(runs=runs, paper=paper, config=CONFIG, scores=RUN_FOLDERS))
     cells = {r[0]: r[2] for r in t.rows if r[1] == "ours"}
     assert cells["CON2 (NND)"].endswith("]")  # the reference is never marked
     for (m, s), held in holds.items():
@@ -424,7 +427,7 @@ def test_table1_marks_differences_that_hold_and_shows_intervals_on_request(runs:
     assert "(" not in cells["CON2 (NND)"].split("]")[-1]  # no interval unless asked
     # report.intervals: the t-interval of the mean over seeds, on a second line in HTML
     config = {"report": {**CONFIG["report"], "intervals": True}}
-    t = table1_medical(ReportInputs(runs=runs, paper=paper, config=config))
+    t = table1_medical(ReportInputs(runs=runs, paper=paper, config=config, scores=RUN_FOLDERS))
     cell = next(r[2] for r in t.rows if r[0] == "CON2 (NND)")
     vals = runs[(runs["method"] == "con2") & (runs["score"] == "nnd")]["auroc"].to_numpy()
     ci = stats.mean_interval([vals])
@@ -444,7 +447,7 @@ def test_verdict_says_inside_or_outside_and_which_orderings_hold(runs: pd.DataFr
     from con2.report.comparisons import compare
     from con2.report.reproduction import reproduction
 
-    t = reproduction(ReportInputs(runs=runs, paper=paper, config=CONFIG))
+    t = reproduction(ReportInputs(runs=runs, paper=paper, config=CONFIG, scores=RUN_FOLDERS))
     lead = "\n".join(t.lead)
     con2 = runs[(runs["method"] == "con2") & (runs["score"] == "nnd")]["auroc"].to_numpy()
     ci = stats.mean_interval([con2])
@@ -454,7 +457,7 @@ def test_verdict_says_inside_or_outside_and_which_orderings_hold(runs: pd.DataFr
     )
     row = t.data[(t.data["method"] == "CON2") & (t.data["table"] == "table1_medical")].iloc[0]
     assert row["paper_inside"] == (where == "inside")
-    frame = compare(runs, CONFIG, "breastmnist").set_index(["method", "score"])
+    frame = compare(runs, CONFIG, "breastmnist", scores=RUN_FOLDERS).set_index(["method", "score"])
     paper_of = {("simclr", "knn"): 74.7, ("simclr", "ssd"): 44.6}  # the paper's SimCLR and SSD on BreastMNIST
     for k, value in paper_of.items():
         r = frame.loc[k]
@@ -474,14 +477,16 @@ def test_old_records_without_intervals_or_scores_still_aggregate(tmp_path: Path,
 
     runs = write_runs(tmp_path, with_scores=False, old=True)
     assert runs["auroc_lo"].isna().all() and runs["auroc"].notna().all()
-    table = build_table("comparisons", ReportInputs(runs=runs, config=CONFIG, dataset="breastmnist"))
+    table = build_table(
+        "comparisons", ReportInputs(runs=runs, config=CONFIG, dataset="breastmnist", scores=RUN_FOLDERS)
+    )
     assert table.data["reason"].str.contains("no scores.csv").all() and table.data["p"].isna().all()
-    t1 = table1_medical(ReportInputs(runs=runs, paper=paper, config=CONFIG))
+    t1 = table1_medical(ReportInputs(runs=runs, paper=paper, config=CONFIG, scores=RUN_FOLDERS))
     assert not any(c.endswith("†") for r in t1.rows for c in r)
-    assert reproduction(ReportInputs(runs=runs, paper=paper, config=CONFIG)).rows
+    assert reproduction(ReportInputs(runs=runs, paper=paper, config=CONFIG, scores=RUN_FOLDERS)).rows
     # a single seed: no interval of the mean, and the verdict says so instead of inside/outside
     one = write_runs(tmp_path / "one", seeds=(0,))
-    lead = "\n".join(reproduction(ReportInputs(runs=one, paper=paper, config=CONFIG)).lead)
+    lead = "\n".join(reproduction(ReportInputs(runs=one, paper=paper, config=CONFIG, scores=RUN_FOLDERS)).lead)
     assert "no interval of our mean" in lead
 
 
@@ -493,7 +498,7 @@ def test_runs_on_other_test_images_are_not_paired(tmp_path: Path):
     df = pd.read_csv(f)
     df["index"] = df["index"] + 1000
     df.to_csv(f, index=False)
-    frame = compare(runs, CONFIG, "breastmnist").set_index(["method", "score"])
+    frame = compare(runs, CONFIG, "breastmnist", scores=RUN_FOLDERS).set_index(["method", "score"])
     assert "different test images" in frame.loc[("simclr", "knn"), "reason"]
     assert frame.loc[("con2", "lh"), "reason"] == ""
 
@@ -520,16 +525,18 @@ def test_several_classes_average_their_differences_and_the_reference_is_a_settin
 
     runs = write_runs(tmp_path, seeds=(0, 1), classes=("1", "2"))
     per_class = {
-        c: compare(runs[runs["normal_class"] == c], CONFIG, "breastmnist").set_index(["method", "score"])
+        c: compare(runs[runs["normal_class"] == c], CONFIG, "breastmnist", scores=RUN_FOLDERS).set_index(
+            ["method", "score"]
+        )
         for c in ("1", "2")
     }
-    both = compare(runs, CONFIG, "breastmnist").set_index(["method", "score"])
+    both = compare(runs, CONFIG, "breastmnist", scores=RUN_FOLDERS).set_index(["method", "score"])
     k = ("simclr", "knn")
     assert both.loc[k, "n_classes"] == 2 and both.loc[k, "n_seeds"] == 2
     assert both.loc[k, "diff"] == pytest.approx((per_class["1"].loc[k, "diff"] + per_class["2"].loc[k, "diff"]) / 2)
     se = math.sqrt(per_class["1"].loc[k, "se"] ** 2 + per_class["2"].loc[k, "se"] ** 2) / 2
     assert both.loc[k, "se"] == pytest.approx(se, abs=1e-9)
     config = {"report": {**CONFIG["report"], "compare_to": "simclr/knn"}}
-    other = compare(runs, config, "breastmnist").set_index(["method", "score"])
+    other = compare(runs, config, "breastmnist", scores=RUN_FOLDERS).set_index(["method", "score"])
     assert set(other.index) == {("con2", "nnd"), ("con2", "lh"), ("simclr", "ssd")}
     assert other.loc[("con2", "nnd"), "diff"] == pytest.approx(-both.loc[k, "diff"], abs=1e-9)

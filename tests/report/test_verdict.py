@@ -14,6 +14,7 @@ from con2.report.collect import collect_runs
 from con2.report.methods import method_names
 from con2.report.paper import load_paper_numbers
 from con2.report.reproduction import reproduction
+from con2.report.scores import RUN_FOLDERS
 from con2.report.summary import table1_medical
 from con2.report.verdict import NOTHING_TO_COMPARE
 from con2.run.records import write_record
@@ -88,7 +89,7 @@ def paper() -> pd.DataFrame:
 
 
 def test_reproduction_opens_with_a_verdict_per_method_from_the_records(runs, paper) -> None:
-    table = reproduction(ReportInputs(runs=runs, paper=paper, config=CONFIG))
+    table = reproduction(ReportInputs(runs=runs, paper=paper, config=CONFIG, scores=RUN_FOLDERS))
     md = table.markdown()
     lead = "\n".join(table.lead)
     assert md.index("**Verdict**") < md.index("**Summary") < md.index("| Table |")  # the report opens with it
@@ -117,7 +118,7 @@ def test_the_verdict_follows_the_records(runs, paper) -> None:
     runs = runs.copy()
     runs.loc[(runs["variant"] == "content_only"), "auroc"] += 20.0  # content only: 84.6, above the paper's 81.7
     runs["epochs"], runs["image_size"] = 2048, 224
-    lead = "\n".join(reproduction(ReportInputs(runs=runs, paper=paper, config=CONFIG)).lead)
+    lead = "\n".join(reproduction(ReportInputs(runs=runs, paper=paper, config=CONFIG, scores=RUN_FOLDERS)).lead)
     assert "'content only' 84.6 (+2.9 from the paper)" in lead and "the gap closes under that reading" in lead
     assert "at 2048 epochs at 224 px" in lead
     simclr = next(line for line in lead.splitlines() if line.startswith("- **SimCLR (kNN)**"))
@@ -125,7 +126,7 @@ def test_the_verdict_follows_the_records(runs, paper) -> None:
 
 
 def test_table1_states_the_budget_of_ours(runs, paper) -> None:
-    t1 = table1_medical(ReportInputs(runs=runs, paper=paper, config=CONFIG))
+    t1 = table1_medical(ReportInputs(runs=runs, paper=paper, config=CONFIG, scores=RUN_FOLDERS))
     note = next(n for n in t1.notes if n.startswith("Budget of ours"))
     assert note == (
         "Budget of ours: 10 epochs at 28 px, ResNet18 width 16, 3 seeds; "
@@ -133,7 +134,7 @@ def test_table1_states_the_budget_of_ours(runs, paper) -> None:
     )
     runs = runs.copy()
     runs.loc[runs["method"] == "simclr", "epochs"] = 15
-    t1 = table1_medical(ReportInputs(runs=runs, paper=paper, config=CONFIG))
+    t1 = table1_medical(ReportInputs(runs=runs, paper=paper, config=CONFIG, scores=RUN_FOLDERS))
     assert "Budget of ours: 10 epochs (SimCLR 15) at 28 px" in "\n".join(t1.notes)
 
 
@@ -144,7 +145,7 @@ def test_an_empty_verdict_says_what_is_missing_and_the_command(runs, paper, whic
         runs = runs.iloc[0:0]
     else:  # runs of a dataset the paper has no number for
         runs = runs.assign(dataset="digits")
-    lead = reproduction(ReportInputs(runs=runs, paper=paper, config=CONFIG)).lead
+    lead = reproduction(ReportInputs(runs=runs, paper=paper, config=CONFIG, scores=RUN_FOLDERS)).lead
     assert lead[0] == NOTHING_TO_COMPARE and "snakemake --cores 2 all" in lead[0]
     assert lead[-1].startswith("**Summary: none of the") and "0 of the 0" not in " ".join(lead)
     assert not any(line.startswith("**Verdict** (the paper trained") for line in lead)
@@ -174,7 +175,7 @@ def test_a_paper_number_inside_our_interval_is_a_match_not_unexplained(runs, pap
     ssd = runs["score"] == "ssd"
     # mean 51.3 against the paper's 44.6 ± 4.3: outside the paper's std, inside our wide interval
     runs.loc[ssd, "auroc"] = runs.loc[ssd, "seed"].map({0: 38.0, 1: 46.0, 2: 70.0})
-    lead = "\n".join(reproduction(ReportInputs(runs=runs, paper=paper, config=CONFIG)).lead)
+    lead = "\n".join(reproduction(ReportInputs(runs=runs, paper=paper, config=CONFIG, scores=RUN_FOLDERS)).lead)
     ssd_line = next(line for line in lead.splitlines() if line.startswith("- **SimCLR (SSD)**"))
     assert "BreastMNIST 51.3 vs 44.6 (+6.7)" in ssd_line
     assert "BreastMNIST: reproduces (the paper's number lies inside our 95% interval)." in ssd_line

@@ -1,6 +1,8 @@
 # Figures (PNG + PDF): one rule per entry of con2.report.artefacts.FIGURES, each from the files its
-# builder reads (a table's CSV, the score-runtime measurements) or, for the PCA figure, from run
-# directories, never from training code. A figure made per dataset (`each`) has a {dataset} wildcard.
+# builder reads (a table's CSV, the score-runtime measurements) or, for the PCA figure, from the files
+# of the runs it draws, never from training code: their records are its inputs, and its param `panels`
+# names each run's record, features.npz and scores.csv (no rule declares these two as outputs, so they
+# cannot be inputs), the only files it opens. A figure made per dataset (`each`) has a {dataset} wildcard.
 # The profile settings a figure is drawn from (report:, ...) are a param of its rule: changing one
 # redraws the figures it shapes.
 

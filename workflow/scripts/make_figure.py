@@ -2,9 +2,9 @@
 
 ``params.figure`` names the figure, ``params.settings`` gives the profile settings it is built
 from (a rerun trigger: a changed ``report:`` setting redraws it); the rule's inputs are the files
-it reads (a table's CSV as ``table``, ``measured``, ...), ``params.panels`` the run directories of
-the PCA figure, and the ``dataset`` wildcard, where there is one, the dataset of a figure made
-per dataset.
+it reads (a table's CSV as ``table``, ``measured``, ...), ``params.panels`` the files of the PCA
+figure's runs (``(title, record, features, scores)`` each), and the ``dataset`` wildcard, where there
+is one, the dataset of a figure made per dataset.
 """
 
 import sys
