@@ -119,7 +119,7 @@ class ProgressLine:
             return None
         new = [r for r in runs if r.key not in self.planned]
         if new:
-            data_dir = self.session.data_dir
+            data_dir = self.session.data.data_dir
             device = device_name(str(self.session.config.get("device", "auto")))
             self.planned.update(weigh_runs(new, data_dir if data_dir.is_dir() else None, device))
         self._note_spent(runs)
@@ -163,7 +163,7 @@ def end_lines(session: Session) -> list[str]:
     table that holds every fix (MISSING_FILE)."""
     skipped = [SKIPPED_CSV, *sorted(glob.glob("results/evaluation/scopes/*.skipped.csv"))]
     lines = summary_lines(
-        session.data_targets,
+        session.data.data_targets,
         session.config,
         RUNS_CSV,
         since=session.started,

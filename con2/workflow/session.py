@@ -6,7 +6,9 @@ targets named on the command line train (:mod:`con2.workflow.targets`). Its meth
 Snakemake input, params and priority functions of the rules (each takes the job's ``wildcards``);
 ``workflow/rules/common.smk`` binds them. Snakemake's own state reaches it as two callables: the
 named targets (known only once the Snakefile has been read) and the data-status checkpoint's file
-(known only once that job has run).
+(known only once that job has run). What it knows of the data (on disk at the start, what a data
+check depends on, which runs wait for it) is its :attr:`Session.data`, a
+:class:`~con2.workflow.data_check.DataCheck`; its data methods only hand a job's wildcards to it.
 
 Two inputs per record set (:class:`RecordSet`): a rule's records are those of the runs scheduled before
 the data check (``.ready``, :meth:`Session.ready_runs`: Snakemake knows their jobs from its first line) plus
@@ -31,15 +33,16 @@ from snakemake.exceptions import WorkflowError
 
 from con2 import paths as P
 from con2.config import RUNTIME_KEYS
-from con2.data import DataError, find_source, normal_classes
-from con2.data.source import Found
+from con2.data import DataError, normal_classes
 from con2.grid import experiments as E
 from con2.grid.checks import check_data_dir
-from con2.grid.status import awaits_training, checked_in, same_folder, unknown_class
+from con2.grid.status import awaits_training, unknown_class
 from con2.grid.workflow_grid import workflow_grid
 from con2.report.artefacts import TABLES, figure_targets, table_targets
 from con2.run.rundir import SCORES, VALIDATION, score_file_state
 from con2.workflow.console import HashedDict, HashedList, hashed
+from con2.workflow.data_check import DATA_STATUS as DATA_STATUS  # the rules' S.DATA_STATUS
+from con2.workflow.data_check import DataCheck
 from con2.workflow.eta import weigh_runs
 from con2.workflow.targets import Targets
 
@@ -50,7 +53,6 @@ SCORES_BUNDLE = P.scores_bundle(RUNS_CSV)  # the per-image scores of the runs of
 SCOPES_ROOT = "results/evaluation/scopes"  # a study's aggregate: <scope>.csv, .skipped.csv, .scores.json.gz
 SCOPE_AGGREGATE_SUFFIXES = (".csv", ".skipped.csv", ".scores.json.gz")
 SCORE_RUNTIME_CSV = "results/score_runtime/score_runtime.csv"
-DATA_STATUS = f"{P.DATA_ROOT}/status.json"
 DATA_PRIORITY = 2000  # above every train priority: a dataset is checked and prepared before training starts
 
 
@@ -128,11 +130,9 @@ class Session:
         self.config = config
         self.basedir = Path(basedir)
         check_data_dir(os.path.abspath(os.path.expanduser(config["data_dir"])))  # too long: one line, not a traceback
-        self.data_dir = Path(os.path.abspath(os.path.expanduser(config["data_dir"])))  # how messages name it
         self.started = time.time()
         self.strict = bool(config.get("strict", False))
         self._targets = targets
-        self._data_status = data_status
         self.own_rule_files = method_rule_files(self.basedir, config.get("extra_rules", []))
         self.own_rule_methods = {Path(f).stem for f in self.own_rule_files}
         self.grid = workflow_grid(
@@ -140,7 +140,8 @@ class Session:
         )
         self.runs = self.grid.runs
         self.run_index = E.run_index(self.runs)
-        self.data_targets = E.data_targets(self.runs)
+        self.data = DataCheck(config, self.runs, lambda: self.targets, data_status)  # the data check's side
+        self.data_targets = self.data.data_targets
         # every record on disk at the start (aggregation reads all of them, not only the grid's), and
         # the record.json files whose folders are not a run key (a copied seed0.bak): never a run
         self.records_on_disk, others = P.records_on_disk()
@@ -158,8 +159,6 @@ class Session:
         self.study_aggregate_files = [
             f"{SCOPES_ROOT}/{scope}{suffix}" for scope in self.scopes for suffix in SCOPE_AGGREGATE_SUFFIXES
         ]
-        self._on_disk: dict[tuple[str, int], bool] = {}  # (dataset, size) -> on disk at the start
-        self._ready: dict[str, bool] = {}  # run key -> scheduled before the data check
         self._score_states: list[tuple[str, str]] | None = None  # see _score_files
 
     def report_files(self) -> list[str]:
@@ -263,101 +262,17 @@ class Session:
         return hashed(self.grid.hashes(), "grid")
 
     # -------------------------------------------------------------------------------------- data
-    def found_on_disk(self, dataset: str, size: int | str) -> Found | None:
-        """The data layer's Found for the dataset under data_dir (no network), or None."""
-        try:
-            return find_source(dataset, self.data_dir, int(size))
-        except DataError:
-            return None
-
-    def embedded_source(self, dataset: str, size: int | str) -> str | None:
-        """The fingerprint of a dataset kept without files (a description, not a path, as its
-        location: scikit-learn's digits), else None."""
-        found = self.found_on_disk(dataset, size)
-        return None if found is None or isinstance(found.location, Path) else found.fingerprint
-
-    def awaits_data(self, dataset: str, size: int | str) -> bool:
-        """True if a run of the grid on this dataset at this size would train now (no record yet, or a
-        changed config): a run that reads the data, not only its record."""
-        return any(
-            awaits_training(r.record, r.config_file)
-            for r in self.runs
-            if r.dataset == dataset and r.data_size == int(size)
-        )
-
     def data_check(self, wildcards: Wildcards) -> dict[str, Any]:
-        """prepare_data's params: what its outcome depends on. A dataset found ready keeps the value it
-        was checked with (no re-check, so no rerun) while data_dir names the folder it was checked in
-        and its files are still there, or while no run of it would train (a table rebuild of a
-        finished grid reads records only); with another data_dir, or its files gone from this one (a
-        run deleted after its data), and runs left to train, it is checked again there, so data
-        missing there skip the dataset instead of failing its training jobs. A skipped one is checked
-        again when data_dir, download or strict change or when its files appear on disk (`con2 data
-        get`). A dataset without files (the embedded digits) depends on none of these: its value is
-        its source's fingerprint alone. (A data check that runs again would hide, until it has run,
-        the runs of that dataset whose setting changed: in Snakemake 9 the jobs below a job that must
-        run are not checked on their own, and an `ancient` input does not pass the rerun down.)"""
-        embedded = self.embedded_source(wildcards.dataset, wildcards.size)
-        if embedded:
-            return {"embedded": embedded}
-        marker = Path(P.data_marker(wildcards.dataset, wildcards.size))
-        if marker.is_file():
-            try:
-                found = json.loads(marker.read_text())
-            except (OSError, ValueError):
-                found = {}
-            if "check" in found and not self.targets.trains_anything:  # a rebuild: the data stay as last checked
-                return dict(found["check"])
-            if found.get("status") == "ok" and "check" in found:
-                here = same_folder(checked_in(found), self.config["data_dir"])
-                if (here and self.on_disk_at_start(wildcards.dataset, wildcards.size)) or not self.awaits_data(
-                    wildcards.dataset, wildcards.size
-                ):
-                    return dict(found["check"])
-        return {
-            "data_dir": str(self.data_dir),
-            "download": bool(self.config.get("download", True)),
-            "strict": self.strict,
-            "on_disk": self.found_on_disk(wildcards.dataset, wildcards.size) is not None,
-        }
-
-    def on_disk_at_start(self, dataset: str, size: int | str) -> bool:
-        """True if the dataset's files were under data_dir when the workflow started (asked once)."""
-        key = (dataset, int(size))
-        if key not in self._on_disk:
-            self._on_disk[key] = self.found_on_disk(dataset, size) is not None
-        return self._on_disk[key]
-
-    def ready(self, run: E.Run) -> bool:
-        """True for a run scheduled before the data check: its dataset's files are on disk when the
-        workflow starts, and it trains or its data marker is there. (A finished run whose marker is
-        gone waits for the check: a marker that a job writes anew makes every run reading it "updated
-        by another job", `ancient` or not, and the run would retrain.) Decided once, at the start."""
-        if run.key not in self._ready:
-            self._ready[run.key] = self.on_disk_at_start(run.dataset, run.data_size) and (
-                os.path.exists(P.data_marker(run.dataset, run.data_size))
-                or awaits_training(run.record, run.config_file)
-            )
-        return self._ready[run.key]
+        """prepare_data's params for the job's dataset and size (:meth:`DataCheck.params`)."""
+        return self.data.params(wildcards.dataset, wildcards.size)
 
     def ready_runs(self) -> list[E.Run]:
-        """The runs scheduled before the data check: every run with strict=true, else the `ready` ones.
-        Snakemake knows their jobs from its first line, so its step total stays put through the data
-        check; a dataset that is fetched (or skipped) joins after the check (`checked_runs`). One
-        found on disk whose check then fails (a damaged copy) fails its training jobs with the
-        check's error instead of being skipped."""
-        return list(self.runs) if self.strict else [r for r in self.runs if self.ready(r)]
+        """The runs scheduled before the data check (:meth:`DataCheck.ready_runs`)."""
+        return self.data.ready_runs()
 
     def checked_runs(self) -> list[E.Run]:
-        """The other runs whose data prepare_data found ready (or downloaded): known after the data check."""
-        if self.strict:
-            return []
-        status = self._data_status()
-        return [
-            r
-            for r in self.runs
-            if not self.ready(r) and (status.get(f"{r.dataset}/{r.data_size}") or {}).get("status") == "ok"
-        ]
+        """The runs that joined after the data check found their data (:meth:`DataCheck.checked_runs`)."""
+        return self.data.checked_runs()
 
     def available_runs(self) -> list[E.Run]:
         """The runs whose data are ready (after the data check); in a rebuild, the finished runs."""
@@ -376,16 +291,12 @@ class Session:
         ]
 
     def status_file(self, wildcards: Wildcards | None = None) -> list[str]:
-        """The data status a table's notes read: the checkpoint's file; in a rebuild, the file as the
-        last check left it, and none where a dataset was never checked (a rebuild checks no data)."""
-        if self.targets.trains_anything or all(os.path.exists(P.data_marker(d, s)) for d, s in self.data_targets):
-            return [DATA_STATUS]
-        return []
+        """The data status a table's notes read (:meth:`DataCheck.status_file`)."""
+        return self.data.status_file()
 
     def status_input(self, wildcards: Wildcards | None = None) -> list[str]:
-        """The data-status checkpoint as an input of rules whose inputs depend on it (none when
-        strict; in a rebuild, the file as the last check left it: `status_file`)."""
-        return [] if self.strict else self.status_file(wildcards)
+        """The data-status checkpoint as an input of the rules that wait for it (:meth:`DataCheck.status_input`)."""
+        return self.data.status_input()
 
     # -------------------------------------------------------------------------------------- records
     def scoped_experiments(self) -> set[str]:
