@@ -33,7 +33,7 @@ class DataCheck:
     Args:
         config: the profile (``data_dir``, ``download``, ``strict``).
         runs: the grid's runs.
-        targets: what the named targets train, asked when the DAG is built (:attr:`Session.targets`).
+        targets: what the named targets train, asked when the DAG is built (a session's ``targets``).
         data_status: the data-status checkpoint's content, ``{"<dataset>/<size>": marker}``.
 
     ``data_dir`` is checked by the session before its grid is built (:func:`con2.grid.checks.check_data_dir`).
