@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -77,3 +78,27 @@ def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-5000:]
     (wd / "console.txt").write_text(res.stdout + res.stderr)
     return wd
+
+
+@pytest.fixture(scope="session")
+def labelled_reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The one-run profile (workflow_helpers.ONE_RUN_PROFILE) run, then an external record labelled
+    ``"Plain label"`` and the tables and report built, then the same record labelled ``hostile`` (tags and a
+    reST ``javascript:`` link) and built again: once per session for the escaping tests of the report
+    (tests/workflow/test_hostile_inputs.py) and of its landing (tests/report/test_report_landing.py).
+
+    Returns ``{"wd": the working copy, "hostile": the label, and for "plain" and "hostile": {"page": report
+    HTML, "files": {embedded file name: text}, "md": natural_summary.md}}``."""
+    from workflow_helpers import HOSTILE_LABEL, ONE_RUN_PROFILE, copy_workflow, external_record, report_of, snakemake
+
+    wd = copy_workflow(tmp_path_factory.mktemp("labelled"))
+    (wd / "one.yaml").write_text(ONE_RUN_PROFILE)
+    built: dict[str, Any] = {"wd": wd, "hostile": HOSTILE_LABEL}
+    for kind, label in (("plain", "Plain label"), ("hostile", HOSTILE_LABEL)):
+        external_record(wd, "ext", label)
+        res = snakemake(wd, "all", "--cores", "2", "--configfile", "one.yaml")
+        assert res.returncode == 0, res.stderr[-3000:]
+        page, files = report_of(wd, f"{kind}.html")
+        md = (wd / "results/tables/natural_summary.md").read_text()
+        built[kind] = {"page": page, "files": files, "md": md}
+    return built

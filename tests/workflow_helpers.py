@@ -9,6 +9,8 @@ credentials.
 
 from __future__ import annotations
 
+import base64
+import json
 import os
 import re
 import shutil
@@ -17,6 +19,7 @@ import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -233,6 +236,15 @@ def readme_block(after: str, lang: str) -> str:
 # ------------------------------------------------------------------------------------- issue 27
 
 
+# Strings a label or a profile value could smuggle into the HTML report: a script element, an image with
+# a handler, a reST link to a javascript: URL (the escaping tests); HOSTILE_LABEL: all three in one label.
+HOSTILE = {
+    "script": "</script><script>alert(1)</script>",
+    "img": "<img src=x onerror=alert(2)>",
+    "rest": "`x <javascript:alert(1)>`_",
+}
+HOSTILE_LABEL = " ".join(HOSTILE.values())
+
 # One CON2 run on digits, class 0, as a workflow profile; records outside its grid (an external run a
 # test adds) are shown too: the hostile-label and report-landing tests build their reports from it.
 ONE_RUN_PROFILE = """\
@@ -261,3 +273,60 @@ def fake_breastmnist(data: Path) -> tuple[dict, dict]:
     write_medmnist_npz(data / "medmnist" / "breastmnist.npz", {"train": [30, 70], "val": [2, 2], "test": [20, 25]})
     datasets = {"digits": {"normal_classes": ["0"]}, "breastmnist": {"run": {"image_size": 28}}}
     return datasets, {"datasets": ["digits", "breastmnist"], "methods": {"con2": ["invert"]}}
+
+
+# ------------------------------------------------------------------ profiles and records, no launch
+def profile_error(cfg: dict[str, Any]) -> str:
+    """The one line a launch stops on for the profile ``cfg``, asked of the typed layer without a launch:
+    the profile check (the Snakefile's :func:`con2.workflow.startup.check_profile`), then the grid
+    (common.smk's :class:`con2.workflow.session.Session`, its GridError said as common.smk says it).
+    tests/workflow/test_workflow_grid.py's ``test_an_invalid_profile_stops_the_launch_before_any_job_naming_the_key``
+    shows a launch saying it."""
+    from snakemake.exceptions import WorkflowError
+
+    from con2.grid.checks import GridError
+    from con2.workflow import startup
+    from con2.workflow.session import Session
+
+    try:
+        startup.check_profile(cfg, ROOT / "workflow/schemas/config.schema.yaml")
+        Session(cfg, ROOT, lambda: [], lambda: {})
+    except WorkflowError as exc:
+        return str(exc)
+    except GridError as exc:
+        return f"invalid workflow config: {exc}"
+    raise AssertionError("the profile passed every check")
+
+
+def external_record(wd: Path, method: str, label: str) -> None:
+    """A record of method ``method`` labelled ``label``, as ``python -m con2.run.external`` writes it;
+    a label the command refuses (``<``, a backtick: tests/report/test_escaping.py) is then written into the
+    record's ``method_card`` by hand, as an edited or foreign record would carry it."""
+    scores = wd / f"{method}.csv"
+    scores.write_text("label,nnd\n" + "".join(f"{i % 2},{(i * 7) % 10 / 10}\n" for i in range(20)))
+    cmd = [sys.executable, "-m", "con2.run.external", "--scores", str(scores), "--dataset", "digits"]
+    cmd += ["--normal-class", "0", "--method", method, "--seed", "0", "--n-train", "10", "--label", label]
+    cmd += ["--run-dir", f"results/runs/digits/0/{method}/default/seed0"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    res = subprocess.run(cmd, cwd=wd, capture_output=True, text=True, env=env)
+    if res.returncode == 2 and "--label: " in res.stderr:  # refused: written plain, then edited
+        res = subprocess.run([*cmd[:-3], "Plain", *cmd[-2:]], cwd=wd, capture_output=True, text=True, env=env)
+        path = wd / cmd[-1] / "record.json"
+        record = json.loads(path.read_text())
+        record["method_card"]["label"] = label
+        path.write_text(json.dumps(record))
+    assert res.returncode == 0, res.stderr
+
+
+def report_of(wd: Path, html: str = "report.html") -> tuple[str, dict[str, str]]:
+    """``snakemake --report`` of the one-run profile into ``html``: (the report's HTML, {embedded file name: text})."""
+    res = snakemake(wd, "--report", html, "--configfile", "one.yaml")
+    assert res.returncode == 0, res.stderr[-3000:]
+    page = (wd / html).read_text(errors="replace")
+    start = page.index("var results = ", page.index('<script id="results">')) + len("var results = ")
+    results, _ = json.JSONDecoder().raw_decode(page, start)
+    files = {}
+    for path, entry in results.items():
+        if entry["mime_type"] in ("text/html", "text/csv"):
+            files[Path(path).name] = base64.b64decode(entry["data_uri"].split("base64,", 1)[1]).decode()
+    return page, files

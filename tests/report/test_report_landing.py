@@ -3,7 +3,8 @@
 (``var workflow_desc = "...";``) that the report's script puts on its first view.
 
 The tiny profile (workflow/config/test.yaml: digits only, so Table 1 is the natural-image summary)
-runs once for the module, in a temporary copy of the workflow, as in tests/workflow/test_workflow_outputs.py.
+is the session's ``tiny_run`` (tests/conftest.py), copied, as in tests/workflow/test_workflow_outputs.py; the
+hostile label's landing is read from the session's ``labelled_reports``.
 """
 
 from __future__ import annotations
@@ -15,10 +16,10 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
-from test_hostile_inputs import external_record
-from workflow_helpers import ONE_RUN_PROFILE, copy_workflow, snakemake
+from workflow_helpers import clone, snakemake
 
 pytestmark = pytest.mark.slow
 
@@ -53,11 +54,9 @@ def md_text(line: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The tiny profile run end to end, then its report: results/report.html."""
-    wd = copy_workflow(tmp_path_factory.mktemp("landing"))
-    res = snakemake(wd, "--cores", "2", "all", "--configfile", TEST_CONFIG)
-    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-5000:]
+def built(tiny_run: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tiny profile run end to end (the session's ``tiny_run``, copied), then its report: results/report.html."""
+    wd = clone(tiny_run, tmp_path_factory.mktemp("landing") / "wd")
     res = snakemake(wd, "--report", "results/report.html", "--configfile", TEST_CONFIG)
     assert res.returncode == 0, res.stderr[-3000:]
     assert "System Message" not in res.stderr and "(ERROR/" not in res.stderr, res.stderr[-3000:]
@@ -110,20 +109,6 @@ def test_a_report_of_other_targets_says_where_the_verdict_comes_from(built: Path
     assert "image_size" in text and not DICT_REPR.search(text)
 
 
-HOSTILE = "</script><script>alert(1)</script> <img src=x onerror=alert(2)> `x <javascript:alert(1)>`_"
-
-
-def labelled_report(wd: Path, label: str) -> str:
-    """The landing text of the one-run profile's report after an external record labelled ``label`` (a label
-    the external command refuses is written into the record by hand, as an edited or foreign record carries it)."""
-    external_record(wd, "ext", label)
-    res = snakemake(wd, "all", "--cores", "2", "--configfile", "one.yaml")
-    assert res.returncode == 0, res.stderr[-3000:]
-    res = snakemake(wd, "--report", "report.html", "--configfile", "one.yaml")
-    assert res.returncode == 0, res.stderr[-3000:]
-    return landing(wd / "report.html")
-
-
 def elements(fragment: str) -> dict[str, int]:
     """The script, link, image and frame elements an HTML fragment opens, and its javascript: URLs."""
     counts = {tag: len(re.findall(rf"<{tag}\b", fragment, re.I)) for tag in ("script", "a", "img", "iframe")}
@@ -131,15 +116,12 @@ def elements(fragment: str) -> dict[str, int]:
     return counts
 
 
-def test_a_hostile_label_on_the_landing_is_text(tmp_path: Path) -> None:
-    """A record's label reaches the landing's Table 1 escaped: no element or link more than a plain one."""
-    wd = copy_workflow(tmp_path / "wd")
-    (wd / "one.yaml").write_text(ONE_RUN_PROFILE)
-    res = snakemake(wd, "all", "--cores", "2", "--configfile", "one.yaml")
-    assert res.returncode == 0, res.stderr[-3000:]
-    plain = labelled_report(wd, "Plain label")
+def test_a_hostile_label_on_the_landing_is_text(labelled_reports: dict[str, Any]) -> None:
+    """A record's label reaches the landing's Table 1 escaped: no element or link more than a plain one
+    (the session's ``labelled_reports``, tests/conftest.py: the same record labelled plainly, then hostile)."""
+    wd = labelled_reports["wd"]
+    plain, hostile = landing(wd / "plain.html"), landing(wd / "hostile.html")
     assert "Plain label" in text_of(plain)
-    hostile = labelled_report(wd, HOSTILE)
     assert elements(hostile) == elements(plain)
     assert "&lt;img src=x onerror=alert(2)&gt;" in hostile and "&lt;/script&gt;" in hostile
     assert "</script>" not in hostile and "<img" not in hostile

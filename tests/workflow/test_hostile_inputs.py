@@ -10,7 +10,6 @@ compares the two reports' script elements and links.
 
 from __future__ import annotations
 
-import base64
 import errno
 import io
 import json
@@ -21,11 +20,12 @@ import sys
 import time
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 import yaml
-from workflow_helpers import ONE_RUN_PROFILE
+from workflow_helpers import HOSTILE, ONE_RUN_PROFILE, profile_error
 
 import con2.grid.experiments as E
 import con2.paths as P
@@ -47,11 +47,6 @@ BOMB_FLOW = (
     + ", ".join(f"&{b} [{','.join([f'*{a}'] * 9)}]" for a, b in zip("abcdefg", "bcdefgh"))
     + "]"
 )
-HOSTILE = {
-    "script": "</script><script>alert(1)</script>",
-    "img": "<img src=x onerror=alert(2)>",
-    "rest": "`x <javascript:alert(1)>`_",
-}
 
 
 # A small Python between pytest and the CLI: a child's peak resident memory counts the pages it had
@@ -399,9 +394,13 @@ def snakemake(cwd: Path, *args: str, timeout: int = 600) -> subprocess.Completed
     return run(cwd, *args, timeout=timeout)
 
 
+LAUNCHED = ("script", "bomb")  # the cases of the next test run through `snakemake -n`
+
+
 def test_workflow_cases_stop_before_any_job_with_one_error(tmp_path: Path) -> None:
-    """Each hostile profile stops `snakemake -n` before any job, with Snakemake's error naming the
-    key, within 10 s; nothing is written."""
+    """Each hostile profile stops before any job with one line naming the key; nothing is written.
+    Launched (`snakemake -n`, within 10 s, no traceback): one bad key and the two bombs, which only a launch
+    shows ending before memory is committed; the other keys are asked of the same typed checks."""
     wd = workflow_copy(tmp_path / "wd")
     base = yaml.safe_load((wd / TEST_CONFIG).read_text())
     cases: dict[str, tuple[str, str]] = {}
@@ -421,6 +420,10 @@ def test_workflow_cases_stop_before_any_job_with_one_error(tmp_path: Path) -> No
     (wd / "bomb.yaml").write_text("\n".join([*BOMB_LINES, (wd / TEST_CONFIG).read_text(), "x: *a8", ""]))
     cases["bomb"] = ("bomb.yaml", "the profile expands to more than 100,000 values")
     for name, (file, needle) in cases.items():
+        if name not in LAUNCHED:  # the typed checks a launch makes before its first rule (one line, no launch)
+            line = profile_error(yaml.safe_load((wd / file).read_text()))
+            assert line.startswith("invalid workflow config: ") and needle in line, (name, line)
+            continue
         t0 = time.monotonic()
         res = snakemake(wd, "-n", "--configfile", file)
         out = res.stdout + res.stderr
@@ -435,40 +438,6 @@ def test_workflow_cases_stop_before_any_job_with_one_error(tmp_path: Path) -> No
     assert not (wd / "results").exists()
 
 
-def external_record(wd: Path, method: str, label: str) -> None:
-    """A record of method ``method`` labelled ``label``, as ``python -m con2.run.external`` writes it;
-    a label the command refuses (``<``, a backtick: tests/report/test_escaping.py) is then written into the
-    record's ``method_card`` by hand, as an edited or foreign record would carry it."""
-    scores = wd / f"{method}.csv"
-    scores.write_text("label,nnd\n" + "".join(f"{i % 2},{(i * 7) % 10 / 10}\n" for i in range(20)))
-    cmd = [sys.executable, "-m", "con2.run.external", "--scores", str(scores), "--dataset", "digits"]
-    cmd += ["--normal-class", "0", "--method", method, "--seed", "0", "--n-train", "10", "--label", label]
-    cmd += ["--run-dir", f"results/runs/digits/0/{method}/default/seed0"]
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    res = subprocess.run(cmd, cwd=wd, capture_output=True, text=True, env=env)
-    if res.returncode == 2 and "--label: " in res.stderr:  # refused: written plain, then edited
-        res = subprocess.run([*cmd[:-3], "Plain", *cmd[-2:]], cwd=wd, capture_output=True, text=True, env=env)
-        path = wd / cmd[-1] / "record.json"
-        record = json.loads(path.read_text())
-        record["method_card"]["label"] = label
-        path.write_text(json.dumps(record))
-    assert res.returncode == 0, res.stderr
-
-
-def report_of(wd: Path) -> tuple[str, dict[str, str]]:
-    """``snakemake --report`` of the one-run profile: (the report's HTML, {embedded file name: text})."""
-    res = snakemake(wd, "--report", "report.html", "--configfile", "one.yaml")
-    assert res.returncode == 0, res.stderr[-3000:]
-    page = (wd / "report.html").read_text(errors="replace")
-    start = page.index("var results = ", page.index('<script id="results">')) + len("var results = ")
-    results, _ = json.JSONDecoder().raw_decode(page, start)
-    files = {}
-    for path, entry in results.items():
-        if entry["mime_type"] in ("text/html", "text/csv"):
-            files[Path(path).name] = base64.b64decode(entry["data_uri"].split("base64,", 1)[1]).decode()
-    return page, files
-
-
 def live_elements(page: str) -> dict[str, int]:
     """How many script, link, image and frame elements an HTML page opens, and how many of its tags
     carry a ``javascript:`` URL (text that shows one, escaped, is no element and is not counted)."""
@@ -477,35 +446,30 @@ def live_elements(page: str) -> dict[str, int]:
     return counts
 
 
-def test_the_report_and_markdown_tables_hold_no_tag_or_link_a_hostile_label_brings(tmp_path: Path) -> None:
-    """A record label holding </script>, <img onerror> and a reST javascript: link: the HTML report
-    has no script element or link more than with a plain label, the embedded table pages escape
-    it, the .md table holds no raw tag; the same strings in the profile stop it before any job."""
-    wd = workflow_copy(tmp_path / "wd")
-    (wd / "one.yaml").write_text(ONE_RUN_PROFILE)
-    res = snakemake(wd, "all", "--cores", "2", "--configfile", "one.yaml")
-    assert res.returncode == 0, res.stderr[-3000:]
-    external_record(wd, "ext", "Plain label")
-    res = snakemake(wd, "all", "--cores", "2", "--configfile", "one.yaml")
-    assert res.returncode == 0, res.stderr[-3000:]
-    plain_page, plain_files = report_of(wd)
-    assert "Plain label" in (wd / "results/tables/natural_summary.md").read_text()
-    hostile = " ".join(HOSTILE.values())
-    external_record(wd, "ext", hostile)
-    res = snakemake(wd, "all", "--cores", "2", "--configfile", "one.yaml")
-    assert res.returncode == 0, res.stderr[-3000:]
-    page, files = report_of(wd)
-    assert live_elements(page) == live_elements(plain_page)
-    table = files["natural_summary.html"]
-    assert live_elements(table) == live_elements(plain_files["natural_summary.html"])
+def test_the_report_and_markdown_tables_hold_no_tag_or_link_a_hostile_label_brings(
+    labelled_reports: dict[str, Any], tmp_path: Path
+) -> None:
+    """A record label holding </script>, <img onerror> and a reST javascript: link (the session's
+    ``labelled_reports``, tests/conftest.py): the HTML report has no script element or link more than with a
+    plain label, the embedded table pages escape it, the .md table holds no raw tag; the same strings in
+    the profile stop it before any job."""
+    plain, hostile = labelled_reports["plain"], labelled_reports["hostile"]
+    assert "Plain label" in plain["md"]
+    assert live_elements(hostile["page"]) == live_elements(plain["page"])
+    table = hostile["files"]["natural_summary.html"]
+    assert live_elements(table) == live_elements(plain["files"]["natural_summary.html"])
     assert "<img" not in table and "&lt;img src=x onerror=alert(2)&gt;" in table
-    md = (wd / "results/tables/natural_summary.md").read_text()
+    md = hostile["md"]
     assert "&lt;img src=x onerror=alert(2)>" in md and "&lt;/script>" in md
     assert not re.search(r"<[A-Za-z/]", md), md
-    for key, value in HOSTILE.items():  # the same strings in the profile: refused before any job
+    for value in HOSTILE.values():  # the same strings in the profile: refused before any job (the typed checks)
         cfg = yaml.safe_load(ONE_RUN_PROFILE)
         cfg["run"]["encoder"] = value
-        (wd / f"{key}.yaml").write_text(yaml.safe_dump(cfg))
-        res = snakemake(wd, "--report", f"{key}.html", "--configfile", f"{key}.yaml")
-        out = res.stdout + res.stderr
-        assert res.returncode == 1 and "run.encoder: " in out and not (wd / f"{key}.html").exists(), out[-2000:]
+        assert "run.encoder: " in profile_error(cfg), value
+    wd = workflow_copy(tmp_path / "wd")  # and `snakemake --report` itself stops on that line, writing no report
+    cfg = yaml.safe_load(ONE_RUN_PROFILE)
+    cfg["run"]["encoder"] = HOSTILE["script"]
+    (wd / "script.yaml").write_text(yaml.safe_dump(cfg))
+    res = snakemake(wd, "--report", "script.html", "--configfile", "script.yaml")
+    out = res.stdout + res.stderr
+    assert res.returncode == 1 and "run.encoder: " in out and not (wd / "script.html").exists(), out[-2000:]

@@ -20,7 +20,6 @@ from typing import Any
 
 import pytest
 import yaml
-from snakemake.exceptions import WorkflowError
 from workflow_helpers import (
     ROOT,
     SNAKEMAKE,
@@ -28,16 +27,12 @@ from workflow_helpers import (
     copy_workflow,
     expected_paper_train_jobs,
     job_stats,
+    profile_error,
     snakemake,
     tree,
 )
 
-from con2.grid.checks import GridError
-from con2.workflow import startup
-from con2.workflow.session import Session
-
 pytestmark = pytest.mark.slow
-SCHEMA = ROOT / "workflow/schemas/config.schema.yaml"
 
 if shutil.which("snakemake") is None and subprocess.run([*SNAKEMAKE, "--version"], capture_output=True).returncode:
     pytest.skip("snakemake is not installed (pip install -e '.[workflow]')", allow_module_level=True)
@@ -97,21 +92,6 @@ def test_default_profile_checks_every_dataset_and_restricts_datasets(tmp_path: P
     assert "checkpoint jobs" in res.stdout + res.stderr
     only = snakemake(wd, "-n", "--config", "data_dir=no_such_dir", "only_datasets=digits")
     assert only.returncode == 0 and job_stats(only.stdout + only.stderr)["prepare_data"] == 1
-
-
-def profile_error(cfg: dict[str, Any]) -> str:
-    """The one line a launch stops on for the profile ``cfg``, asked of the typed layer without a launch:
-    the profile check (the Snakefile's :func:`con2.workflow.startup.check_profile`), then the grid
-    (common.smk's :class:`con2.workflow.session.Session`, its GridError said as common.smk says it).
-    :func:`test_an_invalid_profile_stops_the_launch_before_any_job_naming_the_key` shows the launch saying it."""
-    try:
-        startup.check_profile(cfg, SCHEMA)
-        Session(cfg, ROOT, lambda: [], lambda: {})
-    except WorkflowError as exc:
-        return str(exc)
-    except GridError as exc:
-        return f"invalid workflow config: {exc}"
-    raise AssertionError("the profile passed every check")
 
 
 def edited_profile(edit: Callable[[dict[str, Any]], Any]) -> dict[str, Any]:
