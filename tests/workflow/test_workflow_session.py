@@ -137,8 +137,8 @@ def test_the_embedded_dataset_is_checked_by_its_fingerprint_alone(tmp_path: Path
 
 def test_a_dataset_with_files_is_checked_again_where_data_dir_changed(tmp_path: Path, monkeypatch) -> None:
     s = session(tmp_path)
-    monkeypatch.setattr(s, "embedded_source", lambda dataset, size: None)  # as a dataset kept in files
-    monkeypatch.setattr(s, "found_on_disk", lambda dataset, size: None)
+    monkeypatch.setattr(s.data, "embedded_source", lambda dataset, size: None)  # as a dataset kept in files
+    monkeypatch.setattr(s.data, "found_on_disk", lambda dataset, size: None)
     wc = SimpleNamespace(dataset="digits", size="16")
     fresh = s.data_check(wc)
     assert fresh == {"data_dir": str(tmp_path / "data"), "download": False, "strict": False, "on_disk": False}
@@ -151,7 +151,7 @@ def test_a_dataset_with_files_is_checked_again_where_data_dir_changed(tmp_path: 
         finish(run)
     assert s.data_check(wc) == old_check  # nothing would train: kept as last checked
     rebuild = Session(profile(tmp_path / "data"), ROOT, lambda: ["results/tables/x.md"], lambda: {})
-    monkeypatch.setattr(rebuild, "embedded_source", lambda dataset, size: None)
+    monkeypatch.setattr(rebuild.data, "embedded_source", lambda dataset, size: None)
     assert rebuild.data_check(wc) == old_check
 
 
@@ -161,14 +161,14 @@ def test_ready_and_checked_runs_split_the_grid_at_the_data_check(tmp_path: Path,
     # digits are embedded (on disk from the start): every run is ready, none waits for the check
     assert s.ready_runs() == s.runs and s.checked_runs() == []
     late = Session(profile(tmp_path / "data"), ROOT, lambda: [], lambda: status)
-    monkeypatch.setattr(late, "found_on_disk", lambda dataset, size: None)  # not there at the start
+    monkeypatch.setattr(late.data, "found_on_disk", lambda dataset, size: None)  # not there at the start
     assert late.ready_runs() == []
     status["digits/16"] = {"status": "ok"}
     assert late.checked_runs() == late.runs
     status["digits/16"] = {"status": "skipped"}
     assert late.checked_runs() == []
     strict = Session(profile(tmp_path / "data", strict=True), ROOT, lambda: [], lambda: 1 / 0)  # never asked
-    monkeypatch.setattr(strict, "found_on_disk", lambda dataset, size: None)
+    monkeypatch.setattr(strict.data, "found_on_disk", lambda dataset, size: None)
     assert strict.ready_runs() == strict.runs and strict.checked_runs() == []
 
 
