@@ -164,7 +164,7 @@ class Predictor(nn.Module):
     pos_embed: Tensor  # buffer
 
     def __init__(self, grid: int, embed_dim: int, width: int, depth: int, heads: int) -> None:
-        from timm.models.vision_transformer import Block
+        from timm.models.vision_transformer import Block  # lazy: timm, an extra, only when the encoder is built
 
         super().__init__()
         self.embed = nn.Linear(embed_dim, width)
@@ -196,8 +196,8 @@ def build_vit(params: IJepaADParams, cfg: MethodSettings) -> VisionTransformer:
 
     Maps ``[B, 3, S, S]`` to the average of its final (layer-normed) tokens ``[B, D]``; ``out_dim`` = D.
     """
-    import timm
-    from timm.models.vision_transformer import VisionTransformer
+    import timm  # lazy: an extra, only when the encoder is built
+    from timm.models.vision_transformer import VisionTransformer  # lazy: timm, as above
 
     if not timm.is_model(params.backbone):
         raise ConfigError(f"params.backbone: unknown timm model {params.backbone!r}; e.g. 'vit_tiny_patch16_224'")

@@ -103,8 +103,9 @@ def records_on_disk(root: str | Path = RUNS_ROOT) -> tuple[list[str], list[str]]
 
 
 def scores_bundle(runs_csv: str | Path) -> str:
-    """The per-image scores bundle the aggregation writes beside a runs CSV (:func:`con2.report.scores.bundle_bytes`):
-    ``runs.csv`` -> ``scores.json.gz``, ``scopes/<table>.csv`` -> ``scopes/<table>.scores.json.gz``."""
+    """The per-image scores bundle the aggregation writes beside a runs CSV
+    (:func:`con2.aggregate.bundle.bundle_bytes`): ``runs.csv`` -> ``scores.json.gz``, ``scopes/<table>.csv`` ->
+    ``scopes/<table>.scores.json.gz``."""
     path = Path(runs_csv)
     name = "scores.json.gz" if path.name == "runs.csv" else f"{path.stem}.scores.json.gz"
     return str(path.with_name(name))

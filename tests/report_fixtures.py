@@ -12,10 +12,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from con2.aggregate.collect import collect_runs
+from con2.aggregate.runs_csv import load_runs
+from con2.aggregate.score_files import RUN_FOLDERS
 from con2.report.artefacts import PcaPanel, ReportInputs
-from con2.report.collect import collect_runs, load_runs
 from con2.report.paper import load_paper_numbers
-from con2.report.scores import RUN_FOLDERS
 from con2.run.records import write_record
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -148,7 +149,7 @@ def paper() -> pd.DataFrame:
 
 def inputs_of(runs: pd.DataFrame, paper: pd.DataFrame, config: dict, **more: object) -> ReportInputs:
     """A builder's inputs from ``runs``' record folders: the scores beside each record, named on purpose
-    (:data:`~con2.report.scores.RUN_FOLDERS`; no builder defaults to them)."""
+    (:data:`~con2.aggregate.score_files.RUN_FOLDERS`; no builder defaults to them)."""
     return ReportInputs(runs=runs, paper=paper, config=config, scores=RUN_FOLDERS, **more)
 
 

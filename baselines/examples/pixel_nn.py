@@ -45,8 +45,8 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--out", required=True, help="CSV to write: index, id, label, nnd")
     args = parser.parse_args(argv)
-    from con2.config import load_config  # only to get the harness's split of the images
-    from con2.data.rundata import load_run_data
+    from con2.config import load_config  # lazy: only to get the harness's split of the images, after the arguments
+    from con2.data.rundata import load_run_data  # lazy: torch and the data, after the arguments
 
     cfg = dataclasses.replace(
         load_config(None, args.set), dataset=args.dataset, normal_class=str(args.normal_class), data_dir=args.data_dir

@@ -28,14 +28,14 @@ def run_metrics(run_dir: Path, scores: list[str] | None = None) -> dict[str, Any
         ValueError: naming the run and what is wrong (no record, a record that does not validate, no
             or a disagreeing ``scores.csv``, an unknown score column).
     """
-    from con2.maths.metrics import auroc  # lazy: scikit-learn and scipy only when the command runs
-    from con2.maths.operating import operating_points  # lazy: scipy, as above
-    from con2.report.scores import (  # lazy: pandas, as above
+    from con2.aggregate.score_files import (  # lazy: pandas, as above
         expected_of_record,
         read_run_scores,
         read_validation_scores,
         scores_file,
     )
+    from con2.maths.metrics import auroc  # lazy: scikit-learn and scipy only when the command runs
+    from con2.maths.operating import operating_points  # lazy: scipy, as above
     from con2.run.records import RecordError, read_record  # lazy: jsonschema, as above
 
     record_path = run_dir / RECORD

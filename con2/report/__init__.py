@@ -1,6 +1,6 @@
 """Tables and figures built from run records only (no torch, no training code).
 
-* :mod:`con2.report.collect`: records -> one tidy row per (run, score); means over seeds;
+* what they read: ``runs.csv`` and the scores bundle, written and read back by :mod:`con2.aggregate`;
 * :mod:`con2.report.paper`: the published numbers and the dataset names that join them to ours;
 * :mod:`con2.report.methods`: method labels, paper rows and the subject, from the method specs, the
   records' cards and the config (the report names no method);

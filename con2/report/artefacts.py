@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal
 if TYPE_CHECKING:
     import pandas as pd
 
-    from con2.report.scores import ScoresSource
+    from con2.aggregate.score_files import ScoresSource
 
 # What a builder may read: the files a rule hands its script (``runs``: results/evaluation/runs.csv
 # or a study's own; ``paper``: paper_numbers.csv; ``hours``: paper_compute_hours.csv; ``measured``:
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 # data status of the grid, results/data/status.json, which says which datasets were skipped for want
 # of data and why; ``gpu``: the folder benchmarks/measured/, whose *gpu_fidelity*.jsonl lines are the
 # GPU runs; ``scores``: the per-image scores of the runs of ``runs``, the bundle the aggregation
-# writes beside it, con2.report.scores.ScoresBundle; ``references``: reference_numbers.csv, published
+# writes beside it, con2.aggregate.bundle.ScoresBundle; ``references``: reference_numbers.csv, published
 # numbers of other sources than the paper, each naming its source), and ``panels``, the files of the runs
 # the workflow picks for the PCA figure (:class:`PcaPanel`: each run's record, features.npz and scores.csv,
 # named by the rule: its records as inputs, all three in a param). An artefact opens no other file.
@@ -266,7 +266,7 @@ class ReportInputs:
 
     Attributes:
         config: the profile config (its ``report`` block above all).
-        runs: the tidy run frame (:func:`con2.report.collect.load_runs`), one row per run and score.
+        runs: the tidy run frame (:func:`con2.aggregate.runs_csv.load_runs`), one row per run and score.
         paper: the paper's numbers (:func:`con2.report.paper.load_paper_numbers`).
         hours: the paper's GPU hours per run (:func:`con2.report.paper.load_compute_hours`).
         measured: the score-runtime measurements (``workflow/scripts/score_runtime.py``'s CSV).
@@ -277,8 +277,8 @@ class ReportInputs:
         dataset: the dataset of an artefact made per dataset (``each``), else "".
         panels: the files of each PCA panel's run (:class:`PcaPanel`), as the figure's rule names them.
         gpu: the GPU runs of ``benchmarks/gpu_fidelity.py`` (:func:`con2.report.gpu_runs.read_gpu_lines`).
-        scores: the per-image scores of the runs of ``runs`` (:class:`con2.report.scores.ScoresBundle`,
-            the aggregation's bundle, or :data:`con2.report.scores.RUN_FOLDERS` where a caller reads the
+        scores: the per-image scores of the runs of ``runs`` (:class:`con2.aggregate.bundle.ScoresBundle`,
+            the aggregation's bundle, or :data:`con2.aggregate.score_files.RUN_FOLDERS` where a caller reads the
             run folders on purpose); ``None``: not given (:meth:`score_source` refuses).
         references: published numbers of other sources than the paper, each row naming its source
             (:func:`con2.report.paper.load_reference_numbers`: CSI's repository on CIFAR-10).
@@ -343,18 +343,18 @@ class ReportInputs:
         Raises:
             ValueError: ``files`` lacks one the artefact reads (the rule must list it as an input), or the runs
                 CSV is not the one the aggregation sealed in the scores bundle given beside it
-                (:func:`con2.report.scores.check_runs_seal`).
+                (:func:`con2.aggregate.bundle.check_runs_seal`).
         """
         import pandas as pd  # lazy: the Snakefile imports this module without pandas
 
-        from con2.report.collect import load_runs  # lazy: it imports pandas, which the Snakefile's parse must not
-        from con2.report.format import from_csv_frame  # lazy: pandas, as above
+        from con2.aggregate.bundle import ScoresBundle, check_runs_seal  # lazy: pandas, as above
+        from con2.aggregate.csv_text import from_csv_frame  # lazy: pandas, as above
+        from con2.aggregate.runs_csv import load_runs  # lazy: it imports pandas, which the Snakefile's parse must not
         from con2.report.paper import (  # lazy: pandas, as above
             load_compute_hours,
             load_paper_numbers,
             load_reference_numbers,
         )
-        from con2.report.scores import ScoresBundle, check_runs_seal  # lazy: pandas, as above
 
         readers: dict[str, Callable[[str], Any]] = {
             "runs": load_runs,

@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from con2.aggregate.collect import DEFAULT_ENCODER
 from con2.paper_names import dataset_label
-from con2.report.collect import DEFAULT_ENCODER
 from con2.report.methods import Methods
 from con2.report.select import ReportCfg
 

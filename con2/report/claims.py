@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from con2.aggregate.score_files import ScoresSource
 from con2.maths.stats import holm
 from con2.paper_names import dataset_label, dataset_names
 from con2.report.artefacts import ReportInputs
@@ -36,7 +37,6 @@ from con2.report.comparisons import alpha, paired_over_classes
 from con2.report.format import MISSING, Table, classes_by_seeds, signed
 from con2.report.methods import Methods, Subject
 from con2.report.paper import paper_value
-from con2.report.scores import ScoresSource
 from con2.report.select import (
     headline,
     level_stats,

@@ -21,7 +21,7 @@ variances summed as if independent (they share test images under other labels: a
 lies inside our interval of the mean, and which of the paper's orderings (the reference above each
 method) our runs confirm, contradict, or cannot decide at this budget. Reading ``scores.csv``
 beside each record in runs.csv is the one thing here not read from a record: each is checked
-(:func:`con2.report.scores.read_run_scores`: numbers, labels, the row's test counts and AUROC), and a
+(:func:`con2.aggregate.score_files.read_run_scores`: numbers, labels, the row's test counts and AUROC), and a
 bad one leaves its comparison undone with the reason in its row, never stops the table.
 """
 
@@ -35,13 +35,13 @@ import numpy as np
 import pandas as pd
 from scipy.stats import norm  # con2.maths.stats loads scipy.stats already
 
+from con2.aggregate.score_files import ScoresSource, expected_of_row, scores_file
 from con2.maths.stats import LEVEL, delong_paired, holm, normal_interval
 from con2.paper_names import dataset_label, dataset_names
 from con2.report.artefacts import ReportInputs
 from con2.report.format import MISSING, Table, classes_by_seeds, signed
 from con2.report.methods import Methods, method_names, subject_of
 from con2.report.paper import paper_value
-from con2.report.scores import ScoresSource, expected_of_row, scores_file
 from con2.report.select import headline, main_context, main_runs, report_block
 
 ALPHA = 0.05

@@ -2,7 +2,7 @@
 
 Every run with ``score_at`` carries its learning curve in its record (``curve``: the AUROC of every
 score column at each scored epoch, :mod:`con2.run.curve`). The aggregation copies the curves of
-the records ``runs.csv`` lists into its scores bundle (:func:`con2.report.scores.bundle_bytes`), an
+the records ``runs.csv`` lists into its scores bundle (:func:`con2.aggregate.bundle.bundle_bytes`), an
 input of this table's rule, which reads them there; it keeps each method's main variant
 (``report.main_variants``) and its headline score (the first of the method's scores: ``nnd`` for
 CON2, ``knn`` for SimCLR), and averages like every other table: per normal class over seeds, then
@@ -16,12 +16,12 @@ from typing import Any
 
 import pandas as pd
 
+from con2.aggregate.runs_csv import dataset_level, summarize
+from con2.aggregate.score_files import ScoresSource
 from con2.paper_names import dataset_label
 from con2.report.artefacts import ReportInputs
-from con2.report.collect import dataset_level, summarize
 from con2.report.format import CELL_NOTE, MISSING, Table, cell
 from con2.report.methods import Methods, method_names
-from con2.report.scores import ScoresSource
 from con2.report.select import headline, level_stats, lookup_stat, main_runs, ordered_datasets, report_block
 
 POINT_KEYS = ["dataset", "normal_class", "method", "variant", "score", "seed", "epoch"]

@@ -24,10 +24,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from con2.aggregate.cards import base_score
 from con2.paper_names import dataset_label, dataset_names
 from con2.report.artefacts import ReportInputs
 from con2.report.format import Table, mean_std, signed
-from con2.report.methods import Methods, base_score, method_names, subject_of
+from con2.report.methods import Methods, method_names, subject_of
 from con2.report.missing import no_runs
 from con2.report.paper import disagreement_notes, paper_value
 

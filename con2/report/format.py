@@ -15,15 +15,15 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 
+from con2.aggregate.csv_text import csv_frame
 from con2.atomic import atomic_path
 from con2.faults import fault_point
-from con2.text import code_block, csv_cell, csv_value, html_text, latex_escape, markdown_text
+from con2.text import code_block, html_text, latex_escape, markdown_text
 
 MISSING = "–"
 
@@ -287,26 +287,3 @@ def latex_cell(text: str) -> str:
         number += r" {\scriptsize " + m.group("ci").strip().replace("–", "--") + "}" if m.group("ci") else ""
         return number + (r"\textsuperscript{\dag}" if m.group("mark") else "")
     return latex_escape(s)
-
-
-def csv_frame(frame: pd.DataFrame) -> pd.DataFrame:
-    """``frame`` as con2 writes it to a CSV file: every text cell and column name through
-    :func:`con2.text.csv_cell` (no formula a spreadsheet would run, no control character)."""
-    return _text_mapped(frame, csv_cell)
-
-
-def from_csv_frame(frame: pd.DataFrame) -> pd.DataFrame:
-    """A frame read back from a CSV file :func:`csv_frame` wrote: its text cells and names as they were
-    (:func:`con2.text.csv_value`)."""
-    return _text_mapped(frame, csv_value)
-
-
-def _text_mapped(frame: pd.DataFrame, text: Callable[[str], str]) -> pd.DataFrame:
-    """A copy of ``frame`` with ``text`` applied to every text cell (of a column that is neither numbers nor
-    booleans) and every column name."""
-    out = frame.copy()
-    for column in out.columns:
-        if not pd.api.types.is_numeric_dtype(out[column]) and not pd.api.types.is_bool_dtype(out[column]):
-            out[column] = out[column].map(lambda v: text(v) if isinstance(v, str) else v)
-    out.columns = [text(c) if isinstance(c, str) else c for c in out.columns]
-    return out

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from con2.aggregate.score_files import ScoresSource, expected_of_row, scores_file
 from con2.maths.operating import operating_points as points_of
 from con2.maths.stats import mean_interval
 from con2.paper_names import dataset_label
@@ -23,7 +24,6 @@ from con2.report.artefacts import ReportInputs
 from con2.report.format import MISSING, Table, classes_by_seeds
 from con2.report.methods import method_names
 from con2.report.missing import no_runs
-from con2.report.scores import ScoresSource, expected_of_row, scores_file
 from con2.report.select import headline, main_runs, ordered_datasets, report_block
 
 RUN_COLUMNS = ["dataset", "normal_class", "method", "variant", "score", "seed", "record"]

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from con2.aggregate.runs_csv import summarize
 from con2.paper_names import dataset_label
 from con2.report.artefacts import ReportInputs
-from con2.report.collect import summarize
 from con2.report.format import MISSING, Table, cell
 from con2.report.methods import method_names
 from con2.report.select import absent_notes, class_sort_key, headline, main_runs, report_block, with_best_rows

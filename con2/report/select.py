@@ -1,4 +1,4 @@
-"""What every table builder selects from the tidy run frame of :mod:`con2.report.collect`.
+"""What every table builder selects from the tidy run frame of :mod:`con2.aggregate.collect`.
 
 The table builders (:mod:`~con2.report.summary`, :mod:`~con2.report.ablations`,
 :mod:`~con2.report.per_class`, :mod:`~con2.report.silhouette`, :mod:`~con2.report.compute`,
@@ -38,10 +38,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from con2.aggregate.runs_csv import dataset_level, summarize
 from con2.grid.experiments import as_list
 from con2.paper_names import dataset_label
 from con2.report.artefacts import MISSING_FILE
-from con2.report.collect import dataset_level, summarize
 from con2.report.format import cell, with_interval
 from con2.report.methods import Methods, Subject, lacking_weights, method_names, subject_of
 
@@ -225,7 +225,7 @@ def level_stats(runs: pd.DataFrame, keys: list[str], value: str = "auroc") -> pd
 
 @dataclass(frozen=True)
 class Stat:
-    """One cell: mean, std, n (seeds or classes, as :func:`~con2.report.collect.dataset_level`) and
+    """One cell: mean, std, n (seeds or classes, as :func:`~con2.aggregate.runs_csv.dataset_level`) and
     what it averages (normal classes, fewest and most seeds of a class)."""
 
     mean: float = np.nan

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from con2.aggregate.score_files import ScoresSource
 from con2.paper_names import dataset_label, dataset_names
 from con2.report.artefacts import ReportInputs
 from con2.report.budget import budget_note
@@ -19,7 +20,6 @@ from con2.report.comparisons import floor_marks, holding_marks, mark_note
 from con2.report.format import CELL_NOTE, Table, cell, shown_diff
 from con2.report.methods import Methods
 from con2.report.paper import disagreement_notes, external_code_notes, paper_value, reference_note
-from con2.report.scores import ScoresSource
 from con2.report.select import (
     absent_notes,
     classes_text,

@@ -9,13 +9,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from con2.aggregate.cards import base_score
+from con2.aggregate.score_files import ScoresSource
 from con2.paper_names import dataset_label, dataset_names
 from con2.report.budget import budget_of, paper_budget_text
 from con2.report.curves import curve_points
 from con2.report.fidelity import reading_cell
 from con2.report.format import shown_diff, signed
-from con2.report.methods import Methods, base_score, subject_of
-from con2.report.scores import ScoresSource
+from con2.report.methods import Methods, subject_of
 from con2.report.select import ReportCfg, main_context, main_runs, report_block
 
 

@@ -120,7 +120,7 @@ RECORD_SCHEMA: dict[str, Any] = {
             "properties": {"format": {"type": ["string", "null"]}, "sha256": {"type": ["string", "null"]}},
         },
         # since issue 47: the sha256 of the score files the run wrote beside its record ({"scores.csv": hex,
-        # "validation_scores.csv": hex}): the aggregation checks them by content (con2.report.scores)
+        # "validation_scores.csv": hex}): the aggregation checks them by content (con2.aggregate.score_files)
         "files_sha256": {"type": "object", "additionalProperties": {"type": "string", "pattern": "^[0-9a-f]{64}$"}},
         # since issue 47: a re-scoring (`con2 evaluate`) names the checkpoint it scored: the epoch and step it had
         # reached, the epochs its configuration plans and whether it had not reached them (`unfinished`: a run

@@ -19,9 +19,9 @@ import yaml
 from conftest import TINY
 
 import con2.run.execute as execute
+from con2.aggregate import bundle as S
 from con2.cli.main import main
 from con2.grid.checks import GridError, check_profile_schema
-from con2.report import scores as S
 
 ROOT = Path(__file__).resolve().parents[2]
 TEST_PROFILE = ROOT / "workflow/config/test.yaml"

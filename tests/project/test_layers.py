@@ -12,6 +12,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "con2"
+BASELINES = ROOT / "baselines"  # the methods layer's other half: the baselines, each a spec and an implementation
 
 # Lowest first: a module may import its own layer and the layers below it, never one above.
 LAYERS: tuple[tuple[str, ...], ...] = (
@@ -19,9 +20,10 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("con2.config", "con2.paths", "con2.paper_names", "con2.source_formats", "con2.maths", "con2.transforms"),
     ("con2.data", "con2.weights"),
     ("con2.training",),
-    ("con2.methods",),
+    ("con2.methods", "baselines"),
     ("con2.run",),
     ("con2.grid",),
+    ("con2.aggregate",),
     ("con2.report",),
     ("con2.cli", "con2.workflow", "con2.__main__"),
 )
@@ -34,7 +36,8 @@ def module_name(path: Path) -> str:
 
 
 def modules() -> dict[str, Path]:
-    return {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+    """Every module of ``con2`` and ``baselines``, by its dotted name."""
+    return {module_name(p): p for folder in (PACKAGE, BASELINES) for p in sorted(folder.rglob("*.py"))}
 
 
 def _type_checking_lines(tree: ast.Module) -> set[int]:

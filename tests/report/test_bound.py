@@ -141,7 +141,7 @@ def test_budget_bound_table_builds_from_the_committed_gpu_lines():
 
 def test_a_checkout_without_gpu_lines_builds_the_bound_from_the_records(tmp_path):
     """The gpu input is optional (an installed workflow has no benchmarks/measured/): no GPU rows then."""
-    from con2.report.collect import RUN_COLUMNS
+    from con2.aggregate.runs_csv import RUN_COLUMNS
 
     runs_csv = tmp_path / "runs.csv"
     pd.DataFrame(columns=RUN_COLUMNS).to_csv(runs_csv, index=False)

@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from con2.aggregate.collect import collect_runs
+from con2.aggregate.score_files import RUN_FOLDERS
 from con2.report.artefacts import FIGURES, TABLES, ReportInputs
-from con2.report.collect import collect_runs
-from con2.report.scores import RUN_FOLDERS
 from con2.run.records import write_record
 
 CURVES = {  # seed -> epoch -> nnd (CON2) ; SimCLR's knn is 10 below

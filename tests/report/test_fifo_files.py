@@ -54,7 +54,8 @@ def test_metrics_and_the_aggregation_refuse_a_fifo_at_once(tmp_path: Path, fifo:
     else:
         assert metrics.returncode == 1 and "not filled" in metrics.stdout and "regular file" in metrics.stdout
     code = (
-        "import sys; from con2.report.collect import collect_valid_runs; from con2.report.scores import bundle_bytes;"
+        "import sys; from con2.aggregate.collect import collect_valid_runs; "
+        "from con2.aggregate.bundle import bundle_bytes;"
         "f, s = collect_valid_runs([sys.argv[1]]); bundle_bytes(f['record'].unique());"
         "print(len(f), *[x.problem for x in s], sep='|')"
     )

@@ -8,12 +8,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from con2.aggregate.collect import collect_runs
+from con2.aggregate.score_files import RUN_FOLDERS
 from con2.grid.checks import GridError
 from con2.grid.workflow_grid import check_report
 from con2.report.artefacts import ReportInputs
-from con2.report.collect import collect_runs
 from con2.report.paper import load_paper_numbers
-from con2.report.scores import RUN_FOLDERS
 from con2.report.summary import table1_medical
 from con2.run.records import write_record
 

@@ -138,8 +138,9 @@ def hostile_runs(tmp_path: Path) -> tuple[pd.DataFrame, list[Path]]:
     """Three seeds of an external method whose record (written by hand: the external program's own checks
     would refuse these names) carries the corpus as its label and score columns; the frame as the tables read
     it, after runs.csv was written and read back."""
-    from con2.report.collect import collect_valid_runs, load_runs
-    from con2.report.format import csv_frame
+    from con2.aggregate.collect import collect_valid_runs
+    from con2.aggregate.csv_text import csv_frame
+    from con2.aggregate.runs_csv import load_runs
     from con2.run.records import build_record, write_record
 
     rng = np.random.default_rng(0)
@@ -171,9 +172,9 @@ def test_runs_csv_reads_back_the_names_it_wrote(hostile_runs, tmp_path: Path) ->
 
 
 def test_the_tables_four_files_and_the_figure(hostile_runs, tmp_path: Path) -> None:
+    from con2.aggregate.csv_text import from_csv_frame
     from con2.report.artefacts import ReportInputs
     from con2.report.figures import per_class_figure
-    from con2.report.format import from_csv_frame
     from con2.report.tables import build_table
 
     runs, _ = hostile_runs
@@ -217,9 +218,9 @@ def test_con2_metrics_prints_one_line_per_thing(hostile_runs, tmp_path: Path, ca
 def test_the_aggregation_log_and_the_last_lines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A record in a folder named with a line break and escapes: skipped (no run key), named on one line in
     the log, in skipped.csv (as the aggregation writes it) and in the workflow's last lines."""
+    from con2.aggregate.collect import collect_valid_runs
+    from con2.aggregate.csv_text import csv_frame
     from con2.grid.status import summary_lines
-    from con2.report.collect import collect_valid_runs
-    from con2.report.format import csv_frame
 
     monkeypatch.chdir(tmp_path)
     record = Path("results/runs/breastmnist/1/extm/default") / "seed0\nSKIPPED forged\x1b]0;T\x07" / "record.json"

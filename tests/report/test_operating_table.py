@@ -13,11 +13,11 @@ from scipy.stats import binomtest
 from sklearn.metrics import average_precision_score, roc_curve
 from test_uncertainty import CONFIG, VARIANT, synthetic_scores, validation_scores, write_runs
 
+from con2.aggregate.score_files import RUN_FOLDERS
 from con2.cli.main import main as con2_main
 from con2.report.artefacts import ReportInputs
 from con2.report.format import MISSING
 from con2.report.operating import operating_points
-from con2.report.scores import RUN_FOLDERS
 
 
 def sensitivity_at_95_by_sweep(y: np.ndarray, s: np.ndarray) -> tuple[float, float]:
@@ -193,7 +193,7 @@ def test_con2_metrics_prints_the_validation_threshold_where_the_run_scored_its_v
 def test_an_external_programs_run_shows_no_validation_columns_and_the_note_says_why(tmp_path: Path) -> None:
     """Issue 46, point 7: an external program's run on BreastMNIST (which has a validation split) has no
     validation scores: its validation columns show the missing mark, and a note says why."""
-    from con2.report.collect import collect_runs
+    from con2.aggregate.collect import collect_runs
     from con2.run.external import write_external_run
 
     y, scores = synthetic_scores(0)

@@ -1,4 +1,4 @@
-"""con2.report.collect: record collection and the summaries over seeds, on synthetic records."""
+"""con2.aggregate.collect: record collection and the summaries over seeds, on synthetic records."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ import pandas as pd
 import pytest
 from report_fixtures import collect, config, fake_record, runs  # noqa: F401  (fixtures: test parameters of the same name)
 
-from con2.report.collect import collect_runs, dataset_level, summarize
+from con2.aggregate.collect import collect_runs
+from con2.aggregate.runs_csv import dataset_level, summarize
 from con2.run.records import RecordError, read_record, write_record
 
 
@@ -71,7 +72,7 @@ def test_aggregation_skips_each_bad_record_naming_the_file_and_the_fix(tmp_path:
     """Issue 16, cases 5-7: a corrupt, binary, schema-invalid or NaN record, or a copied run folder,
     is left out with one line naming it and the fix; the others are aggregated; only the strict
     reader raises."""
-    from con2.report.collect import collect_valid_runs
+    from con2.aggregate.collect import collect_valid_runs
 
     good, bad = bad_records(tmp_path)
     paths = [*good, *bad]

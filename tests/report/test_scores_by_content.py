@@ -24,9 +24,9 @@ import pytest
 from conftest import TINY
 from data_fixtures import write_medmnist_npz
 
+from con2.aggregate.bundle import bundle_bytes
+from con2.aggregate.collect import collect_valid_runs
 from con2.config import make_config
-from con2.report.collect import collect_valid_runs
-from con2.report.scores import bundle_bytes
 from con2.report.tables import table_from_files
 from con2.run.rundir import SCORES, VALIDATION, score_file_state
 from con2.run.runner import RECORD, run
@@ -106,7 +106,7 @@ def test_a_score_file_its_run_did_not_write_is_left_out_whatever_its_mtime(copy:
 
 def test_a_sorted_scores_csv_keeps_its_auroc(copy: Path, trained: tuple[Path, dict[str, Any]]) -> None:
     """Why the check must be by content: the sorted file gives the record's AUROCs (checked before, passed)."""
-    from con2.report.scores import Expected, read_run_scores
+    from con2.aggregate.score_files import Expected, read_run_scores
 
     sort_within_labels(copy / SCORES)
     aurocs = tuple(sorted(trained[1]["metrics"]["auroc"].items()))

@@ -22,7 +22,7 @@ import pytest
 from test_uncertainty import CONFIG, write_runs
 from workflow_helpers import copy_workflow, job_stats, small_profile, snakemake
 
-from con2.report.scores import RUN_FOLDERS
+from con2.aggregate.score_files import RUN_FOLDERS
 
 RUN = Path("results/runs/breastmnist/1")
 
@@ -59,7 +59,7 @@ def paper() -> pd.DataFrame:
 
 # ----------------------------------------------------------------------------- item 5: scores.csv checked
 def test_nan_in_a_score_column_refuses_that_comparison_and_leaves_the_others(tmp_path: Path, paper):
-    from con2.report.collect import collect_valid_runs
+    from con2.aggregate.collect import collect_valid_runs
 
     runs = write_runs(tmp_path)
     before = compared(runs)
@@ -86,7 +86,7 @@ def test_nan_in_a_score_column_refuses_that_comparison_and_leaves_the_others(tmp
 
 
 def test_a_word_in_one_cell_never_stops_a_table(tmp_path: Path, paper):
-    from con2.report.collect import collect_valid_runs
+    from con2.aggregate.collect import collect_valid_runs
     from con2.report.comparisons import holding_marks
 
     runs = write_runs(tmp_path)
@@ -112,7 +112,7 @@ def test_a_word_in_one_cell_never_stops_a_table(tmp_path: Path, paper):
 
 
 def test_a_record_whose_auroc_its_scores_do_not_give_is_left_out_and_named(tmp_path: Path, paper):
-    from con2.report.collect import collect_valid_runs
+    from con2.aggregate.collect import collect_valid_runs
 
     runs = write_runs(tmp_path)
     record = run_dir(tmp_path, "simclr", 0) / "record.json"
@@ -141,7 +141,7 @@ def test_a_record_whose_auroc_its_scores_do_not_give_is_left_out_and_named(tmp_p
 
 
 def test_a_record_without_scores_still_aggregates_and_rounding_passes(tmp_path: Path):
-    from con2.report.collect import collect_valid_runs
+    from con2.aggregate.collect import collect_valid_runs
 
     write_runs(tmp_path)
     (run_dir(tmp_path, "con2", 0) / "scores.csv").unlink()  # older records, external ones: not checked
@@ -185,7 +185,7 @@ def md5s(folder: Path) -> dict[str, str]:
 
 
 def test_the_fix_for_a_record_reached_through_a_link_removes_the_link_not_the_run(tmp_path: Path):
-    from con2.report.collect import collect_valid_runs
+    from con2.aggregate.collect import collect_valid_runs
 
     write_runs(tmp_path)
     runs_root = tmp_path / "results" / "runs"
@@ -208,7 +208,7 @@ def test_the_fix_for_a_record_reached_through_a_link_removes_the_link_not_the_ru
 
 
 def test_a_linked_path_with_spaces_is_quoted(tmp_path: Path):
-    from con2.report.collect import skip
+    from con2.aggregate.collect import skip
 
     target = tmp_path / "a b" / "runs" / "digits" / "0" / "con2" / "invert" / "seed0"
     target.mkdir(parents=True)
@@ -238,7 +238,7 @@ def test_all_tied_scores_have_no_delong_interval():
 
 
 def test_a_linked_runs_root_is_never_the_link_to_remove(tmp_path: Path):
-    from con2.report.collect import link_on_path
+    from con2.aggregate.collect import link_on_path
 
     store = tmp_path / "store" / "digits" / "0"
     store.mkdir(parents=True)

@@ -28,10 +28,12 @@ from report_fixtures import fake_record, score_runtime_measurements, write_pca_r
 from test_uncertainty import write_runs
 
 from con2 import paths as P
+from con2.aggregate.bundle import ScoresBundle, bundle_bytes
+from con2.aggregate.collect import collect_valid_runs
+from con2.aggregate.runs_csv import load_runs
+from con2.aggregate.score_files import RUN_FOLDERS
 from con2.report.artefacts import FIGURES, FILE_INPUTS, TABLES, Artefact, PcaPanel, ReportInputs
-from con2.report.collect import collect_valid_runs, load_runs
 from con2.report.paper import load_paper_numbers
-from con2.report.scores import RUN_FOLDERS, ScoresBundle, bundle_bytes
 from con2.report.tables import build_table, table_from_files
 from con2.resources import resource
 from con2.run.records import write_record

@@ -14,8 +14,8 @@ import pandas as pd
 import pytest
 from sklearn.metrics import roc_auc_score
 
+from con2.aggregate.score_files import RUN_FOLDERS
 from con2.maths import stats
-from con2.report.scores import RUN_FOLDERS
 
 
 # ----------------------------------------------------------------------------- slow references
@@ -305,7 +305,8 @@ def write_runs(
 ) -> pd.DataFrame:
     """Records (and scores.csv) of CON2 and SimCLR runs on synthetic scores; ``validation``: method ->
     validation images scored (validation_scores.csv and the record's n_val)."""
-    from con2.report.collect import collect_runs, load_runs
+    from con2.aggregate.collect import collect_runs
+    from con2.aggregate.runs_csv import load_runs
     from con2.run.records import build_record, write_record
     from con2.run.rundir import RunDir
 

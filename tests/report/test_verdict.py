@@ -8,13 +8,13 @@ import pandas as pd
 import pytest
 import yaml
 
+from con2.aggregate.collect import collect_runs
+from con2.aggregate.score_files import RUN_FOLDERS
 from con2.report.artefacts import ReportInputs
 from con2.report.budget import PAPER_IMAGE_SIZES, budget_note, budget_of
-from con2.report.collect import collect_runs
 from con2.report.methods import method_names
 from con2.report.paper import load_paper_numbers
 from con2.report.reproduction import reproduction
-from con2.report.scores import RUN_FOLDERS
 from con2.report.summary import table1_medical
 from con2.report.verdict import NOTHING_TO_COMPARE
 from con2.run.records import write_record

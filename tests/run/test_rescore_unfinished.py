@@ -17,9 +17,9 @@ import yaml
 from conftest import TINY
 from test_resume_data import killed_after_epoch_1
 
+from con2.aggregate.collect import collect_valid_runs
 from con2.cli.main import main
 from con2.config import make_config
-from con2.report.collect import collect_valid_runs
 from con2.run.lock import locked
 from con2.run.records import read_record
 from con2.run.runner import CHECKPOINT, RECORD, run

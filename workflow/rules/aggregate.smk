@@ -16,7 +16,7 @@ rule aggregate:
         records=W.grid_records.ready,
         checked=W.grid_records.checked,
         status=W.status_input,
-        scores=W.edited_scores,  # each record is checked against its score files by content (con2/report/scores.py)
+        scores=W.edited_scores,  # each record is checked against its score files by content (con2/aggregate/score_files.py)
     output:
         runs=S.RUNS_CSV,
         summary=report(
@@ -49,7 +49,7 @@ rule aggregate_scope:
         records=W.scope_records.ready,
         checked=W.scope_records.checked,
         status=W.status_input,
-        scores=W.edited_scores,  # each record is checked against its score files by content (con2/report/scores.py)
+        scores=W.edited_scores,  # each record is checked against its score files by content (con2/aggregate/score_files.py)
     output:
         runs="results/evaluation/scopes/{scope}.csv",
         skipped="results/evaluation/scopes/{scope}.skipped.csv",

@@ -5,7 +5,7 @@ benchmark TSV's wall time, RSS and CPU time, what the resolved config says (cont
 sizes) and ``in_grid``: whether the run belongs to this profile's grid with this config (records
 outside it are kept, and listed in the log). ``summary.csv`` has mean, std and count over seeds per
 (dataset, normal class, method, variant, score). ``scores.json.gz`` bundles the score files of every
-run ``runs.csv`` holds (:func:`con2.report.scores.bundle_bytes`): the tables read per-image scores
+run ``runs.csv`` holds (:func:`con2.aggregate.bundle.bundle_bytes`): the tables read per-image scores
 there, never in a run folder. A bad record (unreadable, binary, not JSON,
 against the schema, a NaN metric, or in a folder that is not its run's, e.g. a copied
 ``seed0.bak``) never stops the aggregation: it is left out, with one line naming the file, the
@@ -25,11 +25,12 @@ from _log import logged  # noqa: E402
 def main() -> None:
     import pandas as pd
 
+    from con2.aggregate.bundle import bundle_bytes
+    from con2.aggregate.collect import collect_valid_runs
+    from con2.aggregate.csv_text import csv_frame
+    from con2.aggregate.runs_csv import summarize
     from con2.atomic import atomic_path
     from con2.paths import BENCH_ROOT, RUNS_ROOT, record_key
-    from con2.report.collect import collect_valid_runs, summarize
-    from con2.report.format import csv_frame
-    from con2.report.scores import bundle_bytes
     from con2.run.rundir import bytes_sha256
     from con2.text import terminal_safe
 

@@ -1,27 +1,18 @@
-"""Run records -> tidy tables: one row per (run, score), then means and stds over seeds.
+"""Run records -> ``runs.csv``'s rows: one row per (run, score), each record checked first.
 
 Only records are read (through :func:`con2.run.records.read_record`, which validates them and names
 the file and field on failure; :func:`collect_valid_runs` leaves a bad record out with one line
 naming the file, the problem and the fix, and checks each record against the run directory it
-sits in and against the ``scores.csv`` beside it, :mod:`con2.report.scores`: a stored AUROC its
+sits in and against the ``scores.csv`` beside it, :mod:`con2.aggregate.score_files`: a stored AUROC its
 own scores do not give is never shown); the optional Snakemake ``benchmark:`` TSV of a run adds its
 measured wall time, peak memory and CPU time (hence ``cpu_share``, how much of the CPU it asked
 for the job got: about 1 when idle, lower under load). The record's ``method_card`` gives the
 method's labels and paper rows and the tags its tables group runs by (``contexts``, ``n_contexts``,
-``loss``; see :mod:`con2.report.methods`; a record without a card gets the one its method's spec
-gives its params). Every score of a record is a row; ``headline`` marks the plain score names
-(``nnd``) against extra readings (``nnd@<reading>``), and ``in_grid`` is set by the workflow
-(False: a record outside the current profile's grid). Nothing here imports torch or the training
-code (method specs are torch-free).
-
-Aggregation conventions (documented because the paper does not spell them out):
-
-* over seeds: mean and sample standard deviation (``ddof = 1``; one seed gives no std), and the
-  95% t-interval of the mean (Welch's over the classes of a dataset; :mod:`con2.maths.stats`);
-* per dataset: the mean over normal classes of the per-class seed means; the std is the std over
-  seeds for a dataset with one normal class, and the std over the per-class means for a dataset
-  with several (the paper's natural-image summaries, e.g. CIFAR-10 94.6 +- 3.6, spread over
-  classes).
+``loss``; see :mod:`con2.aggregate.cards`; a record without a card gets the one its method's spec
+gives its params). Every score of a record is a row (the columns: :data:`con2.aggregate.runs_csv.RUN_COLUMNS`);
+``headline`` marks the plain score names (``nnd``) against extra readings (``nnd@<reading>``), and
+``in_grid`` is set by the workflow (False: a record outside the current profile's grid). Nothing here
+imports torch or the training code (method specs are torch-free).
 """
 
 from __future__ import annotations
@@ -36,57 +27,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from con2.aggregate.cards import card_fields, record_card
+from con2.aggregate.runs_csv import RUN_COLUMNS, RUN_KEYS, is_headline
+from con2.aggregate.score_files import scores_problem
 from con2.paths import path_identity, run_key
-from con2.report.format import from_csv_frame
-from con2.report.methods import CARD_COLUMNS, card_fields, record_card
-from con2.report.scores import scores_problem
 from con2.run.records import RecordError, read_record
 from con2.run.rundir import unfinished_rescore
-
-RUN_KEYS = ["dataset", "normal_class", "method", "variant", "seed"]
-GROUP_KEYS = ["dataset", "normal_class", "method", "variant", "score"]
-
-RUN_COLUMNS = [
-    *RUN_KEYS,
-    "score",
-    "headline",
-    "auroc",
-    "auroc_lo",  # the run's 95% DeLong interval (record metrics.auroc_ci; NaN for older records)
-    "auroc_hi",
-    "auroc_se",
-    "silhouette",
-    "fit_seconds",
-    "score_seconds",
-    "wall_seconds",
-    "peak_memory_mb",
-    "bench_seconds",
-    "bench_max_rss_mb",
-    "bench_cpu_seconds",
-    "cpu_share",
-    "load_average",
-    "epochs",
-    "steps",
-    "n_train",
-    "n_test",
-    "n_anomalous",
-    "n_val",  # normal validation images scored (record n_val; NaN: none scored, or a record older than issue 35)
-    "chosen_context",  # CON2 (Best)'s choice (record metrics.chosen_context; "" for every other run)
-    "data_format",  # the record's data_source.format ("image-folder": a re-encoded copy, tables note it; "": official)
-    "device",
-    "machine",
-    "threads",
-    "image_size",
-    "width",
-    "encoder",
-    "tta",
-    "contexts",
-    "n_contexts",
-    "loss",
-    *CARD_COLUMNS,
-    "config_hash",
-    "record",
-    "in_grid",
-]
 
 
 def read_benchmark(path: str | Path | None) -> tuple[float, float, float]:
@@ -116,11 +62,6 @@ def machine_of(record: Mapping[str, Any]) -> str | None:
     if str(record.get("device", "")).startswith("cuda"):
         return record.get("gpu") or record.get("device")
     return record.get("cpu") or record.get("device")
-
-
-def is_headline(score: str) -> bool:
-    """Headline scores are the plain names (``nnd``); ``<score>@<reading>`` keys are extra readings."""
-    return "@" not in str(score)
 
 
 def cpu_share(cpu_seconds: float, wall_seconds: float, threads: float | None) -> float:
@@ -315,7 +256,7 @@ def collect_valid_runs(
     """As :func:`collect_runs`, but a bad record (missing, unreadable, binary, not JSON, against the
     schema, a NaN metric, a path that disagrees with its fields, a re-scoring of an unfinished checkpoint
     (:func:`con2.run.rundir.unfinished_rescore`: not the run's numbers), a ``scores.csv`` beside it that is
-    malformed or disagrees with it: :func:`con2.report.scores.scores_problem`) is left out and
+    malformed or disagrees with it: :func:`con2.aggregate.score_files.scores_problem`) is left out and
     returned with what is wrong and the fix (through a linked folder: remove the link, :func:`skip`),
     so one record never stops the aggregation of the others.
 
@@ -346,69 +287,3 @@ def collect_valid_runs(
         rows += record_rows(rec, str(path), (benchmarks or {}).get(str(path)))
     df = pd.DataFrame(rows, columns=RUN_COLUMNS)
     return df.sort_values([*RUN_KEYS, "score"], kind="stable").reset_index(drop=True), skipped
-
-
-def summarize(runs: pd.DataFrame, value: str = "auroc", keys: list[str] | None = None) -> pd.DataFrame:
-    """Mean, sample std and count of ``value`` over seeds per ``keys`` (default :data:`GROUP_KEYS`)."""
-    keys = keys or GROUP_KEYS
-    cols = [*keys, "mean", "std", "n"]
-    if runs.empty:
-        return pd.DataFrame(columns=cols)
-    g = runs.dropna(subset=[value]).groupby(keys, dropna=False, sort=True)[value]
-    out = g.agg(mean="mean", std=lambda s: s.std(ddof=1) if len(s) > 1 else np.nan, n="count").reset_index()
-    return out[cols]
-
-
-def dataset_level(summary: pd.DataFrame, keys: list[str] | None = None) -> pd.DataFrame:
-    """Collapse normal classes: mean of class means; std over seeds (one class) or over class means.
-
-    ``summary`` comes from :func:`summarize`; ``keys`` default to dataset, method, variant, score.
-    Columns: keys, mean, std, n (seeds for one class, classes otherwise), n_classes, the
-    fewest and most seeds of a class (``seeds_min``, ``seeds_max``): what a cell averages, and
-    ``lo``, ``hi``: the 95% interval of the mean over seeds (:func:`con2.maths.stats.summary_interval`;
-    NaN when a class has a single seed).
-    """
-    from con2.maths.stats import summary_interval  # lazy: it loads scipy, which collecting records never needs
-
-    keys = keys or ["dataset", "method", "variant", "score"]
-    cols = [*keys, "mean", "std", "n", "n_classes", "seeds_min", "seeds_max", "lo", "hi"]
-    if summary.empty:
-        return pd.DataFrame(columns=cols)
-    rows = []
-    for key, grp in summary.groupby(keys, dropna=False, sort=True):
-        key = key if isinstance(key, tuple) else (key,)
-        seeds = (int(grp["n"].min()), int(grp["n"].max()))
-        ci = summary_interval(grp["mean"].tolist(), grp["std"].tolist(), grp["n"].tolist())
-        if len(grp) == 1:
-            row = grp.iloc[0]
-            rows.append((*key, row["mean"], row["std"], row["n"], 1, *seeds, ci.lo, ci.hi))
-        else:
-            rows.append((*key, grp["mean"].mean(), grp["mean"].std(ddof=1), len(grp), len(grp), *seeds, ci.lo, ci.hi))
-    return pd.DataFrame(rows, columns=cols)
-
-
-def load_runs(path: str | Path) -> pd.DataFrame:
-    """Read ``runs.csv`` back with names as strings (normal class ``"0"`` stays ``"0"``) and as they were before
-    the aggregation wrote them (:func:`con2.report.format.csv_frame`)."""
-    text_cols = [
-        "dataset",
-        "normal_class",
-        "method",
-        "variant",
-        "score",
-        "contexts",
-        "loss",
-        *CARD_COLUMNS,
-        "device",
-        "machine",
-        "encoder",
-        "config_hash",
-        "record",
-    ]
-    df = from_csv_frame(pd.read_csv(path, dtype={c: str for c in text_cols}))  # as the aggregation wrote them
-    for c in RUN_COLUMNS:
-        if c not in df.columns:
-            df[c] = True if c == "in_grid" else np.nan
-    df["headline"] = df["score"].map(is_headline).astype(bool)
-    df["in_grid"] = df["in_grid"].astype(bool)
-    return df[RUN_COLUMNS]
