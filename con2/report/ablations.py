@@ -6,7 +6,6 @@ and the number of contexts k. Each sets cells of one run family side by side, li
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -25,7 +24,6 @@ from con2.report.select import (
     main_runs,
     ordered_datasets,
     report_block,
-    subject_and_names,
 )
 
 
@@ -37,10 +35,9 @@ def _no_subject(name: str, title: str, columns: list[str]) -> Table:
 def nnd_vs_lh(inputs: ReportInputs) -> Table:
     """The subject's scores side by side per dataset (its main variant: the same runs), with the
     paper's where published, and their difference when it has two."""
-    runs, paper, config = inputs.frame("runs"), inputs.frame("paper"), inputs.config
+    runs, paper, config = headline(inputs.frame("runs")), inputs.frame("paper"), inputs.config
+    subject, names = inputs.subject, inputs.names
     rep = report_block(config)
-    runs = headline(runs)
-    subject, names = subject_and_names(runs, config)
     if subject.method is None:
         return _no_subject("nnd_vs_lh", "The subject's scores side by side", ["Dataset"])
     dmap = dataset_names(config)
@@ -98,10 +95,9 @@ def nnd_vs_lh(inputs: ReportInputs) -> Table:
 def loss_ablation(inputs: ReportInputs) -> Table:
     """The subject's loss ablation: one column per value of its runs' ``loss`` tag (the main
     variant's first, then in the order of the profile's ``variants``), every score, at its main context."""
-    runs, config = inputs.frame("runs"), inputs.config
+    runs, config = headline(inputs.frame("runs")), inputs.config
+    subject, names = inputs.subject, inputs.names
     rep = report_block(config)
-    runs = headline(runs)
-    subject, names = subject_and_names(runs, config)
     title = f"{subject.label} loss ablation: AUROC (%) per loss"
     if subject.method is None:
         return _no_subject("loss_ablation", title, ["Dataset", "Score"])
@@ -146,23 +142,15 @@ def loss_ablation(inputs: ReportInputs) -> Table:
     )
 
 
-def context_table(
-    name: str,
-    title: str,
-    runs: pd.DataFrame,
-    paper: pd.DataFrame,
-    config: Mapping[str, Any],
-    datasets: list[str],
-    paper_table: str,
-) -> Table:
+def context_table(inputs: ReportInputs, name: str, title: str, datasets: list[str], paper_table: str) -> Table:
     """Rows (dataset, score, source); columns the subject's contexts (like with like per dataset).
 
     Columns: ``report.contexts``, else every context the subject's runs have (its main one first);
     ``{scores}`` in ``title`` becomes its score labels.
     """
+    runs, paper, config = headline(inputs.frame("runs")), inputs.frame("paper"), inputs.config
+    subject, names = inputs.subject, inputs.names
     rep = report_block(config)
-    runs = headline(runs)
-    subject, names = subject_and_names(runs, config)
     if subject.method is None:
         return _no_subject(name, title.format(scores="every score"), ["Dataset", "Score", "Source"])
     dmap = dataset_names(config)
@@ -251,17 +239,14 @@ def context_table(
 
 def alt_contexts(inputs: ReportInputs) -> Table:
     """Alternative context augmentations (invert / flip / equalize) on the medical datasets."""
-    runs, paper, config = inputs.frame("runs"), inputs.frame("paper"), inputs.config
-    rep = report_block(config)
+    runs, rep = inputs.frame("runs"), report_block(inputs.config)
     natural = set(rep["natural"])
     present = [d for d in dict.fromkeys(runs["dataset"]) if d not in natural] if not runs.empty else []
     datasets = list(dict.fromkeys([*rep["medical"], *present]))
     return context_table(
+        inputs,
         "alt_contexts",
         "Alternative context augmentations on the medical datasets: AUROC (%)",
-        runs,
-        paper,
-        config,
         datasets,
         "table_alt_contexts",
     )
@@ -269,15 +254,11 @@ def alt_contexts(inputs: ReportInputs) -> Table:
 
 def all_contexts(inputs: ReportInputs) -> Table:
     """All context augmentations and every score on the natural-image datasets."""
-    runs, paper, config = inputs.frame("runs"), inputs.frame("paper"), inputs.config
-    rep = report_block(config)
     return context_table(
+        inputs,
         "all_contexts",
         "All context augmentations on the natural-image datasets: AUROC (%), {scores}",
-        runs,
-        paper,
-        config,
-        list(rep["natural"]),
+        list(report_block(inputs.config)["natural"]),
         "table_all_contexts_natural",
     )
 
@@ -285,10 +266,9 @@ def all_contexts(inputs: ReportInputs) -> Table:
 def multi_context(inputs: ReportInputs) -> Table:
     """The multiple-context ablation: AUROC against the number of contexts k of the subject's runs
     (the main variant's k and context, and every run with a larger k)."""
-    runs, config = inputs.frame("runs"), inputs.config
+    runs, config = headline(inputs.frame("runs")), inputs.config
+    subject, names = inputs.subject, inputs.names
     rep = report_block(config)
-    runs = headline(runs)
-    subject, names = subject_and_names(runs, config)
     title = f"Multiple contexts: {subject.label} AUROC (%) against the number of contexts k"
     if subject.method is None:
         return _no_subject("multi_context", title, ["Dataset", "Score"])

@@ -20,6 +20,7 @@ import importlib
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from con2.aggregate.score_files import ScoresSource
+    from con2.report.methods import Methods, Subject
 
 # What a builder may read: the files a rule hands its script (``runs``: results/evaluation/runs.csv
 # or a study's own; ``paper``: paper_numbers.csv; ``hours``: paper_compute_hours.csv; ``measured``:
@@ -285,6 +287,9 @@ class ReportInputs:
         outside_grid: the records of ``runs.csv`` outside the profile's grid (``in_grid`` false: another
             profile's, or trained under another configuration), left out of ``runs`` unless the profile
             sets ``report.include_outside_grid``.
+
+    The method names (:attr:`names`) and the subject (:attr:`subject`) are derived from ``config`` and
+    ``runs`` once, on first use: a builder and the helpers it calls share them.
     """
 
     config: Mapping[str, Any] = field(default_factory=dict)
@@ -305,6 +310,22 @@ class ReportInputs:
     def report(self) -> Mapping[str, Any]:
         """The config's ``report`` block ({} without one)."""
         return self.config.get("report") or {}
+
+    @cached_property
+    def names(self) -> Methods:
+        """How every method is named, ordered and joined to the paper's rows: the config's ``paper_names``, the
+        registered specs and the cards of ``runs`` (:func:`con2.report.methods.method_names`), derived once."""
+        from con2.report.methods import method_names  # lazy: pandas, which the Snakefile's parse must not import
+
+        return method_names(self.config, self.runs)
+
+    @cached_property
+    def subject(self) -> Subject:
+        """The method the paper is about (``report.subject``) as ``runs`` and its spec describe it
+        (:func:`con2.report.methods.subject_of`), derived once."""
+        from con2.report.methods import subject_of  # lazy: pandas, as above
+
+        return subject_of(self.config, self.frame("runs"), self.names)
 
     def score_source(self) -> ScoresSource:
         """Where the per-image scores are read: the source given as ``scores`` (a rule's, the bundle); never a

@@ -44,7 +44,6 @@ from con2.report.select import (
     main_context,
     main_runs,
     report_block,
-    subject_and_names,
 )
 
 HOLDS, REVERSED, UNRESOLVED = "holds", "reversed", "not resolved"
@@ -226,7 +225,7 @@ def claims(inputs: ReportInputs) -> Table:
     """``claims_<dataset>``: each claim, the paper's evidence, our paired difference and whether it holds."""
     runs, paper, config, dataset = inputs.frame("runs"), inputs.frame("paper"), inputs.config, inputs.dataset
     rep = report_block(config)
-    subject, names = subject_and_names(runs, config)
+    subject, names = inputs.subject, inputs.names
     scores: ScoresSource = inputs.score_source()
     found = [
         *method_claims(runs, rep, names, subject, dataset, paper, inputs.references),

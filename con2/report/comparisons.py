@@ -236,8 +236,7 @@ def _p_text(p: float) -> str:
 
 def comparisons(inputs: ReportInputs) -> Table:
     """``comparisons_<dataset>``: each method against the reference on the same test images."""
-    runs, config, dataset = inputs.frame("runs"), inputs.config, inputs.dataset
-    names = method_names(config, runs)
+    runs, config, dataset, names = inputs.frame("runs"), inputs.config, inputs.dataset, inputs.names
     ref = reference_pair(config, runs, names)
     frame = compare(runs, config, dataset, names, scores=inputs.score_source())
     a = alpha(config)
@@ -289,12 +288,11 @@ def comparisons(inputs: ReportInputs) -> Table:
 
 # ----------------------------------------------------------------------------- Table 1's mark
 def holding_marks(
-    runs: pd.DataFrame, config: Mapping[str, Any], datasets: list[str], scores: ScoresSource
+    runs: pd.DataFrame, config: Mapping[str, Any], datasets: list[str], scores: ScoresSource, names: Methods
 ) -> dict[tuple[str, str, str], str]:
     """``{(dataset, method, score): "†"}`` for each difference from the reference that holds after Holm."""
     if runs is None or runs.empty:
         return {}
-    names = method_names(config, runs)
     marks = {}
     for d in datasets:
         frame = compare(runs, config, d, names, scores=scores)
@@ -307,14 +305,13 @@ BEATS_FLOOR = "‡"  # Table 1's mark: above the floor (report.floors) after Hol
 
 
 def floor_marks(
-    runs: pd.DataFrame, config: Mapping[str, Any], datasets: list[str], scores: ScoresSource
+    runs: pd.DataFrame, config: Mapping[str, Any], datasets: list[str], scores: ScoresSource, names: Methods
 ) -> tuple[dict[tuple[str, str, str], str], str]:
     """``({(dataset, method, score): "‡"}, note)``: each method above the first floor of ``report.floors``
     on the same test images after Holm (over the floor's comparisons on that dataset); the floor trains
     nothing, so its one run is paired with every seed of the other. ``({}, "")`` without a floor run."""
     if runs is None or runs.empty:
         return {}, ""
-    names = method_names(config, runs)
     floors = [f for f in names.floors if f in set(runs["method"])]
     if not floors:
         return {}, ""
@@ -336,9 +333,8 @@ def floor_marks(
     return marks, note
 
 
-def mark_note(config: Mapping[str, Any], runs: pd.DataFrame) -> str:
+def mark_note(config: Mapping[str, Any], runs: pd.DataFrame, names: Methods) -> str:
     """The note under a table that carries :data:`HOLDS`."""
-    names = method_names(config, runs)
     ref = reference_pair(config, runs, names)
     label = names.pair_label(*ref) if ref else "the reference"
     return (

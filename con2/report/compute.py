@@ -9,7 +9,6 @@ import pandas as pd
 from con2.paper_names import dataset_label, dataset_names
 from con2.report.artefacts import ReportInputs
 from con2.report.format import MISSING, Table
-from con2.report.methods import method_names
 from con2.report.select import ordered_datasets, report_block
 
 LOADED_CPU_SHARE = 0.8  # a training job that got less of the CPU it asked for ran under load
@@ -21,7 +20,7 @@ def compute_cost(inputs: ReportInputs) -> Table:
     runs, config, hours = inputs.frame("runs"), inputs.config, inputs.hours
     rep = report_block(config)
     dmap = dataset_names(config)
-    names = method_names(config, runs)
+    names = inputs.names
     cols = [
         "dataset",
         "method",
@@ -154,7 +153,7 @@ def compute_cost(inputs: ReportInputs) -> Table:
 def score_runtime(inputs: ReportInputs) -> Table:
     """The score-runtime measurements (from ``workflow/scripts/score_runtime.py``) as a table."""
     measured = inputs.frame("measured")
-    names = method_names()
+    names = inputs.names  # the scores' labels and colours, from the method specs
     rows = []
     for r in measured.to_dict("records"):
         rows.append(

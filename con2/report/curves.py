@@ -21,7 +21,7 @@ from con2.aggregate.score_files import ScoresSource
 from con2.paper_names import dataset_label
 from con2.report.artefacts import ReportInputs
 from con2.report.format import CELL_NOTE, MISSING, Table, cell
-from con2.report.methods import Methods, method_names
+from con2.report.methods import Methods
 from con2.report.select import headline, level_stats, lookup_stat, main_runs, ordered_datasets, report_block
 
 POINT_KEYS = ["dataset", "normal_class", "method", "variant", "score", "seed", "epoch"]
@@ -86,8 +86,7 @@ def curve_rows(sel: pd.DataFrame, names: Methods, scores: ScoresSource) -> tuple
 def learning_curve(inputs: ReportInputs) -> Table:
     """Rows: dataset x method (main variant, headline score); columns: the scored epochs."""
     rep = report_block(inputs.config)
-    runs = inputs.frame("runs")
-    names = method_names(inputs.config, runs)
+    runs, names = inputs.frame("runs"), inputs.names
     points, unreadable = curve_points(runs, names, rep, inputs.score_source())
     table = curve_table(
         "learning_curve",
@@ -116,8 +115,7 @@ def length_curve(inputs: ReportInputs) -> Table:
     which `all` does not train: CIFAR-10's 128 epochs, BreastMNIST's study_length), one row per method and
     variant; the main variants, whose curves ``learning_curve`` shows, are left out."""
     rep = report_block(inputs.config)
-    runs = headline(inputs.frame("runs"))
-    names = method_names(inputs.config, runs)
+    runs, names = headline(inputs.frame("runs")), inputs.names
     scoped = LENGTH_SCOPE in (rep.get("scopes") or {})
     main = main_runs(runs, rep) if not runs.empty else runs
     sel = runs.drop(index=main.index) if scoped and not runs.empty else runs.iloc[0:0]

@@ -28,7 +28,7 @@ from con2.aggregate.cards import base_score
 from con2.paper_names import dataset_label, dataset_names
 from con2.report.artefacts import ReportInputs
 from con2.report.format import Table, mean_std, signed
-from con2.report.methods import Methods, method_names, subject_of
+from con2.report.methods import Methods
 from con2.report.missing import no_runs
 from con2.report.paper import disagreement_notes, paper_value
 
@@ -105,9 +105,9 @@ def fidelity_table(inputs: ReportInputs, name: str, title: str) -> Table:
     datasets = [d for d in spec.get("datasets") or [] if d in set(runs["dataset"])] if not runs.empty else []
     reference = spec.get("reference") or (rows_cfg[0]["label"] if rows_cfg else None)
     ref_row = next((r for r in rows_cfg if r["label"] == reference), None)
-    names = method_names(config, runs)
+    names = inputs.names
     main = (config.get("report") or {}).get("main_context")
-    context = str(main or subject_of(config, runs, names).main_context or "")
+    context = str(main or inputs.subject.main_context or "")
 
     def _paper(d: str, r: Mapping[str, Any]) -> tuple[float, float] | None:
         return paper_row_value(paper, config, names, context, d, r)

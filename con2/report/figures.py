@@ -215,7 +215,7 @@ def score_runtime_figure(inputs: ReportInputs, png: str | Path, pdf: str | Path)
     """Three panels: runtime vs training-set size n, memory vs n, runtime vs number of scored batches
     (``inputs.measured``: the CSV of ``workflow/scripts/score_runtime.py``)."""
     df = inputs.frame("measured")
-    names = method_names()  # the scores' labels and colours, from the method specs
+    names = inputs.names  # the scores' labels and colours, from the method specs
     fig, axes = plt.subplots(1, 3, figsize=(12, 3.4))
     panels = [
         ("n_train", "seconds", "training-set size n", "scoring time (s)"),

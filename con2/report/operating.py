@@ -22,7 +22,6 @@ from con2.maths.stats import mean_interval
 from con2.paper_names import dataset_label
 from con2.report.artefacts import ReportInputs
 from con2.report.format import MISSING, Table, classes_by_seeds
-from con2.report.methods import method_names
 from con2.report.missing import no_runs
 from con2.report.select import headline, main_runs, ordered_datasets, report_block
 
@@ -118,8 +117,7 @@ def _ap_interval(group: pd.DataFrame) -> str:
 def operating_points(inputs: ReportInputs) -> Table:
     """``operating_points``: average precision, sensitivity at 95% specificity and the false-positive rate at
     95% true-positive rate per dataset and method."""
-    runs, config = inputs.frame("runs"), inputs.config
-    names = method_names(config, runs)
+    runs, config, names = inputs.frame("runs"), inputs.config, inputs.names
     empty = pd.DataFrame(columns=[*RUN_COLUMNS, "problem"])
     frame = operating_frame(runs, config, inputs.score_source()) if not runs.empty else empty
     rep = report_block(config)

@@ -8,18 +8,16 @@ from con2.aggregate.runs_csv import summarize
 from con2.paper_names import dataset_label
 from con2.report.artefacts import ReportInputs
 from con2.report.format import MISSING, Table, cell
-from con2.report.methods import method_names
-from con2.report.select import absent_notes, class_sort_key, headline, main_runs, report_block, with_best_rows
+from con2.report.select import absent_notes, class_sort_key, headline, main_runs, report_block, with_best
 
 
 def per_class(inputs: ReportInputs) -> Table:
     """AUROC per normal class of one dataset, each method's main variant (mean ± std over seeds), and
     CON2 (Best) (``report.best_variant``) as a method of its own."""
     dataset = inputs.dataset
-    runs, config = with_best_rows(inputs.frame("runs"), inputs.config)
+    inputs = with_best(inputs)
+    runs, config, names = headline(inputs.frame("runs")), inputs.config, inputs.names
     rep = report_block(config)
-    runs = headline(runs)
-    names = method_names(config, runs)
     sel = main_runs(runs[runs["dataset"] == dataset], rep) if not runs.empty else runs
     summ = summarize(sel, keys=["normal_class", "method", "score"])
     pairs = sorted(dict.fromkeys(zip(summ["method"], summ["score"])), key=lambda p: names.pair_key(*p))

@@ -16,7 +16,7 @@ from con2.report.bound import verdict_lines as budget_lines
 from con2.report.combination import combination_lines
 from con2.report.comparisons import inside_text, verdict_uncertainty_lines
 from con2.report.format import CELL_NOTE, MISSING, Table, cell, shown, shown_diff, signed
-from con2.report.methods import Methods, lacking_weights, method_names, subject_of
+from con2.report.methods import Methods, lacking_weights, subject_of
 from con2.report.paper import disagreement_notes
 from con2.report.select import Stat, headline, level_stats, lookup_stat, main_runs, report_block
 from con2.report.verdict import NOTHING_TO_COMPARE, verdict_lines
@@ -56,8 +56,7 @@ def _ours_for_paper_row(
 def reproduction(inputs: ReportInputs) -> Table:
     """Every published number next to ours and the difference (ours − paper, from the shown values)."""
     runs, paper, config = inputs.frame("runs"), inputs.frame("paper"), inputs.config
-    runs = headline(runs)
-    names = method_names(config, runs)
+    runs, names = headline(runs), inputs.names
     lacking = {m for m, _ in lacking_weights(config, runs, None)}  # methods left out for want of their weights
     needs_weights = {row[0] for (m, _), row in names.paper_rows().items() if m in lacking}
     data, rows = [], []

@@ -1,4 +1,4 @@
-"""What every table builder selects from the tidy run frame of :mod:`con2.aggregate.collect`.
+"""What every table builder selects from the tidy run frame (``runs.csv``, :mod:`con2.aggregate.runs_csv`).
 
 The table builders (:mod:`~con2.report.summary`, :mod:`~con2.report.ablations`,
 :mod:`~con2.report.per_class`, :mod:`~con2.report.silhouette`, :mod:`~con2.report.compute`,
@@ -7,7 +7,8 @@ Which runs feed a table is decided from what the records say (method, score, and
 method's card: contexts, number of contexts, loss), not from variant names, so a renamed variant
 still lands in the right column. Each method's "main" variant (``report.main_variants``, default
 ``default``) is the one compared across methods. No method is named here: labels and the paper's
-rows come from the methods' specs and cards (:mod:`con2.report.methods`), and the tables about one
+rows come from the methods' specs and cards (:mod:`con2.report.methods`, derived once per build as the
+inputs' ``names`` and ``subject``: :class:`~con2.report.artefacts.ReportInputs`), and the tables about one
 method (its scores side by side, contexts, loss terms, number of contexts, silhouette) read the
 runs of ``report.subject``, the method the paper is about.
 
@@ -31,6 +32,7 @@ not ``nnd@<reading>``).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -41,9 +43,9 @@ import pandas as pd
 from con2.aggregate.runs_csv import dataset_level, summarize
 from con2.grid.experiments import as_list
 from con2.paper_names import dataset_label
-from con2.report.artefacts import MISSING_FILE
+from con2.report.artefacts import MISSING_FILE, ReportInputs
 from con2.report.format import cell, with_interval
-from con2.report.methods import Methods, Subject, lacking_weights, method_names, subject_of
+from con2.report.methods import Subject, lacking_weights
 
 ReportCfg = Mapping[str, Any]
 
@@ -75,12 +77,6 @@ def main_runs(runs: pd.DataFrame, rep: ReportCfg) -> pd.DataFrame:
         return runs
     keep = runs.apply(lambda r: r["variant"] == main_variant(rep, r["method"]), axis=1)
     return runs[keep.astype(bool)]
-
-
-def subject_and_names(runs: pd.DataFrame, config: Mapping[str, Any]) -> tuple[Subject, Methods]:
-    """The profile's subject (``report.subject``) and the method names, from the runs and the specs."""
-    names = method_names(config, runs)
-    return subject_of(config, runs, names), names
 
 
 def main_context(rep: ReportCfg, subject: Subject) -> str:
@@ -273,18 +269,20 @@ def lookup_stat(level: pd.DataFrame, **match: Any) -> Stat:
     )
 
 
-def with_best_rows(runs: pd.DataFrame, config: Mapping[str, Any]) -> tuple[pd.DataFrame, Mapping[str, Any]]:
-    """The runs with the subject's ``report.best_variant`` (CON2 (Best): the context chosen per normal
+def with_best(inputs: ReportInputs) -> ReportInputs:
+    """``inputs`` with the subject's ``report.best_variant`` (CON2 (Best): the context chosen per normal
     class, ``contexts: [best]``) shown as a method of its own, ``<subject>/<variant>`` labelled
     ``<label> (Best)``, with no paper row (the paper prints CON2 (Best) only in a figure), and the
-    config whose ``main_variants`` names it; both unchanged without ``best_variant`` or such runs."""
+    config whose ``main_variants`` names it (its method names derived from those runs, once); ``inputs``
+    itself without ``best_variant`` or such runs."""
+    runs, config = inputs.frame("runs"), inputs.config
     rep = config.get("report") or {}
     subject, variant = rep.get("subject"), rep.get("best_variant")
     if not subject or not variant or runs.empty:
-        return runs, config
+        return inputs
     hit = (runs["method"] == subject) & (runs["variant"] == variant)
     if not hit.any():
-        return runs, config
+        return inputs
     name = f"{subject}/{variant}"
     best = runs[hit].copy()
     best["method"] = name
@@ -296,4 +294,6 @@ def with_best_rows(runs: pd.DataFrame, config: Mapping[str, Any]) -> tuple[pd.Da
         if col in best.columns:
             best[col] = None
     report = {**rep, "main_variants": {**(rep.get("main_variants") or {}), name: variant}}
-    return pd.concat([runs, best], ignore_index=True), {**config, "report": report}
+    return dataclasses.replace(
+        inputs, runs=pd.concat([runs, best], ignore_index=True), config={**config, "report": report}
+    )

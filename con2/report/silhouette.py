@@ -14,13 +14,11 @@ from con2.report.format import CELL_NOTE, Table
 from con2.report.methods import Methods
 from con2.report.select import (
     classes_text,
-    headline,
     level_stats,
     like_with_like,
     lookup_stat,
     ordered_datasets,
     report_block,
-    subject_and_names,
 )
 
 
@@ -54,7 +52,7 @@ def silhouette(inputs: ReportInputs) -> Table:
     """Silhouette of the test representations labelled by context, per dataset and variant (like with like)."""
     runs, config = inputs.frame("runs"), inputs.config
     rep = report_block(config)
-    subject, names = subject_and_names(headline(runs), config)
+    subject, names = inputs.subject, inputs.names
     sel = runs.dropna(subset=["silhouette"]) if not runs.empty else runs
     studies = study_only(config)
     if not sel.empty and studies:  # the grid's budget only: a study's runs are in its own tables

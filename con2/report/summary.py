@@ -6,13 +6,11 @@ paper-only rows; columns: the group's datasets (:func:`method_table`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from con2.aggregate.score_files import ScoresSource
 from con2.paper_names import dataset_label, dataset_names
 from con2.report.artefacts import ReportInputs
 from con2.report.budget import budget_note
@@ -33,8 +31,7 @@ from con2.report.select import (
     ordered_datasets,
     report_block,
     stale_data_notes,
-    subject_and_names,
-    with_best_rows,
+    with_best,
 )
 
 
@@ -98,15 +95,11 @@ def reference_rows(references: pd.DataFrame | None, paper_datasets: list[str]) -
 
 
 def method_table(
+    inputs: ReportInputs,
     name: str,
     title: str,
-    runs: pd.DataFrame,
-    paper: pd.DataFrame,
-    config: Mapping[str, Any],
     datasets: list[str],
     paper_table: str | None,
-    status: Mapping[str, Mapping[str, Any]] | None,
-    scores: ScoresSource,
     references: pd.DataFrame | None = None,
 ) -> Table:
     """Rows: our methods (main variants, the subject first) each followed by the paper's row; then
@@ -119,10 +112,10 @@ def method_table(
     of the profile's experiments that has no run because its pretrained weights are missing is
     named in a note with how to get them, and a dataset without runs with why (:func:`absent_notes`).
     """
+    runs, paper, config, status = headline(inputs.frame("runs")), inputs.frame("paper"), inputs.config, inputs.status
+    scores, names = inputs.score_source(), inputs.names
     rep = report_block(config)
-    runs = headline(runs)
-    subject, names = subject_and_names(runs, config)
-    paper_context = main_context(rep, subject)
+    paper_context = main_context(rep, inputs.subject)
     dmap = dataset_names(config)
     inv_d = {v: k for k, v in dmap.items()}
     psel = paper[paper["table"] == paper_table] if paper_table else paper.iloc[0:0]
@@ -133,8 +126,8 @@ def method_table(
     pairs = sorted(dict.fromkeys(zip(level["method"], level["score"])), key=lambda p: names.pair_key(*p))
     rows, data, midrules, used_paper = [], [], [], set()
     intervals = bool(rep.get("intervals"))
-    marks = holding_marks(ours, config, cols, scores)
-    above_floor, floor_note = floor_marks(ours, config, cols, scores)
+    marks = holding_marks(ours, config, cols, scores, names)
+    above_floor, floor_note = floor_marks(ours, config, cols, scores, names)
 
     def paper_cell(pm: str, ps: str, d: str) -> tuple[float, float] | None:
         return paper_value(psel, None, dmap.get(d, d), pm, ps, paper_context if ps else "")
@@ -215,7 +208,7 @@ def method_table(
     if intervals:
         notes.append("(a–b): the 95% t-interval of our mean over seeds (report.intervals; none with one seed).")
     if marks:
-        notes.append(mark_note(config, ours))
+        notes.append(mark_note(config, ours, names))
     if floor_note:
         notes.append(floor_note)
     for d in cols:
@@ -268,18 +261,12 @@ def method_table(
 
 def table1_medical(inputs: ReportInputs) -> Table:
     """Table 1: AUROC on the medical datasets, every method, the paper's numbers beside ours."""
-    runs, paper, config = inputs.frame("runs"), inputs.frame("paper"), inputs.config
-    rep = report_block(config)
     return method_table(
+        inputs,
         "table1_medical",
         "Medical anomaly detection: AUROC (%), ours beside the paper's Table 1",
-        runs,
-        paper,
-        config,
-        list(rep["medical"]),
+        list(report_block(inputs.config)["medical"]),
         "table1_medical",
-        inputs.status,
-        inputs.score_source(),
     )
 
 
@@ -287,18 +274,12 @@ def natural_summary(inputs: ReportInputs) -> Table:
     """Natural-image summary: AUROC per dataset (mean over normal classes), the paper's beside ours
     (and CON2 (Best), ``report.best_variant``, as a row of its own), then other sources' published
     numbers (``references``: CSI's repository's SimCLR, Rot+Trans and CSI on CIFAR-10)."""
-    paper = inputs.frame("paper")
-    runs, config = with_best_rows(inputs.frame("runs"), inputs.config)
-    rep = report_block(config)
+    inputs = with_best(inputs)
     return method_table(
+        inputs,
         "natural_summary",
         "Natural images: AUROC (%) averaged over normal classes, ours beside the paper's",
-        runs,
-        paper,
-        config,
-        list(rep["natural"]),
+        list(report_block(inputs.config)["natural"]),
         "table_all_contexts_natural",
-        inputs.status,
-        inputs.score_source(),
         inputs.references,
     )
