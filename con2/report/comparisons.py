@@ -40,7 +40,7 @@ from con2.maths.stats import LEVEL, delong_paired, holm, normal_interval
 from con2.paper_names import dataset_label, dataset_names
 from con2.report.artefacts import ReportInputs
 from con2.report.format import MISSING, Table, classes_by_seeds, signed
-from con2.report.methods import Methods, method_names, subject_of
+from con2.report.methods import Methods, subject_of
 from con2.report.paper import paper_value
 from con2.report.select import headline, main_context, main_runs, report_block
 
@@ -196,7 +196,7 @@ def compare(
     runs: pd.DataFrame,
     config: Mapping[str, Any],
     dataset: str,
-    names: Methods | None = None,
+    names: Methods,
     ref: tuple[str, str] | None = None,
     *,
     scores: ScoresSource,
@@ -205,8 +205,8 @@ def compare(
     ``report.compare_to``), paired on the per-image scores of ``scores`` (a table's: the aggregation's
     bundle): :data:`COLUMNS` (differences, intervals and standard errors in AUROC
     percent; ``holds``: Holm-adjusted p <= alpha). A method whose one run trained nothing (a floor), reference or
-    not, is paired with every seed of the other (:func:`_seed_pairs`)."""
-    names = names or method_names(config, runs)
+    not, is paired with every seed of the other (:func:`_seed_pairs`). ``names``: the caller's
+    :class:`~con2.report.methods.Methods` (derived once, e.g. ``ReportInputs.names``)."""
     ref = ref or reference_pair(config, runs, names)
     sel = _main(runs[runs["dataset"] == dataset], config) if not runs.empty else runs
     if ref is None or sel.empty:

@@ -18,9 +18,8 @@ the table frame they draw (``label``, ``series``) or from the method specs
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import matplotlib
 
@@ -34,7 +33,7 @@ from con2.atomic import atomic_path  # noqa: E402
 from con2.paper_names import dataset_label  # noqa: E402
 from con2.report.artefacts import MISSING_FILE, ReportInputs  # noqa: E402
 from con2.report.curves import curve_frame  # noqa: E402
-from con2.report.methods import method_names  # noqa: E402
+from con2.report.methods import Methods  # noqa: E402
 from con2.report.select import skipped_data  # noqa: E402
 from con2.run.records import RecordError, read_record  # noqa: E402
 from con2.text import mpl_text  # noqa: E402
@@ -301,14 +300,15 @@ def pca_panel(
     ax.tick_params(labelsize=7)
 
 
-def panel_title(record: Path, fallback: str, config: Mapping[str, Any] | None = None) -> str:
+def panel_title(record: Path, fallback: str, names: Methods) -> str:
     """``"BreastMNIST (normal: 1), CON2 invert, seed 0"`` from the run's ``record`` (the paper's dataset
-    name, the method's label), or ``fallback`` when the record cannot be read."""
+    name, the method's label in ``names``, e.g. ``ReportInputs.names``), or ``fallback`` when the record
+    cannot be read."""
     try:
         rec = read_record(record)
     except (RecordError, OSError):
         return fallback
-    label = method_names(config or {}).label(rec["method"])
+    label = names.label(rec["method"])
     return (
         f"{dataset_label(rec['dataset'])} (normal: {rec['normal_class']}), {label} {rec['variant']}, seed {rec['seed']}"
     )
@@ -339,7 +339,7 @@ def pca_figure(inputs: ReportInputs, png: str | Path, pdf: str | Path, seed: int
             _empty(ax, f"{panel.title}:\nfeatures lack two contexts")
             continue
         labels = pd.read_csv(scores_path)["label"].to_numpy()
-        pca_panel(ax, feats, labels, panel_title(Path(panel.record), panel.title, inputs.config), max_points, seed)
+        pca_panel(ax, feats, labels, panel_title(Path(panel.record), panel.title, inputs.names), max_points, seed)
     if not panels:
         _empty(axes[0][0], "no run of report.subject selected for the PCA figure")
     fig.suptitle("Representations (PCA): each test image joined to its context-augmented twin", fontsize=10)

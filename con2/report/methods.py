@@ -211,12 +211,10 @@ class Subject:
         return str(ctx) if isinstance(ctx, str) and ctx else None
 
 
-def subject_of(
-    config: Mapping[str, Any], runs: pd.DataFrame, names: Methods | None = None, method: str | None = None
-) -> Subject:
-    """The :class:`Subject` of a profile (``report.subject``; or of ``method``) as its runs and spec describe it."""
+def subject_of(config: Mapping[str, Any], runs: pd.DataFrame, names: Methods, method: str | None = None) -> Subject:
+    """The :class:`Subject` of a profile (``report.subject``; or of ``method``) as its runs and spec describe it,
+    ``names`` being the caller's :class:`Methods` (derived once, e.g. ``ReportInputs.names``)."""
     rep = config.get("report") or {}
-    names = names or method_names(config, runs)
     method = method or names.subject
     main = str((rep.get("main_variants") or {}).get(method, "default")) if method else "default"
     if method is None:
@@ -278,16 +276,16 @@ class LackingWeights:
 
 
 def lacking_weights(
-    config: Mapping[str, Any], runs: pd.DataFrame, datasets: list[str] | None
+    config: Mapping[str, Any], runs: pd.DataFrame, datasets: list[str] | None, names: Methods
 ) -> dict[tuple[str, str], LackingWeights]:
-    """``{(method, variant): LackingWeights}`` of the profile's experiments on ``datasets`` (``None``: all).
+    """``{(method, variant): LackingWeights}`` of the profile's experiments on ``datasets`` (``None``: all),
+    labelled by ``names`` (the caller's :class:`Methods`, derived once, e.g. ``ReportInputs.names``).
 
     For each (method, variant) whose spec needs weights (``spec.weight_sets(params)`` not empty) and
     that has no row in ``runs`` on one of its datasets, the weights are looked up as a run would
     (``spec.resolve_weights``); pairs whose weights are found are left out.
     """
     specs = registered_specs()
-    names = method_names(config, runs)
     variants_cfg = {"default": {}, **(config.get("variants") or {})}
     datasets_cfg = config.get("datasets") or {}
     only = set(as_list(config.get("only_datasets")))

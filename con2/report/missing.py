@@ -56,7 +56,7 @@ def missing(inputs: ReportInputs) -> Table:
                 "command": command,
             }
         )
-    for lack in lacking_weights(inputs.config, runs, None).values():
+    for lack in lacking_weights(inputs.config, runs, None, inputs.names).values():
         data.append(
             {
                 "kind": "weights",

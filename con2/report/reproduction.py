@@ -57,7 +57,7 @@ def reproduction(inputs: ReportInputs) -> Table:
     """Every published number next to ours and the difference (ours − paper, from the shown values)."""
     runs, paper, config = inputs.frame("runs"), inputs.frame("paper"), inputs.config
     runs, names = headline(runs), inputs.names
-    lacking = {m for m, _ in lacking_weights(config, runs, None)}  # methods left out for want of their weights
+    lacking = {m for m, _ in lacking_weights(config, runs, None, names)}  # methods left out for want of their weights
     needs_weights = {row[0] for (m, _), row in names.paper_rows().items() if m in lacking}
     data, rows = [], []
     inv_d = {v: k for k, v in dataset_names(config).items()}

@@ -45,7 +45,7 @@ from con2.grid.experiments import as_list
 from con2.paper_names import dataset_label
 from con2.report.artefacts import MISSING_FILE, ReportInputs
 from con2.report.format import cell, with_interval
-from con2.report.methods import Subject, lacking_weights
+from con2.report.methods import Methods, Subject, lacking_weights
 
 ReportCfg = Mapping[str, Any]
 
@@ -138,12 +138,15 @@ def stale_data_notes(present: list[str], status: Mapping[str, Mapping[str, Any]]
     ]
 
 
-def missing_weights_notes(config: Mapping[str, Any], runs: pd.DataFrame, datasets: list[str] | None) -> list[str]:
+def missing_weights_notes(
+    config: Mapping[str, Any], runs: pd.DataFrame, datasets: list[str] | None, names: Methods
+) -> list[str]:
     """One short line per (method, variant) of the profile's experiments on ``datasets`` (``None``: all)
     that has no runs there because the pretrained weights its method needs are missing
-    (:func:`~con2.report.methods.lacking_weights`, torch-free); the fix is in the ``missing`` table."""
+    (:func:`~con2.report.methods.lacking_weights`, torch-free; labelled by ``names``, the caller's
+    :class:`~con2.report.methods.Methods`); the fix is in the ``missing`` table."""
     notes = []
-    for lack in lacking_weights(config, runs, datasets).values():
+    for lack in lacking_weights(config, runs, datasets, names).values():
         what = "are missing" if lack.missing else "were refused"
         who = f"{lack.label} ({lack.method}/{lack.variant})"
         notes.append(f"{who}: not run, its pretrained weights {what} (how to get them: {MISSING_FILE}).")

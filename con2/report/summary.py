@@ -230,7 +230,7 @@ def method_table(
         )
     notes += absent_notes([d for d in cols if d not in set(ours["dataset"])], config, status)
     notes += stale_data_notes([d for d in cols if d in set(ours["dataset"])], status)
-    notes += missing_weights_notes(config, runs, cols)
+    notes += missing_weights_notes(config, runs, cols, names)
     notes += external_code_notes(m for m in psel["method"] if m not in used_paper)
     notes += disagreement_notes(paper, psel[psel["dataset"].isin([dmap.get(d, d) for d in cols])])
     if not shown_refs.empty:

@@ -13,6 +13,7 @@ from con2.aggregate.score_files import RUN_FOLDERS
 from con2.grid.checks import GridError
 from con2.grid.workflow_grid import check_report
 from con2.report.artefacts import ReportInputs
+from con2.report.methods import method_names
 from con2.report.paper import load_paper_numbers
 from con2.report.summary import table1_medical
 from con2.run.records import write_record
@@ -165,7 +166,9 @@ def test_a_cell_says_whether_it_beats_the_floor(tmp_path: Path) -> None:
     assert ours["CON2 (NND)"].endswith(BEATS_FLOOR)
     assert not any(v.endswith(BEATS_FLOOR) for k, v in ours.items() if k != "CON2 (NND)")
     assert any(n.startswith(f"{BEATS_FLOOR}: above the floor") for n in table.notes)
-    frame = compare(runs, CONFIG, "breastmnist", ref=("floor_pixels", "nnd"), scores=RUN_FOLDERS)
+    frame = compare(
+        runs, CONFIG, "breastmnist", method_names(CONFIG, runs), ref=("floor_pixels", "nnd"), scores=RUN_FOLDERS
+    )
     con2 = frame[frame["method"] == "con2"].iloc[0]
     assert con2["n_seeds"] == 3 and con2["holds"] and con2["diff"] > 0
     simclr = frame[frame["method"] == "simclr"].iloc[0]
@@ -207,13 +210,16 @@ def test_a_method_that_trains_nothing_is_paired_the_same_way_whatever_its_name(t
         write("con2", "invert", seed, floor + 0.5 * y + 0.4 * noise, {"epochs": 10, "steps": 60})
     runs = collect_runs(paths)
     config = {"report": {**CONFIG["report"], "main_variants": {"con2": "invert", "floor_pixels": "floor"}}}
-    frame = compare(runs, config, "breastmnist", scores=RUN_FOLDERS).set_index("method")
+    names = method_names(config, runs)
+    frame = compare(runs, config, "breastmnist", names, scores=RUN_FOLDERS).set_index("method")
     same = frame.loc[["floor_pixels", "pixel_copy", "pixel_nn"], ["diff", "lo", "hi", "p", "n_seeds"]]
     assert (same["n_seeds"] == 3).all(), same
     for column in ("diff", "lo", "hi", "p"):
         assert np.allclose(same[column], same[column].iloc[0], rtol=0, atol=1e-12), same
     assert frame.loc["ijepa_ad", "n_seeds"] == 1  # seed 0 against seed 0: its own seed matters
     # as the reference too: the floor's one run against every seed of CON2, the same difference reversed
-    reverse = compare(runs, config, "breastmnist", ref=("floor_pixels", "nnd"), scores=RUN_FOLDERS).set_index("method")
+    reverse = compare(runs, config, "breastmnist", names, ref=("floor_pixels", "nnd"), scores=RUN_FOLDERS).set_index(
+        "method"
+    )
     assert reverse.loc["con2", "n_seeds"] == 3
     assert np.isclose(reverse.loc["con2", "diff"], -frame.loc["floor_pixels", "diff"])

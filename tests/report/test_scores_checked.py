@@ -39,7 +39,9 @@ def records_of(root: Path) -> list[str]:
 def compared(runs: pd.DataFrame) -> pd.DataFrame:
     from con2.report.comparisons import compare
 
-    return compare(runs, CONFIG, "breastmnist", scores=RUN_FOLDERS).set_index(["method", "score"])
+    return compare(runs, CONFIG, "breastmnist", method_names(CONFIG, runs), scores=RUN_FOLDERS).set_index(
+        ["method", "score"]
+    )
 
 
 def every_table(runs: pd.DataFrame, paper: pd.DataFrame) -> dict[str, str]:

@@ -413,9 +413,12 @@ def test_comparisons_table_matches_the_slow_reference_with_holm(runs: pd.DataFra
 def test_table1_marks_differences_that_hold_and_shows_intervals_on_request(runs: pd.DataFrame, paper):
     from con2.report.artefacts import ReportInputs
     from con2.report.comparisons import compare
+    from con2.report.methods import method_names
     from con2.report.summary import table1_medical
 
-    holds = compare(runs, CONFIG, "breastmnist", scores=RUN_FOLDERS).set_index(["method", "score"])["holds"]
+    holds = compare(runs, CONFIG, "breastmnist", method_names(CONFIG, runs), scores=RUN_FOLDERS).set_index(
+        ["method", "score"]
+    )["holds"]
     t = table1_medical(ReportInputs(runs=runs, paper=paper, config=CONFIG, scores=RUN_FOLDERS))
     cells = {r[0]: r[2] for r in t.rows if r[1] == "ours"}
     assert cells["CON2 (NND)"].endswith("]")  # the reference is never marked
@@ -446,6 +449,7 @@ def test_table1_marks_differences_that_hold_and_shows_intervals_on_request(runs:
 def test_verdict_says_inside_or_outside_and_which_orderings_hold(runs: pd.DataFrame, paper):
     from con2.report.artefacts import ReportInputs
     from con2.report.comparisons import compare
+    from con2.report.methods import method_names
     from con2.report.reproduction import reproduction
 
     t = reproduction(ReportInputs(runs=runs, paper=paper, config=CONFIG, scores=RUN_FOLDERS))
@@ -458,7 +462,9 @@ def test_verdict_says_inside_or_outside_and_which_orderings_hold(runs: pd.DataFr
     )
     row = t.data[(t.data["method"] == "CON2") & (t.data["table"] == "table1_medical")].iloc[0]
     assert row["paper_inside"] == (where == "inside")
-    frame = compare(runs, CONFIG, "breastmnist", scores=RUN_FOLDERS).set_index(["method", "score"])
+    frame = compare(runs, CONFIG, "breastmnist", method_names(CONFIG, runs), scores=RUN_FOLDERS).set_index(
+        ["method", "score"]
+    )
     paper_of = {("simclr", "knn"): 74.7, ("simclr", "ssd"): 44.6}  # the paper's SimCLR and SSD on BreastMNIST
     for k, value in paper_of.items():
         r = frame.loc[k]
@@ -493,13 +499,16 @@ def test_old_records_without_intervals_or_scores_still_aggregate(tmp_path: Path,
 
 def test_runs_on_other_test_images_are_not_paired(tmp_path: Path):
     from con2.report.comparisons import compare
+    from con2.report.methods import method_names
 
     runs = write_runs(tmp_path)
     f = tmp_path / "results" / "runs" / "breastmnist" / "1" / "simclr" / "default" / "seed2" / "scores.csv"
     df = pd.read_csv(f)
     df["index"] = df["index"] + 1000
     df.to_csv(f, index=False)
-    frame = compare(runs, CONFIG, "breastmnist", scores=RUN_FOLDERS).set_index(["method", "score"])
+    frame = compare(runs, CONFIG, "breastmnist", method_names(CONFIG, runs), scores=RUN_FOLDERS).set_index(
+        ["method", "score"]
+    )
     assert "different test images" in frame.loc[("simclr", "knn"), "reason"]
     assert frame.loc[("con2", "lh"), "reason"] == ""
 
@@ -523,21 +532,25 @@ def test_comparisons_are_a_target_per_dataset_of_the_profile():
 
 def test_several_classes_average_their_differences_and_the_reference_is_a_setting(tmp_path: Path):
     from con2.report.comparisons import compare
+    from con2.report.methods import method_names
 
     runs = write_runs(tmp_path, seeds=(0, 1), classes=("1", "2"))
+    names = method_names(CONFIG, runs)
     per_class = {
-        c: compare(runs[runs["normal_class"] == c], CONFIG, "breastmnist", scores=RUN_FOLDERS).set_index(
+        c: compare(runs[runs["normal_class"] == c], CONFIG, "breastmnist", names, scores=RUN_FOLDERS).set_index(
             ["method", "score"]
         )
         for c in ("1", "2")
     }
-    both = compare(runs, CONFIG, "breastmnist", scores=RUN_FOLDERS).set_index(["method", "score"])
+    both = compare(runs, CONFIG, "breastmnist", names, scores=RUN_FOLDERS).set_index(["method", "score"])
     k = ("simclr", "knn")
     assert both.loc[k, "n_classes"] == 2 and both.loc[k, "n_seeds"] == 2
     assert both.loc[k, "diff"] == pytest.approx((per_class["1"].loc[k, "diff"] + per_class["2"].loc[k, "diff"]) / 2)
     se = math.sqrt(per_class["1"].loc[k, "se"] ** 2 + per_class["2"].loc[k, "se"] ** 2) / 2
     assert both.loc[k, "se"] == pytest.approx(se, abs=1e-9)
     config = {"report": {**CONFIG["report"], "compare_to": "simclr/knn"}}
-    other = compare(runs, config, "breastmnist", scores=RUN_FOLDERS).set_index(["method", "score"])
+    other = compare(runs, config, "breastmnist", method_names(config, runs), scores=RUN_FOLDERS).set_index(
+        ["method", "score"]
+    )
     assert set(other.index) == {("con2", "nnd"), ("con2", "lh"), ("simclr", "ssd")}
     assert other.loc[("con2", "nnd"), "diff"] == pytest.approx(-both.loc[k, "diff"], abs=1e-9)
