@@ -9,7 +9,7 @@ appended to ``--jsonl`` (default ``$OUT/gpu_fidelity_<plan>.jsonl`` when ``$OUT`
   (a) BreastMNIST at the paper's input size and length (28 px MedMNIST data resampled to 224 px by
       the views, the standard ResNet18 stem, width 64, N = 64, AdamW 1e-3 / wd 1e-3, cosine over
       2048 epochs, 40 test-time views, the appendix's centre crop, ``compile: true``), seed 0, CON2
-      as printed and content only, each with the learning curve scored on the full test-time plan
+      as printed and content only, each with the learning curve scored on the run's own test views
       after epochs 64, 128, 256, 512, 1024 and 2048 (the last point is the final score). The two
       train AT ONCE, packed on the one GPU as two worker processes (this script with ``--worker``,
       released together by a barrier; their lines relayed here, tagged ``packed``, ``pid`` and

@@ -57,7 +57,7 @@ contexts) is a guess, and k runs are predicted no faster together than one alone
 
 **Part (e), CIFAR-10 at the paper's configuration** (issue 44, point 5: CON2 as printed, normal class
 airplane, 32 px, ResNet18 width 64 with the CIFAR stem, N = 512, 2048 epochs, 40 test-time views, the
-learning curve on the full plan at epochs 64 ... 2048; no CSI-view reading: ``csi_views=0``). Its step
+learning curve on the run's own test views at epochs 64 ... 2048; no CSI-view reading: ``csi_views=0``). Its step
 is the one ``gpu_check.py`` measured on one H200 (32 px, width 64, N = 512: **16,660 images/s, 19,216
 with compile**, ``..._call1_gpu_check*.jsonl``), assumed to hold in ``fit`` as the 224 px step did
 (2979 in fit against 3011). 5000 training images make 9 steps of 512 per epoch (the last, partial

@@ -118,7 +118,7 @@ class RunConfig:
     # the record's `curve` and curve.csv; () = no curve. It never changes the training or the final numbers.
     score_at: tuple[int, ...] = ()
     # the curve's test-time views (rounded up to a multiple of the contexts) and one CSI view per image and
-    # context; None: the run's full plan (its last point is then the record's final AUROC)
+    # context; None: the run's own test views (its last point is then the record's final AUROC)
     curve_views: int | None = 2
     lh_ridge: float = 1e-2  # covariance ridge for S_LH, relative to the mean eigenvalue
     nn_chunk: int = 4096  # rows per block in nearest-neighbour search (bounds memory)
@@ -374,7 +374,8 @@ def validate_readings(cfg: RunConfig) -> None:
         raise ConfigError(f"config key 'score_at' lists epochs {bad}; every entry must be an epoch >= 1")
     if cfg.curve_views is not None and cfg.curve_views < 0:
         raise ConfigError(
-            f"config key 'curve_views' must be >= 0 (0: the identity view; null: the full plan), got {cfg.curve_views}"
+            "config key 'curve_views' must be >= 0 (0: the identity view; null: the run's own test views), "
+            f"got {cfg.curve_views}"
         )
 
 

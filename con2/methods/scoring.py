@@ -380,7 +380,7 @@ def score_method(
 
 @contextmanager
 def scoring_settings(method: Scorable, **changes: Any) -> Iterator[None]:
-    """Score ``method`` under other test-time settings for a while (``tta=4, csi_views=1``: a cheap plan),
+    """Score ``method`` under other test-time settings for a while (``tta=4, csi_views=1``: cheap test views),
     then restore its own; the settings are a :class:`~con2.methods.spec.MethodSettings` (frozen), so
     nothing else changes."""
     own = method.cfg

@@ -77,7 +77,7 @@ def curve_rows(sel: pd.DataFrame, names: Methods, scores: ScoresSource) -> tuple
                         "score": score,
                         "epoch": int(point["epoch"]),
                         "auroc": float(point["auroc"][score]),
-                        "views": "full plan" if views is None else f"{views} views",
+                        "views": "own test views" if views is None else f"{views} views",
                     }
                 )
     return pd.DataFrame(rows, columns=[*POINT_KEYS, "auroc", "views"]), unreadable
@@ -129,13 +129,16 @@ def length_curve(inputs: ReportInputs) -> Table:
         names,
         lambda m, v, s: f"{names.pair_label(m, s) if s else names.label(m)}, {v}",
         unreadable,
-        ("final (full plan)", lambda d, m, v, s: lookup_stat(final, dataset=d, method=m, variant=v, score=s).text()),
+        (
+            "final (own test views)",
+            lambda d, m, v, s: lookup_stat(final, dataset=d, method=m, variant=v, score=s).text(),
+        ),
     )
     table.notes.insert(
         0,
         "AUROC (%) after each scored epoch (config score_at) of the length study's runs (report.scopes.length_curve: "
         f"trained by `snakemake studies` or by naming this table), mean ± std; {CELL_NOTE} Every epoch column uses "
-        "the curve's cheap test-time plan (config curve_views); 'final (full plan)' is the finished runs' own AUROC, "
+        "the curve's cheap test views (config curve_views); 'final (own test views)' is the finished runs' own AUROC, "
         "with the test-time views of the run, as every other table shows it.",
     )
     if not scoped:
@@ -196,9 +199,9 @@ def curve_table(
     notes = []
     if views is not None and len(views):
         notes.append(
-            "Test-time plan of the curve points: "
+            "Test views of the curve points: "
             + "; ".join(f"{label_of(m, v, '')} on {dataset_label(d)}: {w}" for (d, m, v, _), w in views.items())
-            + " (the final column of the other tables uses the full plan)."
+            + " (the final column of the other tables uses the run's own test views)."
         )
     if unreadable:
         notes.append(f"{len(unreadable)} record(s) listed in runs.csv could not be read: {', '.join(unreadable[:3])}.")

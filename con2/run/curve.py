@@ -9,7 +9,7 @@ directory as they are computed (atomically) and to the record's ``curve``.
 
 What a point costs is ``curve_views``: that many of the method's fixed test-time views (rounded
 up to a multiple of its contexts; 0: the identity view alone) and one CSI view per image and
-context, a cheap plan; ``curve_views = None`` scores with the run's full plan, the one its final
+context, cheap test views; ``curve_views = None`` scores with the run's own test views, the ones its final
 scores use, so the last point then equals the record's final AUROC column for column.
 
 Scoring never changes the run: it runs under ``no_grad`` with every module in eval mode (BatchNorm
@@ -56,7 +56,7 @@ def preserved_rng(device: torch.device) -> Iterator[None]:
 
 
 def curve_settings(cfg: RunConfig, n_contexts: int) -> dict[str, int]:
-    """The test-time settings of a curve point: ``{}`` for the full plan, else ``tta`` and ``csi_views``."""
+    """The test-time settings of a curve point: ``{}`` for the run's own test views, else ``tta`` and ``csi_views``."""
     if cfg.curve_views is None:
         return {}
     tta = math.ceil(cfg.curve_views / n_contexts) * n_contexts

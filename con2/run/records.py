@@ -141,7 +141,7 @@ RECORD_SCHEMA: dict[str, Any] = {
             "type": "object",
             "required": ["points"],
             "properties": {
-                "views": {"type": ["integer", "null"]},  # the curve's test-time views (null: the run's full plan)
+                "views": {"type": ["integer", "null"]},  # the curve's test-time views (null: the run's own test views)
                 "points": {
                     "type": "array",
                     "items": {

@@ -112,7 +112,7 @@ def test_gpu_fidelity_rehearsal_runs_its_plan_pauses_and_resumes(shared_data, tm
     run = second[3]
     assert run["resumed_from_epoch"] == 1 and [c["epoch"] for c in run["curve"]] == [1, 2]
     assert run["curve_readings"]["1"] == first[2]["auroc"]  # the point scored before the pause, kept
-    assert run["curve_readings"]["2"] == pytest.approx(run["auroc"])  # full plan: the last point is the final score
+    assert run["curve_readings"]["2"] == pytest.approx(run["auroc"])  # own test views: last point = final score
     assert {"nnd", "nnd@encoder/original", "nnd@content/matched", "nnd@encoder/matched/csi"} <= set(run["auroc"])
     assert second[-1]["summary"] == {"as printed seed0": round(run["auroc"]["nnd"], 1)}
     written = [json.loads(line) for line in (out / "gpu_fidelity_length.jsonl").read_text().splitlines()]

@@ -94,7 +94,7 @@ def fake_call(gf, budget_s: float, epochs: int = 2048, **flags):
 
 
 def test_the_cifar_config_is_the_papers() -> None:
-    """Part (e)'s config: the plan's base (width 64) with CIFAR-10's own settings, the curve on the full plan."""
+    """Part (e)'s config: the plan's base (width 64) with CIFAR-10's own settings, the curve on its own test views."""
     gf = load("gpu_fidelity")
     gr = load("gpu_runs")
     it = next(x for x in gr.plan_items("all") if x.part == "e")

@@ -116,7 +116,7 @@ def test_length_curve_shows_the_length_studys_variants_not_the_main_ones(runs, t
     table = TABLES["length_curve"].builder()(ReportInputs(runs=every, config=scoped, scores=RUN_FOLDERS))
     assert [row[1] for row in table.rows] == ["CON2 (NND), flip", "CON2 (NND), length128"]
     length = next(row for row in table.rows if row[1].endswith("length128"))
-    assert table.columns == ["Dataset", "Method", "epoch 2", "epoch 5", "epoch 128", "final (full plan)"]
+    assert table.columns == ["Dataset", "Method", "epoch 2", "epoch 5", "epoch 128", "final (own test views)"]
     assert length[2:] == ["–", "61.0 ± 1.4 [1×2]", "71.0 ± 1.4 [1×2]", "60.0 ± 0.0 [1×2]"]  # final: the records
     assert "invert" not in " ".join(r[1] for r in table.rows)  # the main variant: learning_curve's
     # a profile without a length study: no rows, and the note says why
