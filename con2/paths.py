@@ -112,7 +112,7 @@ def scores_bundle(runs_csv: str | Path) -> str:
 
 
 def data_marker(dataset: str, size: int | str) -> str:
-    """The workflow's summary of one dataset prepared at one size (``prepare_data``'s output)."""
+    """The data check's marker of one dataset prepared at one size (``prepare_data``'s output)."""
     return f"{DATA_ROOT}/{dataset}/{size}px.json"
 
 

@@ -51,7 +51,7 @@ from con2.yaml_files import read_text_file, read_yaml_mapping
 # pandas or the data layer, which the commands import when they need them.
 
 
-def _summary(record: dict, where: str | Path | None = None) -> str:
+def _result_line(record: dict, where: str | Path | None = None) -> str:
     """The one result line: the headline scores (plain names such as ``nnd``, ``lh``; the other
     readings, ``<score>@<reading>``, are counted and left to the record), the silhouette, the times
     and where the record is."""
@@ -160,7 +160,7 @@ def _train(args: argparse.Namespace, cfg: RunConfig, rd: RunDir, console: TextIO
     if complete:
         say(terminal_safe(f"{rd.record} exists: run already complete (use --force to retrain)"))
     else:
-        say(terminal_safe(_summary(record, rd.path)))
+        say(terminal_safe(_result_line(record, rd.path)))
     return 0
 
 
@@ -235,7 +235,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if elsewhere:
         check_evaluate_out(src, out)  # before loading torch: a refusal costs nothing
     record = rescore(cfg, out.path, src.checkpoint, before=check)
-    print(terminal_safe(_summary(record, out.path)))
+    print(terminal_safe(_result_line(record, out.path)))
     return 0
 
 

@@ -134,7 +134,7 @@ def hours(views: int, views_per_s: float) -> float:
 
 
 @dataclass(frozen=True)
-class Summary:
+class Totals:
     """Totals of a set of runs (one experiment, or all unique runs)."""
 
     name: str
@@ -148,12 +148,12 @@ class Summary:
     hours_on_paper_runs: float  # our estimate over the runs the paper gives hours for
 
 
-def summarise(name: str, costs: Iterable[RunCost]) -> Summary:
+def totals_of(name: str, costs: Iterable[RunCost]) -> Totals:
     """Sums over ``costs`` (runs without an estimate or a paper number are counted, not summed)."""
     costs = list(costs)
     estimated = [c for c in costs if c.hours is not None]
     with_paper = [c for c in costs if c.paper_hours is not None]
-    return Summary(
+    return Totals(
         name,
         len(costs),
         sum(c.images for c in costs),
@@ -166,11 +166,11 @@ def summarise(name: str, costs: Iterable[RunCost]) -> Summary:
     )
 
 
-def per_experiment(costs: Sequence[RunCost]) -> list[Summary]:
-    """One summary per experiment (a run two experiments ask for counts in both), then the total
+def per_experiment(costs: Sequence[RunCost]) -> list[Totals]:
+    """The totals of each experiment (a run two experiments ask for counts in both), then the total
     over unique runs."""
     names = list(dict.fromkeys(e for c in costs for e in c.experiments))
-    return [summarise(n, (c for c in costs if n in c.experiments)) for n in names] + [summarise("total", costs)]
+    return [totals_of(n, (c for c in costs if n in c.experiments)) for n in names] + [totals_of("total", costs)]
 
 
 def cost_runs(
@@ -218,18 +218,18 @@ def hours_text(h: float) -> str:
     return f"{h:,.2f}" if h < 10 else f"{h:,.1f}"
 
 
-def format_plan(summaries: Sequence[Summary], device: str, studies: Collection[str] = ()) -> list[str]:
+def format_plan(totals: Sequence[Totals], device: str, studies: Collection[str] = ()) -> list[str]:
     """The table ``con2 plan`` prints: per experiment and in total, our runs, images, views and
     hours on ``device``, then, over the runs the paper gives hours for, our hours beside the paper's.
     Experiments of ``studies`` (``report.scopes``: not in ``all``) are marked ``*``."""
-    width = max([16, *(len(s.name) + 2 for s in summaries)])
+    width = max([16, *(len(s.name) + 2 for s in totals)])
     hours_head = f"hours ({device})"
     head = (
         f"{'experiment':<{width}} {'runs':>6} {'images':>14} {'views':>15} {hours_head:>18}"
         f"   {'runs the paper costs: hours ours / paper':>42}"
     )
     lines = [head, "-" * len(head)]
-    for s in summaries:
+    for s in totals:
         ours = hours_text(s.hours) + (f" (+{s.runs_without_estimate} n/a)" if s.runs_without_estimate else "")
         paper = "-"
         if s.runs_with_paper_hours:
@@ -238,7 +238,7 @@ def format_plan(summaries: Sequence[Summary], device: str, studies: Collection[s
             lines.append("-" * len(head))  # one rule above the sums
         name = f"{s.name} *" if s.name in studies else s.name
         lines.append(f"{name:<{width}} {s.runs:>6,} {s.images:>14,} {s.views:>15,} {ours:>18}   {paper:>42}")
-    if any(s.name in studies for s in summaries):
+    if any(s.name in studies for s in totals):
         lines.append(
             "* a study (report.scopes): not in `snakemake all`; `snakemake studies` or naming its table trains it. "
             "all: the runs `snakemake all` trains"
@@ -315,11 +315,11 @@ def plan_lines(
     lines = [f"{len(costs):,} training runs on one {name} (throughput: {throughput.name}; compile={rates[0].compile})"]
     scopes = (config.get("report") or {}).get("scopes") or {}
     studies = {e for exps in scopes.values() for e in exps or []}
-    summaries = per_experiment(costs)
+    totals = per_experiment(costs)
     in_all = [c for c in costs if set(c.experiments) - studies]
     if studies and len(in_all) < len(costs):
-        summaries.insert(-1, summarise("all", in_all))
-    lines += format_plan(summaries, name.split(" (")[0], studies)
+        totals.insert(-1, totals_of("all", in_all))
+    lines += format_plan(totals, name.split(" (")[0], studies)
     lines.append("")
     lines.append("views/s per (image size, width, batch):")
     for s in settings:

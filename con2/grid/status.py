@@ -1,4 +1,4 @@
-"""What the workflow knows about its data and its records, and the summary it ends with.
+"""What the workflow knows about its data and its records, and the closing lines it ends with.
 
 * :func:`unknown_class`: whether the registry knows a normal class a profile names;
 * :func:`check_dataset`: find (or download) one dataset at one size through the data layer and
@@ -9,7 +9,7 @@
   one it was checked in and a run of it would train (a finished grid's table rebuild reads records
   only, so it re-checks nothing);
 * :func:`merge_status`: those files of a grid as one mapping (the ``data_status`` checkpoint);
-* :func:`summary_lines`: the block printed at the very end of a workflow run: every dataset
+* :func:`closing_lines`: the block printed at the very end of a workflow run: every dataset
   skipped (or, with ``strict``, failed), every record the aggregation left out (corrupt, invalid,
   misplaced) with its fix, and the records aggregated although outside the grid; each command
   quoted for a shell, each line free of control characters (:mod:`con2.text`).
@@ -203,7 +203,7 @@ def skipped_records(files: Iterable[str | Path]) -> list[tuple[str, str, str]]:
     return sorted(out.values())
 
 
-def summary_lines(
+def closing_lines(
     data_targets: Iterable[tuple[str, int]],
     config: Mapping[str, Any],
     runs_csv: str | Path,

@@ -11,10 +11,10 @@ real ``dict``/``list``; ``str()`` and pickling, what ``script:`` jobs use, are u
 Snakemake also lists every file of a reason ("Input files updated by another job: ...", 70 files
 for the target `all`). :class:`ShortReasons`, a logging filter installed by
 ``workflow/rules/common.smk``, keeps the first few files of each part of a job's ``Reason:`` and
-counts the rest, and a dry run's closing "Reasons:" summary (every rule per reason: one per table
+counts the rest, and a dry run's closing "Reasons:" block (every rule per reason: one per table
 and figure; also its "Rules with provenance triggered jobs") names the first few rules of each
 reason. It touches only the ``reason`` field of job-info records (Snakemake's logger-plugin
-interface) and these summaries' text, never which jobs run.
+interface) and these blocks' text, never which jobs run.
 
 :class:`GridProgress`, installed by the Snakefile's ``onstart``, follows each of Snakemake's
 "N of M steps (x%) done" records with the grid's ETA line (:mod:`con2.workflow.eta`) when a training
@@ -42,7 +42,7 @@ __all__ = [
 
 REASON_FILES = 3  # files of one reason part shown; the others are counted
 REASON_PART_CHARS = 300  # a part without a file list (a param's repr) is cut here
-SUMMARY_RULES = 6  # rules of one reason shown in a dry run's closing "Reasons:" summary
+REASON_RULES = 6  # rules of one reason shown in a dry run's closing "Reasons:" block
 PROVENANCE = "Rules with provenance triggered jobs: "
 
 
@@ -99,8 +99,8 @@ def short_reason(reason: str, files: int = REASON_FILES, chars: int = REASON_PAR
     return "; ".join(parts)
 
 
-def short_summary(msg: str, rules: int = SUMMARY_RULES) -> str:
-    """A dry run's "Reasons:" summary with each line of rule names cut to ``rules`` names."""
+def short_reasons_block(msg: str, rules: int = REASON_RULES) -> str:
+    """A dry run's "Reasons:" block with each line of rule names cut to ``rules`` names."""
     lines = []
     for line in msg.split("\n"):
         names = line.strip().split(", ")
@@ -112,7 +112,7 @@ def short_summary(msg: str, rules: int = SUMMARY_RULES) -> str:
 
 class ShortReasons(logging.Filter):
     """Shortens the ``reason`` of Snakemake's job-info log records (see :func:`short_reason`) and a dry
-    run's "Reasons:" summary (:func:`short_summary`)."""
+    run's "Reasons:" block (:func:`short_reasons_block`)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         reason = getattr(record, "reason", None)
@@ -120,11 +120,11 @@ class ShortReasons(logging.Filter):
             record.reason = short_reason(reason)
         if isinstance(record.msg, str) and not record.args:
             if record.msg.startswith("Reasons:\n"):
-                record.msg = short_summary(record.msg)
+                record.msg = short_reasons_block(record.msg)
             elif record.msg.startswith(PROVENANCE):  # a dry run's "Rules with provenance triggered jobs: a b c ..."
                 names = record.msg[len(PROVENANCE) :].split()
-                if len(names) > SUMMARY_RULES:
-                    record.msg = f"{PROVENANCE}{' '.join(names[:SUMMARY_RULES])} (+{len(names) - SUMMARY_RULES} more)\n"
+                if len(names) > REASON_RULES:
+                    record.msg = f"{PROVENANCE}{' '.join(names[:REASON_RULES])} (+{len(names) - REASON_RULES} more)\n"
         return True
 
 

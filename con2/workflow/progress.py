@@ -21,7 +21,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from con2.grid.status import summary_lines
+from con2.grid.status import closing_lines
 from con2.report.artefacts import MISSING_FILE
 from con2.run.provenance import cpu_device_name
 from con2.workflow.eta import AfterRuns, WeighedRun, after_runs, eta_line, grid_eta, weigh_runs
@@ -162,7 +162,7 @@ def end_lines(session: Session) -> list[str]:
     outside this profile's grid; in a rebuild, the runs it left out; and, where it was written, the
     table that holds every fix (MISSING_FILE)."""
     skipped = [SKIPPED_CSV, *sorted(glob.glob("results/evaluation/scopes/*.skipped.csv"))]
-    lines = summary_lines(
+    lines = closing_lines(
         session.data.data_targets,
         session.config,
         RUNS_CSV,

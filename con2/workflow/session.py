@@ -163,7 +163,7 @@ class Session:
 
     def report_files(self) -> list[str]:
         """The files ``snakemake --report`` embeds for the profile: each table's HTML page (the studies'
-        too), each figure's PNG, and the aggregation's summary."""
+        too), each figure's PNG, and the aggregation's ``summary.csv``."""
         pages = [f for f in (*self.table_files, *self.study_files, *self.figure_files) if f.endswith((".html", ".png"))]
         return [*pages, SUMMARY_CSV]
 

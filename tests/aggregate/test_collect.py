@@ -114,7 +114,7 @@ def test_the_record_schema_refuses_nan_and_infinity_on_write_and_read(tmp_path: 
 
 
 def test_the_workflow_s_last_lines_list_skipped_records_while_they_are_unchanged(tmp_path: Path) -> None:
-    from con2.grid.status import summary_lines
+    from con2.grid.status import closing_lines
 
     _, bad = bad_records(tmp_path)
     corrupt = next(p for p in bad if "digits/2/" in str(p))
@@ -123,13 +123,13 @@ def test_the_workflow_s_last_lines_list_skipped_records_while_they_are_unchanged
         [(str(corrupt), corrupt.stat().st_mtime_ns, "not valid JSON (...)", "delete it")],
         columns=["record", "mtime_ns", "problem", "fix"],
     ).to_csv(skipped, index=False)
-    lines = summary_lines([], {}, tmp_path / "no_runs.csv", skipped_files=[skipped, tmp_path / "missing.csv"])
+    lines = closing_lines([], {}, tmp_path / "no_runs.csv", skipped_files=[skipped, tmp_path / "missing.csv"])
     text = "\n".join(lines)
     assert "1 record(s) SKIPPED by the aggregation" in text
     assert f"  {corrupt}: not valid JSON (...)" in lines and "      fix: delete it" in lines
     corrupt.write_text("{}")  # replaced since (e.g. retrained): no longer reported
     os.utime(corrupt, ns=(0, 0))
-    assert summary_lines([], {}, tmp_path / "no_runs.csv", skipped_files=[skipped]) == []
+    assert closing_lines([], {}, tmp_path / "no_runs.csv", skipped_files=[skipped]) == []
 
 
 def test_summaries(runs: pd.DataFrame) -> None:

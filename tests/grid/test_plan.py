@@ -74,20 +74,20 @@ def test_costs_of_a_tiny_profile_match_the_hand_computed_numbers(tables: dict[st
     assert by_key["digits/0/con2/k3/seed0"].paper_hours == 2.0
     assert by_key["digits/0/simclr/default/seed0"].paper_hours is None
 
-    summaries = {s.name: s for s in plan.per_experiment(costs)}
+    totals = {s.name: s for s in plan.per_experiment(costs)}
     # main: 2 classes x 2 seeds x (CON2 + SimCLR) = 8 runs, 8 x 60,000 images,
     # 4 x 240,000 + 4 x 120,000 views, 4 x 5/3 + 4 x 5/6 = 10 h; the paper covers the 4 CON2 runs: 8 h
-    main = summaries["main"]
+    main = totals["main"]
     assert (main.runs, main.images, main.views) == (8, 480_000, 1_440_000)
     assert math.isclose(main.hours, 10.0)
     assert (main.runs_with_paper_hours, main.paper_hours) == (4, 8.0)
     assert math.isclose(main.hours_on_paper_runs, 4 * 5 / 3)
     # ablation: class 0 x 2 seeds x (invert, k3, big) = 6 runs; invert is also main's (counted in both)
-    abl = summaries["ablation"]
+    abl = totals["ablation"]
     assert (abl.runs, abl.images, abl.views) == (6, 360_000, 2 * (240_000 + 360_000 + 240_000))
     assert math.isclose(abl.hours, 2 * (5 / 3 + 2.5 + 240_000 / 10 / 3600))
     # total: unique runs: 8 + 4 (k3, big on class 0) = 12
-    total = summaries["total"]
+    total = totals["total"]
     assert total.runs == 12 and total.images == 12 * 60_000
     assert math.isclose(total.hours, 10.0 + 2 * (2.5 + 240_000 / 10 / 3600))
 

@@ -160,7 +160,7 @@ GET = ["con2", "data", "get", "breastmnist"]
 
 
 def test_the_workflow_s_last_lines_quote_the_data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from con2.grid.status import summary_lines
+    from con2.grid.status import closing_lines
     from con2.paths import data_marker
 
     marker = _marker(tmp_path, monkeypatch)
@@ -169,7 +169,7 @@ def test_the_workflow_s_last_lines_quote_the_data_dir(tmp_path: Path, monkeypatc
     import json
 
     path.write_text(json.dumps(marker))
-    lines = summary_lines([("breastmnist", 28)], {"data_dir": HOSTILE_DIR}, "none.csv")
+    lines = closing_lines([("breastmnist", 28)], {"data_dir": HOSTILE_DIR}, "none.csv")
     fix = next(line for line in lines if line.strip().startswith("fix: "))
     command = fix.strip().removeprefix("fix: ").split("   (then run")[0]
     assert shlex.split(command) == [*GET, "--data-dir", HOSTILE_DIR, "--size", "28"]
@@ -256,7 +256,7 @@ def test_a_network_error_reads_without_a_tag(tmp_path: Path, monkeypatch: pytest
 def test_a_folder_name_with_terminal_escapes_is_printed_escaped(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from con2.grid.status import summary_lines
+    from con2.grid.status import closing_lines
 
     monkeypatch.chdir(tmp_path)
     folder = "x\x1b]0;TITLE\x07\x1b[2J"
@@ -270,7 +270,7 @@ def test_a_folder_name_with_terminal_escapes_is_printed_escaped(
         w.writerow([str(record), os.stat(record).st_mtime_ns, f"in {folder}: not a run", f"rm -r {folder}"])
     runs_csv = tmp_path / "runs.csv"
     pd.DataFrame({"record": [f"results/runs/{folder}/r.json"], "in_grid": [False]}).to_csv(runs_csv, index=False)
-    lines = summary_lines([], {"data_dir": "data"}, runs_csv, skipped_files=[skipped])
+    lines = closing_lines([], {"data_dir": "data"}, runs_csv, skipped_files=[skipped])
     text = "\n".join(lines)
     assert not CONTROL.search(text), repr(text)
     assert "x\\x1b]0;TITLE\\x07\\x1b[2J" in text  # the name, recognisable

@@ -220,7 +220,7 @@ def test_the_aggregation_log_and_the_last_lines(tmp_path: Path, monkeypatch: pyt
     the log, in skipped.csv (as the aggregation writes it) and in the workflow's last lines."""
     from con2.aggregate.collect import collect_valid_runs
     from con2.aggregate.csv_text import csv_frame
-    from con2.grid.status import summary_lines
+    from con2.grid.status import closing_lines
 
     monkeypatch.chdir(tmp_path)
     record = Path("results/runs/breastmnist/1/extm/default") / "seed0\nSKIPPED forged\x1b]0;T\x07" / "record.json"
@@ -239,7 +239,7 @@ def test_the_aggregation_log_and_the_last_lines(tmp_path: Path, monkeypatch: pyt
     text = (tmp_path / "skipped.csv").read_text()
     assert not CONTROL.search(text.replace("\n", "")) and text.count("\n") == 2
     pd.DataFrame({"record": [], "in_grid": []}).to_csv(tmp_path / "runs.csv", index=False)
-    lines = summary_lines([], {"data_dir": "data"}, tmp_path / "runs.csv", skipped_files=[tmp_path / "skipped.csv"])
+    lines = closing_lines([], {"data_dir": "data"}, tmp_path / "runs.csv", skipped_files=[tmp_path / "skipped.csv"])
     shown = "\n".join(lines)
     assert "seed0\\x0aSKIPPED forged\\x1b]0;T\\x07" in shown, shown  # named, as one line
     assert not any(line.lstrip().startswith("SKIPPED forged") for line in lines)

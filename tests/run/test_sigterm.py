@@ -24,7 +24,7 @@ import yaml
 from workflow_helpers import SNAKEMAKE, TEST_CONFIG, copy_workflow, snakemake, workflow_env
 
 from con2.run.signals import descendants
-from con2.workflow.console import hashed, short_reason, short_summary
+from con2.workflow.console import hashed, short_reason, short_reasons_block
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")]
 
@@ -193,5 +193,5 @@ def test_hashed_params_compare_as_before_and_print_short() -> None:
         == "Missing output files: a.md; Input files updated by another job: t0.csv, t1.csv, t2.csv (+67 more)"
     )
     assert len(short_reason("Params have changed since last execution: " + "x" * 1000)) == 300
-    summary = "Reasons:\n    (check individual jobs above for details)\n    missing output files:\n        "
-    assert short_summary(summary + ", ".join(f"table_{i}" for i in range(26))).endswith("table_5 (+20 more)")
+    block = "Reasons:\n    (check individual jobs above for details)\n    missing output files:\n        "
+    assert short_reasons_block(block + ", ".join(f"table_{i}" for i in range(26))).endswith("table_5 (+20 more)")

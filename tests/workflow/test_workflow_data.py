@@ -125,7 +125,7 @@ def test_no_record_ever_leaves_the_tables_and_a_grid_change_trains_at_once(tmp_p
     assert set(runs_csv_records(wd)) == set(after) - {breast}
 
 
-def test_offline_without_data_ends_with_the_skipped_data_summary(tmp_path: Path) -> None:
+def test_offline_without_data_ends_with_the_skipped_datasets_in_its_closing_lines(tmp_path: Path) -> None:
     wd = copy_workflow(tmp_path / "wd")
     empty = tmp_path / "data"
     empty.mkdir()

@@ -8,7 +8,7 @@ rule prepare_data:
     """Find, verify and prepare one dataset at one size (downloading it where allowed), or skip it."""
     localrule: True
     output:
-        summary=P.data_marker("{dataset}", "{size}"),
+        marker=P.data_marker("{dataset}", "{size}"),
     params:
         check=W.data_check,
     log:

@@ -74,7 +74,7 @@ def main() -> None:
 
 
 def _mtime_ns(path: str) -> int:
-    """The file's modification time (the end summary reports a skipped file only while it is unchanged)."""
+    """The file's modification time (the closing lines report a skipped file only while it is unchanged)."""
     try:
         return os.stat(path).st_mtime_ns
     except OSError:

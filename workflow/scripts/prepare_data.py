@@ -33,7 +33,7 @@ def main() -> int:
         print(UNAVAILABLE + line)
         print(f"con2 workflow: dataset {dataset} is unavailable and strict=true: {line}", file=sys.__stderr__)
         return 1
-    with atomic_path(Path(snakemake.output.summary)) as tmp:
+    with atomic_path(Path(snakemake.output.marker)) as tmp:
         tmp.write_text(json.dumps(marker, indent=2) + "\n")
     return 0
 
