@@ -44,7 +44,7 @@ from con2.errors import ConfigError
 from con2.maths.losses import nt_xent
 from con2.methods.base import Method
 from con2.methods.features import ContextFn
-from con2.methods.scoring import Reading, Scorer, ScoringSpec, TestView, tta_plan
+from con2.methods.scoring import Reading, Scorer, ScoringSpec, TestView, tta_draw
 from con2.methods.spec import MethodSettings
 from con2.training.models import encoder_dim, projection_head
 from con2.transforms.augment import ViewAugment
@@ -202,7 +202,7 @@ class CSI(Method):
         return [rotation_context(k, False) for k in range(N_ROTATIONS)]
 
     def test_views(self) -> list[TestView]:
-        views = [v for v, _ in tta_plan(self.n_samples, 1, self.cfg.tta_seed, self.view_params)]
+        views = [v for v, _ in tta_draw(self.n_samples, 1, self.cfg.tta_seed, self.view_params)]
         return [
             TestView(replace(v, hflip=False), k, rotation_context(k, v.hflip))
             for v in views

@@ -1,10 +1,10 @@
 """The features of the test-time views: one encoder pass per (split, view, context), every feature
-space from that pass (:func:`features`), the plan's fixed views in order (:func:`iter_plan_features`)
-and CSI's random views per image (:func:`csi_image_views`). :mod:`con2.methods.scoring` scores them."""
+space from that pass (:func:`features`), one fixed view's features (:func:`view_features`) and CSI's
+random views per image (:func:`csi_image_views`). :mod:`con2.methods.scoring` scores them."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
 import torch
@@ -19,7 +19,7 @@ from con2.transforms.augment import (
 )
 from con2.transforms.views import N_UNIFORMS, ViewBatch, apply_views, views_from_uniform
 
-Plan = list[tuple[FixedView, int]]
+ViewDraw = list[tuple[FixedView, int]]
 ContextFn = Callable[[Tensor], Tensor]
 CSI_CROP_SCALE = (0.54, 0.54)  # CSI's test-time crop: resize_factor 0.54 with resize_fix
 
@@ -146,21 +146,3 @@ def view_features(
 ) -> Tensor:
     """Features ``[n, d]`` of uint8 images ``[n, C, H, W]`` under one context and one view (one space)."""
     return features(encoder, images, view, context, size, device, {"f": head}, batch_size, channels_last)["f"]
-
-
-def iter_plan_features(
-    encoder: nn.Module,
-    train: Tensor,
-    test: Tensor,
-    plan: Plan,
-    contexts: Sequence[ContextFn],
-    size: int,
-    device: torch.device,
-    batch_size: int = 256,
-) -> Iterator[tuple[Tensor, Tensor]]:
-    """Yield ``(train_features [n, d], test_features [M, d])`` for each view of the plan, one at a time."""
-    for view, c in plan:
-        yield (
-            view_features(encoder, train, view, contexts[c], size, device, batch_size),
-            view_features(encoder, test, view, contexts[c], size, device, batch_size),
-        )

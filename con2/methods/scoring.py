@@ -28,7 +28,7 @@ reading without retraining, and scoring never touches the weights. The headline 
 score is written under the score's plain name (``nnd``); every other reading under
 ``<score>@<feature>/<reference>`` (``nnd@content/original``).
 
-A plan (:func:`tta_plan`) holds A views drawn once from a seed, split evenly over the K contexts
+A draw (:func:`tta_draw`) holds A views drawn once from a seed, split evenly over the K contexts
 (the first A/K on x, the next A/K on t_1(x), ...), the same for training and test images; ``tta =
 0`` means one identity view on x alone. :func:`crossed_views` applies every view in every context
 (CSI's samples x rotations). A method whose contexts act after the views
@@ -49,7 +49,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from con2.methods.features import ContextFn, ImageViews, Plan, csi_image_views, features
+from con2.methods.features import ContextFn, ImageViews, ViewDraw, csi_image_views, features
 from con2.methods.spec import MethodSettings
 from con2.transforms.augment import (
     DEFAULT_VIEWS,
@@ -68,7 +68,7 @@ def identity(x: Tensor) -> Tensor:
     return x
 
 
-def tta_plan(n_views: int, n_contexts: int, seed: int, params: ViewParams = DEFAULT_VIEWS) -> Plan:
+def tta_draw(n_views: int, n_contexts: int, seed: int, params: ViewParams = DEFAULT_VIEWS) -> ViewDraw:
     """The A fixed test-time views and the context each is applied in (A divisible by K, or 0)."""
     if n_views == 0:
         return [(IDENTITY_VIEW, 0)]
@@ -113,15 +113,15 @@ class TestView:
 def split_views(
     n_views: int, contexts: Sequence[ContextFn], seed: int, params: ViewParams = DEFAULT_VIEWS
 ) -> list[TestView]:
-    """:func:`tta_plan` as test views: A views split evenly over the contexts (CON2's "half on x, half on x^C")."""
-    return [TestView(v, c, contexts[c]) for v, c in tta_plan(n_views, len(contexts), seed, params)]
+    """:func:`tta_draw` as test views: A views split evenly over the contexts (CON2's "half on x, half on x^C")."""
+    return [TestView(v, c, contexts[c]) for v, c in tta_draw(n_views, len(contexts), seed, params)]
 
 
 def crossed_views(
     n_samples: int, contexts: Sequence[ContextFn], seed: int, params: ViewParams = DEFAULT_VIEWS
 ) -> list[TestView]:
     """Every one of the first ``n_samples`` fixed views in every context (``0``: the identity view)."""
-    views = [v for v, _ in tta_plan(n_samples, 1, seed, params)]
+    views = [v for v, _ in tta_draw(n_samples, 1, seed, params)]
     return [TestView(v, c, fn) for v in views for c, fn in enumerate(contexts)]
 
 
@@ -300,10 +300,10 @@ def score_method(
                     _accumulate(sums, spec.column(score, reading), s)
 
     val = validation if validation is not None and len(validation) else None
-    plan = method.test_views()
+    test_views = method.test_views()
     csi = [r for r in readings if r.views == "csi"]
     report = _PROGRESS.get()
-    total = len(plan) + (len(method.test_contexts()) * cfg.csi_views if csi else 0) + 1
+    total = len(test_views) + (len(method.test_contexts()) * cfg.csi_views if csi else 0) + 1
     done = 0
 
     def passed() -> None:
@@ -314,14 +314,14 @@ def score_method(
 
     sums: dict[str, Tensor] = {}
     val_sums: dict[str, Tensor] = {}
-    for tv in plan:
+    for tv in test_views:
         te, tr = run(test, tv.view, tv.pixels), run(train, tv.view, tv.pixels)
         tr_orig = run(train, tv.view, tv.original) if need_original and tv.context != 0 else tr
         add(sums, fixed, te, tr, tr_orig, tv.context)
         if val is not None:
             add(val_sums, fixed, run(val, tv.view, tv.pixels), tr, tr_orig, tv.context)
         passed()
-    divisor = {spec.column(s, r): len(plan) for r in fixed for s in spec.scorers}
+    divisor = {spec.column(s, r): len(test_views) for r in fixed for s in spec.scorers}
 
     if csi:  # CSI's views: per-image random views, features averaged over them, per context
         contexts = method.test_contexts()

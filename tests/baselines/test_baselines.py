@@ -25,7 +25,7 @@ from con2.maths.losses import nt_xent
 from con2.maths.scores import knn_scores, mahalanobis_scores
 from con2.methods import build_method, get_method
 from con2.methods.features import view_features
-from con2.methods.scoring import tta_plan
+from con2.methods.scoring import tta_draw
 from con2.transforms.augment import IDENTITY_VIEW, normalize, to_float
 
 REPO = Path(__file__).resolve().parents[2]
@@ -160,8 +160,8 @@ def test_csi_score_uses_the_shared_views_with_flip_before_rotation(tiny):
     train = torch.randint(0, 256, (12, 1, 16, 16), dtype=torch.uint8)
     test = torch.randint(0, 256, (5, 1, 16, 16), dtype=torch.uint8)
     cpu = torch.device("cpu")
-    plan = tta_plan(2, 1, method.cfg.tta_seed, method.view_params)
-    assert [v for v, _ in plan] == [v for v, _ in tta_plan(8, 1, method.cfg.tta_seed, method.view_params)][:2]
+    plan = tta_draw(2, 1, method.cfg.tta_seed, method.view_params)
+    assert [v for v, _ in plan] == [v for v, _ in tta_draw(8, 1, method.cfg.tta_seed, method.view_params)][:2]
     assert [v.hflip for v, _ in plan] == [True, False]  # seed 3: one flipped sample, one not
     ref = np.zeros(len(test))
     for view, _ in plan:
@@ -239,7 +239,7 @@ def test_simclr_scores_one_representation_knn_over_views_and_ssd(tiny):
     train = torch.randint(0, 256, (20, 1, 16, 16), dtype=torch.uint8)
     test = torch.randint(0, 256, (6, 1, 16, 16), dtype=torch.uint8)
     cpu = torch.device("cpu")
-    plan = tta_plan(4, 1, method.cfg.tta_seed, method.view_params)
+    plan = tta_draw(4, 1, method.cfg.tta_seed, method.view_params)
     assert len(plan) == 4 and all(c == 0 for _, c in plan)  # every view acts on x: SimCLR has no context
     ref = np.mean(
         [

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from con2.errors import ConfigError
-from con2.methods.scoring import tta_plan
+from con2.methods.scoring import tta_draw
 from con2.transforms.augment import (
     FixedView,
     ViewAugment,
@@ -102,9 +102,9 @@ def test_identity_view_is_identity(images):
 
 
 def test_tta_plan_splits_views_over_contexts():
-    plan = tta_plan(40, 2, seed=0)
+    plan = tta_draw(40, 2, seed=0)
     assert [c for _, c in plan] == [0] * 20 + [1] * 20
     assert len({v for v, _ in plan}) == 40
-    assert tta_plan(0, 2, 0) == [(FixedView(), 0)]
+    assert tta_draw(0, 2, 0) == [(FixedView(), 0)]
     with pytest.raises(ValueError):
-        tta_plan(5, 2, 0)
+        tta_draw(5, 2, 0)
