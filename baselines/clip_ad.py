@@ -106,5 +106,5 @@ class ClipAD(ZeroShotMethod):
         self.freeze()  # the text tower is dropped: its work is done in self.text
 
     def scoring(self) -> ScoringSpec:
-        """p(anomalous) of the image embedding, averaged over the test plan (one view unless params.tta)."""
+        """p(anomalous) of the image embedding, averaged over the test views (one view unless params.tta)."""
         return ScoringSpec({"clip": Scorer(lambda te, tr, c: clip_scores(te, self.text, self.logit_scale))})

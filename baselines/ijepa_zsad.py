@@ -89,6 +89,6 @@ class IJepaZSAD(ZeroShotMethod):
         self.freeze()
 
     def scoring(self) -> ScoringSpec:
-        """S_NND: ``-max_m cos(f(x), f(x_m))`` on the pooled embedding, averaged over the test plan."""
+        """S_NND: ``-max_m cos(f(x), f(x_m))`` on the pooled embedding, averaged over the test views."""
         chunk = self.cfg.nn_chunk
         return ScoringSpec({"nnd": Scorer(lambda te, tr, c: nnd_scores(te, tr, chunk))})

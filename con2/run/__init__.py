@@ -1,2 +1,2 @@
-"""One run: its owner (:mod:`~con2.run.runner`: the lock and the plan), its steps (:mod:`~con2.run.execute`),
+"""One run: its owner (:mod:`~con2.run.runner`: the lock and the action), its steps (:mod:`~con2.run.execute`),
 its directory, lock and record, and the adapter that turns an external program's scores into a record."""

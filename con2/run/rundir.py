@@ -256,7 +256,7 @@ class RunDir:
         if self.checkpoint.is_file() and self.config.is_file():
             try:
                 cfg = load_config(self.config)
-            except ConfigError as exc:  # the message's own fix does not apply here: plan() gives one
+            except ConfigError as exc:  # the message's own fix does not apply here: action() gives one
                 return Stored(self.config, {}, None, False, problem=str(exc).split(". Fix: ")[0])
             return Stored(self.config, cfg.to_dict(), cfg.config_hash(), False)
         return None
