@@ -40,6 +40,33 @@ TINY = {
 }
 
 
+# The session fixtures below that run the workflow: every test file that reads one runs on the same
+# pytest-xdist worker, so that each is built once per suite, not once per worker.
+WORKFLOW_SESSION_FIXTURES = frozenset({"tiny_run", "labelled_reports"})
+WORKFLOW_SESSION_GROUP = "workflow-session-runs"
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook, which reads the groups into the test ids
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """How pytest-xdist shares the suite between its workers (``-n 2 --dist loadgroup`` in pyproject.toml).
+
+    Each test file is one group (one worker runs it, in order, its module fixtures built once); the files
+    that read :data:`WORKFLOW_SESSION_FIXTURES` form one group together. The groups start longest first, as
+    far as the suite knows: that shared group, then the files with ``slow`` tests, then the rest, each in
+    collection order; a long file started last would leave the other worker idle at the end. Without
+    xdist the groups are unused and only the order changes (files stay whole, tests in file order)."""
+    files: dict[Path, list[pytest.Item]] = {}
+    for item in items:
+        files.setdefault(item.path, []).append(item)
+    shared = {f for f, its in files.items() if any(WORKFLOW_SESSION_FIXTURES & set(it.fixturenames) for it in its)}
+    slow = {f for f, its in files.items() if any(it.get_closest_marker("slow") for it in its)}
+    for f, its in files.items():
+        group = WORKFLOW_SESSION_GROUP if f in shared else f.relative_to(config.rootpath).as_posix()
+        for it in its:
+            it.add_marker(pytest.mark.xdist_group(group))
+    items[:] = [it for f in sorted(files, key=lambda f: (f not in shared, f not in slow)) for it in files[f]]
+
+
 @pytest.fixture(autouse=True)
 def one_torch_thread():
     """Tiny tensors run far faster on one thread than with two threads fighting on a 2-core box."""
