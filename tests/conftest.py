@@ -9,7 +9,9 @@ from every folder (the folders are on ``sys.path`` below, as pytest puts this on
 
 from __future__ import annotations
 
+import functools
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -40,31 +42,48 @@ TINY = {
 }
 
 
-# The session fixtures below that run the workflow: every test file that reads one runs on the same
-# pytest-xdist worker, so that each is built once per suite, not once per worker.
-WORKFLOW_SESSION_FIXTURES = frozenset({"tiny_run", "labelled_reports"})
-WORKFLOW_SESSION_GROUP = "workflow-session-runs"
+# The session fixtures below that run the workflow: the test files that name one (as a parameter, or through
+# a fixture of their own) all run on the same pytest-xdist worker, so each is built once per suite.
+WORKFLOW_SESSION_FIXTURES = ("tiny_run", "labelled_reports")
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook, which reads the groups into the test ids
+@functools.cache
+def _reads_a_session_run(path: Path) -> bool:
+    """Whether the test file ``path`` takes one of :data:`WORKFLOW_SESSION_FIXTURES` as a parameter (of a
+    test or of a fixture of its own; the name followed by ``:``, ``,`` or ``)``, not a mention in a docstring).
+    Read from the file's text: xdist's scheduler sees test ids, not the fixtures they use."""
+    names = "|".join(WORKFLOW_SESSION_FIXTURES)
+    return re.search(rf"\b(?:{names})\s*[:,)]", path.read_text(encoding="utf-8")) is not None
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """How pytest-xdist shares the suite between its workers (``-n 2`` in pyproject.toml): one test file at a
+    time to a worker (its module fixtures built once), and every file that reads the session's workflow runs
+    to the same worker (those runs built once), in the order :func:`pytest_collection_modifyitems` gives.
+
+    (pytest-xdist's own ``--dist loadgroup`` would group by a mark, but under pytest 9 it does not: the mark
+    never reaches the test ids its scheduler reads. So the grouping is this scheduler's, by file.)"""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class FilesAndSessionRuns(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            file = nodeid.split("::", 1)[0]
+            return "workflow session runs" if _reads_a_session_run(config.rootpath / file) else file
+
+    return FilesAndSessionRuns(config, log)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """How pytest-xdist shares the suite between its workers (``-n 2 --dist loadgroup`` in pyproject.toml).
-
-    Each test file is one group (one worker runs it, in order, its module fixtures built once); the files
-    that read :data:`WORKFLOW_SESSION_FIXTURES` form one group together. The groups start longest first, as
-    far as the suite knows: that shared group, then the files with ``slow`` tests, then the rest, each in
-    collection order; a long file started last would leave the other worker idle at the end. Without
-    xdist the groups are unused and only the order changes (files stay whole, tests in file order)."""
+    """The files in the order their groups should start (the xdist scheduler above keeps it, with
+    ``--no-loadscope-reorder``): longest first as far as the suite knows, so that no long file starts
+    last and leaves the other worker idle: the files that read the session's workflow runs, then the files
+    with ``slow`` tests, then the rest, each in collection order; tests stay in file order."""
     files: dict[Path, list[pytest.Item]] = {}
     for item in items:
         files.setdefault(item.path, []).append(item)
-    shared = {f for f, its in files.items() if any(WORKFLOW_SESSION_FIXTURES & set(it.fixturenames) for it in its)}
     slow = {f for f, its in files.items() if any(it.get_closest_marker("slow") for it in its)}
-    for f, its in files.items():
-        group = WORKFLOW_SESSION_GROUP if f in shared else f.relative_to(config.rootpath).as_posix()
-        for it in its:
-            it.add_marker(pytest.mark.xdist_group(group))
-    items[:] = [it for f in sorted(files, key=lambda f: (f not in shared, f not in slow)) for it in files[f]]
+    order = sorted(files, key=lambda f: (not _reads_a_session_run(f), f not in slow))
+    items[:] = [it for f in order for it in files[f]]
 
 
 @pytest.fixture(autouse=True)
