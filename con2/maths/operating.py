@@ -25,7 +25,6 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-from scipy.stats import beta
 
 LEVEL = 0.95  # every interval here is a 95% one
 SPECIFICITY = 0.95  # the fixed specificity a screening reader asks for
@@ -51,6 +50,8 @@ def clopper_pearson(k: int, n: int, level: float = LEVEL) -> tuple[float, float]
     """Exact binomial interval of ``k`` successes in ``n`` trials (proportions in [0, 1]); (nan, nan) if n = 0."""
     if n <= 0:
         return math.nan, math.nan
+    from scipy.stats import beta  # here: scipy.stats takes a second to import, and most tables never need it
+
     a = (1.0 - level) / 2.0
     lo = 0.0 if k == 0 else float(beta.ppf(a, k, n - k + 1))
     hi = 1.0 if k == n else float(beta.ppf(1.0 - a, k + 1, n - k))

@@ -27,22 +27,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from con2.maths.stats import t_quantile
 from con2.report.artefacts import ReportInputs
 from con2.report.format import Table, mean_std, signed
 from con2.report.missing import no_runs
 
 ROLES = (("con2", "CON2 as printed", "nnd"), ("content", "content alone", "nnd"), ("simclr", "SimCLR + kNN", "knn"))
-T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262}  # t quantiles
-
-
-def t_quantile(df: int) -> float:
-    """The 97.5% quantile of Student's t with ``df`` degrees of freedom (scipy where present)."""
-    try:
-        from scipy.stats import t  # lazy: scipy is optional here, loaded only where an interval is asked for
-
-        return float(t.ppf(0.975, df))
-    except ImportError:  # pragma: no cover - scipy comes with scikit-learn
-        return T975.get(df, 1.96)
 
 
 def paired_interval(a: Mapping[int, float], b: Mapping[int, float]) -> tuple[float, float, float, int]:
@@ -55,7 +45,7 @@ def paired_interval(a: Mapping[int, float], b: Mapping[int, float]) -> tuple[flo
     mean = float(diffs.mean())
     if diffs.size < 2:
         return mean, math.nan, math.nan, 1
-    half = t_quantile(diffs.size - 1) * float(diffs.std(ddof=1)) / math.sqrt(diffs.size)
+    half = t_quantile(0.975, diffs.size - 1) * float(diffs.std(ddof=1)) / math.sqrt(diffs.size)
     return mean, mean - half, mean + half, int(diffs.size)
 
 

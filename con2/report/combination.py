@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from con2.maths.stats import holm
+from con2.maths.stats import holm, t_sf
 from con2.paper_names import dataset_label
 from con2.report.bound import paired_interval
 from con2.report.format import signed
@@ -68,10 +68,8 @@ def paired_p(a: Mapping[int, float], b: Mapping[int, float]) -> float:
     diffs = np.array([b[s] - a[s] for s in seeds], dtype=float)
     if diffs.size < 2 or float(diffs.std(ddof=1)) == 0.0:
         return math.nan
-    from scipy.stats import t  # lazy: scipy comes with scikit-learn
-
     stat = float(diffs.mean()) / (float(diffs.std(ddof=1)) / math.sqrt(diffs.size))
-    return float(2.0 * t.sf(abs(stat), diffs.size - 1))
+    return 2.0 * t_sf(abs(stat), diffs.size - 1)
 
 
 def paired_tests(

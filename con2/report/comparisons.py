@@ -33,10 +33,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy.stats import norm  # con2.maths.stats loads scipy.stats already
 
 from con2.aggregate.score_files import ScoresSource, expected_of_row, scores_file
-from con2.maths.stats import LEVEL, delong_paired, holm, normal_interval
+from con2.maths.stats import LEVEL, delong_paired, holm, normal_interval, normal_sf
 from con2.paper_names import dataset_label, dataset_names
 from con2.report.artefacts import ReportInputs
 from con2.report.format import MISSING, Table, classes_by_seeds, signed
@@ -188,7 +187,7 @@ def paired_over_classes(
     diff = float(np.mean([r.diff for r in results]))
     se = math.sqrt(sum(r.se**2 for r in results)) / len(results)
     lo, hi = normal_interval(diff, se, LEVEL)
-    p = float(2 * norm.sf(abs(diff) / se)) if se > 0 else (1.0 if diff == 0 else 0.0)
+    p = 2 * normal_sf(abs(diff) / se) if se > 0 else (1.0 if diff == 0 else 0.0)
     return {**out, "diff": 100 * diff, "lo": 100 * lo, "hi": 100 * hi, "se": 100 * se, "p": p}
 
 
