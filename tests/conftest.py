@@ -9,10 +9,14 @@ from every folder (the folders are on ``sys.path`` below, as pytest puts this on
 
 from __future__ import annotations
 
+import fcntl
 import functools
+import json
 import os
 import re
+import shutil
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -42,41 +46,22 @@ TINY = {
 }
 
 
-# The session fixtures below that run the workflow: the test files that name one (as a parameter, or through
-# a fixture of their own) all run on the same pytest-xdist worker, so each is built once per suite.
+# The session fixtures below that run the workflow (built once, shared by the pytest-xdist workers).
 WORKFLOW_SESSION_FIXTURES = ("tiny_run", "labelled_reports")
 
 
 @functools.cache
 def _reads_a_session_run(path: Path) -> bool:
     """Whether the test file ``path`` takes one of :data:`WORKFLOW_SESSION_FIXTURES` as a parameter (of a
-    test or of a fixture of its own; the name followed by ``:``, ``,`` or ``)``, not a mention in a docstring).
-    Read from the file's text: xdist's scheduler sees test ids, not the fixtures they use."""
+    test or of a fixture of its own; the name followed by ``:``, ``,`` or ``)``, not a mention in a docstring)."""
     names = "|".join(WORKFLOW_SESSION_FIXTURES)
     return re.search(rf"\b(?:{names})\s*[:,)]", path.read_text(encoding="utf-8")) is not None
 
 
-def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    """How pytest-xdist shares the suite between its workers (``-n 2`` in pyproject.toml): one test file at a
-    time to a worker (its module fixtures built once), and every file that reads the session's workflow runs
-    to the same worker (those runs built once), in the order :func:`pytest_collection_modifyitems` gives.
-
-    (pytest-xdist's own ``--dist loadgroup`` would group by a mark, but under pytest 9 it does not: the mark
-    never reaches the test ids its scheduler reads. So the grouping is this scheduler's, by file.)"""
-    from xdist.scheduler import LoadScopeScheduling
-
-    class FilesAndSessionRuns(LoadScopeScheduling):
-        def _split_scope(self, nodeid: str) -> str:
-            file = nodeid.split("::", 1)[0]
-            return "workflow session runs" if _reads_a_session_run(config.rootpath / file) else file
-
-    return FilesAndSessionRuns(config, log)
-
-
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The files in the order their groups should start (the xdist scheduler above keeps it, with
-    ``--no-loadscope-reorder``): longest first as far as the suite knows, so that no long file starts
-    last and leaves the other worker idle: the files that read the session's workflow runs, then the files
+    """The files in the order pytest-xdist's ``--dist loadfile`` should start them (``--no-loadscope-reorder``
+    keeps it), longest first as far as the suite knows, so that no long file starts last and leaves the other
+    worker idle: the files that read the session's workflow runs (each copies and reruns them), then the files
     with ``slow`` tests, then the rest, each in collection order; tests stay in file order."""
     files: dict[Path, list[pytest.Item]] = {}
     for item in items:
@@ -84,6 +69,23 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     slow = {f for f, its in files.items() if any(it.get_closest_marker("slow") for it in its)}
     order = sorted(files, key=lambda f: (not _reads_a_session_run(f), f not in slow))
     items[:] = [it for f in order for it in files[f]]
+
+
+def built_once(tmp_path_factory: pytest.TempPathFactory, name: str, build: Callable[[Path], Any]) -> Any:
+    """What ``build(folder)`` returns (JSON), built once per test session, whichever pytest-xdist worker asks
+    first: the others wait on a lock and read the same answer. The folder lies in the workers' common temporary
+    folder (in one process, ``-n 0``: this session's); a failed build leaves no answer, so the next asker tries."""
+    base = tmp_path_factory.getbasetemp()
+    common = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    answer = common / f"{name}.json"
+    with open(common / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if not answer.is_file():
+            folder = common / name
+            shutil.rmtree(folder, ignore_errors=True)  # an earlier asker's failed build
+            folder.mkdir()
+            answer.write_text(json.dumps(build(folder)))
+    return json.loads(answer.read_text())
 
 
 @pytest.fixture(autouse=True)
@@ -116,14 +118,19 @@ def shared_data() -> Path:
 @pytest.fixture(scope="session")
 def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The workflow's tiny profile run end to end once per session (every table and figure from real,
-    tiny runs); tests that change things copy its directory (tests/workflow_helpers.py, ``clone``)."""
-    from workflow_helpers import TEST_CONFIG, copy_workflow, snakemake
+    tiny runs), shared by the workers; tests read it, and those that change things copy its directory
+    (tests/workflow_helpers.py, ``clone``)."""
 
-    wd = copy_workflow(tmp_path_factory.mktemp("tiny"))
-    res = snakemake(wd, "--cores", "2", "--configfile", TEST_CONFIG)
-    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-5000:]
-    (wd / "console.txt").write_text(res.stdout + res.stderr)
-    return wd
+    def build(folder: Path) -> str:
+        from workflow_helpers import TEST_CONFIG, copy_workflow, snakemake
+
+        wd = copy_workflow(folder / "wd")
+        res = snakemake(wd, "--cores", "2", "--configfile", TEST_CONFIG)
+        assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-5000:]
+        (wd / "console.txt").write_text(res.stdout + res.stderr)
+        return str(wd)
+
+    return Path(built_once(tmp_path_factory, "tiny_run", build))
 
 
 @pytest.fixture(scope="session")
@@ -135,16 +142,28 @@ def labelled_reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]
 
     Returns ``{"wd": the working copy, "hostile": the label, and for "plain" and "hostile": {"page": report
     HTML, "files": {embedded file name: text}, "md": natural_summary.md}}``."""
-    from workflow_helpers import HOSTILE_LABEL, ONE_RUN_PROFILE, copy_workflow, external_record, report_of, snakemake
 
-    wd = copy_workflow(tmp_path_factory.mktemp("labelled"))
-    (wd / "one.yaml").write_text(ONE_RUN_PROFILE)
-    built: dict[str, Any] = {"wd": wd, "hostile": HOSTILE_LABEL}
-    for kind, label in (("plain", "Plain label"), ("hostile", HOSTILE_LABEL)):
-        external_record(wd, "ext", label)
-        res = snakemake(wd, "all", "--cores", "2", "--configfile", "one.yaml")
-        assert res.returncode == 0, res.stderr[-3000:]
-        page, files = report_of(wd, f"{kind}.html")
-        md = (wd / "results/tables/natural_summary.md").read_text()
-        built[kind] = {"page": page, "files": files, "md": md}
-    return built
+    def build(folder: Path) -> dict[str, Any]:
+        from workflow_helpers import (
+            HOSTILE_LABEL,
+            ONE_RUN_PROFILE,
+            copy_workflow,
+            external_record,
+            report_of,
+            snakemake,
+        )
+
+        wd = copy_workflow(folder / "wd")
+        (wd / "one.yaml").write_text(ONE_RUN_PROFILE)
+        built: dict[str, Any] = {"wd": str(wd), "hostile": HOSTILE_LABEL}
+        for kind, label in (("plain", "Plain label"), ("hostile", HOSTILE_LABEL)):
+            external_record(wd, "ext", label)
+            res = snakemake(wd, "all", "--cores", "2", "--configfile", "one.yaml")
+            assert res.returncode == 0, res.stderr[-3000:]
+            page, files = report_of(wd, f"{kind}.html")
+            md = (wd / "results/tables/natural_summary.md").read_text()
+            built[kind] = {"page": page, "files": files, "md": md}
+        return built
+
+    built = built_once(tmp_path_factory, "labelled_reports", build)
+    return {**built, "wd": Path(built["wd"])}

@@ -50,7 +50,7 @@ def clopper_pearson(k: int, n: int, level: float = LEVEL) -> tuple[float, float]
     """Exact binomial interval of ``k`` successes in ``n`` trials (proportions in [0, 1]); (nan, nan) if n = 0."""
     if n <= 0:
         return math.nan, math.nan
-    from scipy.stats import beta  # here: scipy.stats takes a second to import, and most tables never need it
+    from scipy.stats import beta  # lazy: scipy.stats takes a second to import; most tables never need it
 
     a = (1.0 - level) / 2.0
     lo = 0.0 if k == 0 else float(beta.ppf(a, k, n - k + 1))

@@ -121,13 +121,18 @@ def cancel_when_checkpointed(wd: Path, proc: subprocess.Popen, timeout: float = 
     return ids[0]
 
 
-def test_the_test_profile_on_slurm_matches_a_local_run_and_survives_scancel(cluster: str, tmp_path: Path) -> None:
-    # The reference: the same profile, run locally.
+def test_the_test_profile_on_slurm_matches_a_local_run_and_survives_scancel(
+    cluster: str, tiny_run: Path, tmp_path: Path
+) -> None:
+    # The reference: the same profile run locally: the session's run of the test profile (tests/conftest.py;
+    # `checkpoint_seconds` is a runtime key, in no config hash) and the long run, trained here.
     local = copy_workflow(tmp_path / "local")
     profile = write_profile(local)
-    res = snakemake(local, "--cores", "2", "runs", "--configfile", profile, "--config", "data_dir=data")
+    long_record = f"results/runs/digits/0/con2/{LONG}/seed0/record.json"
+    res = snakemake(local, "--cores", "2", long_record, "--configfile", profile, "--config", "data_dir=data")
     assert res.returncode == 0, res.stderr[-3000:]
-    expected = records(local)
+    expected = {**records(tiny_run), **records(local)}
+    assert len(expected) == 8, sorted(expected)
 
     # The documented cluster command (docs/workflow.md), with the test profile and this cluster's partition.
     wd = copy_workflow(tmp_path / "slurm")
