@@ -10,10 +10,8 @@ from every folder (the folders are on ``sys.path`` below, as pytest puts this on
 from __future__ import annotations
 
 import fcntl
-import functools
 import json
 import os
-import re
 import shutil
 import sys
 from collections.abc import Callable
@@ -50,14 +48,6 @@ TINY = {
 WORKFLOW_SESSION_FIXTURES = ("tiny_run", "labelled_reports")
 
 
-@functools.cache
-def _reads_a_session_run(path: Path) -> bool:
-    """Whether the test file ``path`` takes one of :data:`WORKFLOW_SESSION_FIXTURES` as a parameter (of a
-    test or of a fixture of its own; the name followed by ``:``, ``,`` or ``)``, not a mention in a docstring)."""
-    names = "|".join(WORKFLOW_SESSION_FIXTURES)
-    return re.search(rf"\b(?:{names})\s*[:,)]", path.read_text(encoding="utf-8")) is not None
-
-
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """The files in the order pytest-xdist's ``--dist loadfile`` should start them (``--no-loadscope-reorder``
     keeps it), longest first as far as the suite knows, so that no long file starts last and leaves the other
@@ -66,8 +56,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     files: dict[Path, list[pytest.Item]] = {}
     for item in items:
         files.setdefault(item.path, []).append(item)
+    shared = {f for f, its in files.items() if any(set(WORKFLOW_SESSION_FIXTURES) & set(it.fixturenames) for it in its)}
     slow = {f for f, its in files.items() if any(it.get_closest_marker("slow") for it in its)}
-    order = sorted(files, key=lambda f: (not _reads_a_session_run(f), f not in slow))
+    order = sorted(files, key=lambda f: (f not in shared, f not in slow))
     items[:] = [it for f in order for it in files[f]]
 
 

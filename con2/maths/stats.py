@@ -16,6 +16,8 @@ anomalous, ties count one half (the Mann-Whitney convention scikit-learn's ``roc
   over seeds (training randomness; none with one seed), a 95% interval and a two-sided p-value.
 * :func:`holm`: Holm's step-down adjustment of a family of p-values.
 * :func:`mean_interval`: the t-interval of a mean over seeds (Welch's over several classes).
+* :func:`normal_quantile`, :func:`normal_sf`, :func:`t_quantile`, :func:`t_sf`: scipy.stats' ``norm`` and ``t``
+  through the ``scipy.special`` functions they call (a table job then never imports scipy.stats).
 
 Degenerate inputs (a class with no image, fewer than two of a class for a variance, all scores
 tied: :data:`TIED`) give NaNs and a ``reason``, never an exception, so one odd run does not stop a table.
