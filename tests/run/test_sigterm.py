@@ -76,57 +76,77 @@ def sigint_as_a_terminal_gives_it() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
-def test_sigterm_stops_the_training_jobs_and_the_same_command_resumes(tmp_path: Path, sig: signal.Signals) -> None:
+def mtime(path: Path) -> float:
+    return path.stat().st_mtime
+
+
+def interrupt_once_both_train(proc: subprocess.Popen, run_dirs: list[Path], since: float, sig: signal.Signals) -> None:
+    """Waits until both runs train and each wrote a checkpoint after ``since`` (a state, not a time), sends
+    ``sig`` to Snakemake's pid alone (as `timeout`, a cluster or `kill -INT PID` sends it), and checks that
+    Snakemake exits and no `con2 train` job outlives it."""
+    deadline = time.time() + 300
+    while True:
+        running = trainers(proc.pid)
+        fresh = [d for d in run_dirs if (d / "checkpoint.pt").exists() and mtime(d / "checkpoint.pt") > since]
+        if len(running) == 2 and len(fresh) == len(run_dirs):
+            break
+        finished = [d for d in run_dirs if (d / "record.json").exists()]
+        assert not finished, f"a run finished before both were training: raise EPOCHS ({below(proc.pid)})"
+        assert proc.poll() is None and time.time() < deadline, below(proc.pid)
+        time.sleep(0.2)
+    os.kill(proc.pid, sig)
+    assert proc.wait(timeout=120) != 0
+    deadline = time.time() + 30  # orphans are reaped by init: give it a moment
+    while any(alive(p) for p in running) and time.time() < deadline:
+        time.sleep(0.2)
+    assert not [p for p in running if alive(p)], f"a `con2 train` job outlived Snakemake after {sig.name}"
+
+
+def test_sigterm_and_sigint_stop_the_training_jobs_and_the_same_command_resumes(tmp_path: Path) -> None:
     """SIGTERM, and SIGINT to Snakemake's pid alone (`kill -INT PID`: before issue 36, point 10, its jobs
     trained on for minutes), stop every training job; the same command resumes. Also where this test
-    runs with SIGINT ignored (a background job): Snakemake starts with SIGINT as a terminal gives it."""
+    runs with SIGINT ignored (a background job): Snakemake starts with SIGINT as a terminal gives it.
+    One workflow takes both signals: SIGTERM while both runs train from scratch, then SIGINT while the
+    same command trains them on from their checkpoints; the same command then finishes them."""
     wd = copy_workflow(tmp_path)
     cmd = [*SNAKEMAKE, "--cores", "2", "runs", "--configfile", profile(wd)]
     run_dirs = [wd / f"results/runs/digits/{c}/con2/invert/seed0" for c in RUNS]
-    console = wd / "console.txt"
-    with console.open("w") as out:
-        # a session of its own: this test's process group never gets a signal meant for the workflow
-        proc = subprocess.Popen(
-            cmd,
-            cwd=wd,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            env=workflow_env(wd),
-            preexec_fn=sigint_as_a_terminal_gives_it,
-        )
-    try:
-        deadline = time.time() + 300  # waits for a state (both runs training, both checkpointed), not a time
-        while True:
-            running = trainers(proc.pid)
-            if len(running) == 2 and all((d / "checkpoint.pt").exists() for d in run_dirs):
-                break
-            finished = [d for d in run_dirs if (d / "record.json").exists()]
-            assert not finished, f"a run finished before both were training: raise EPOCHS ({below(proc.pid)})"
-            assert proc.poll() is None and time.time() < deadline, (below(proc.pid), console.read_text()[-3000:])
-            time.sleep(0.2)
-        os.kill(proc.pid, sig)  # Snakemake's pid only, as `timeout`, a cluster or `kill -INT PID` sends it
-        assert proc.wait(timeout=120) != 0
-        deadline = time.time() + 30  # orphans are reaped by init: give it a moment
-        while any(alive(p) for p in running) and time.time() < deadline:
-            time.sleep(0.2)
-        assert not [p for p in running if alive(p)], "a `con2 train` job outlived Snakemake"
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-    text = console.read_text()
-    assert text.count(GRACEFUL) == 0, text[-3000:]
-    for c, d in zip(RUNS, run_dirs, strict=True):  # each trainer stopped as on Ctrl-C, its log says so
-        log = (wd / f"results/logs/train/digits/{c}/con2/invert/seed0.log").read_text()
-        assert "con2: interrupted; rerun the same command" in log, log[-2000:]
-        assert (d / "checkpoint.pt").exists() and not (d / "record.json").exists(), sorted(os.listdir(d))
+    resumed_at = {}  # run folder -> the epoch the second command resumed it from
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        console = wd / f"console_{sig.name}.txt"
+        since = time.time()
+        with console.open("w") as out:
+            # a session of its own: this test's process group never gets a signal meant for the workflow
+            proc = subprocess.Popen(
+                cmd,
+                cwd=wd,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                env=workflow_env(wd),
+                preexec_fn=sigint_as_a_terminal_gives_it,
+            )
+        try:
+            interrupt_once_both_train(proc, run_dirs, since, sig)
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+        text = console.read_text()
+        assert text.count(GRACEFUL) == 0, text[-3000:]
+        for c, d in zip(RUNS, run_dirs, strict=True):  # each trainer stopped as on Ctrl-C, its log says so
+            log = (wd / f"results/logs/train/digits/{c}/con2/invert/seed0.log").read_text()  # this command's
+            assert "con2: interrupted; rerun the same command" in log, (sig.name, log[-2000:])
+            assert (d / "checkpoint.pt").exists() and not (d / "record.json").exists(), sorted(os.listdir(d))
+            resumed = re.search(r"^resuming from .* at epoch (\d+) ", log, re.M)
+            assert bool(resumed) == (sig == signal.SIGINT), log[-2000:]  # the second command resumed the first's
+            if resumed:
+                resumed_at[d] = int(resumed.group(1))
 
     res = subprocess.run(cmd, cwd=wd, capture_output=True, text=True, timeout=600, env=workflow_env(wd))
     assert res.returncode == 0, res.stderr[-3000:]
     for d in run_dirs:
         record = json.loads((d / "record.json").read_text())
-        assert record["resumed_from_epoch"] > 0 and record["epochs"] == EPOCHS, record
+        assert record["resumed_from_epoch"] > resumed_at[d] and record["epochs"] == EPOCHS, (resumed_at[d], record)
 
     # a changed run setting, every table and figure to build: each job's reason in one short line
     dry = snakemake(wd, "-n", "all", "--configfile", "sigterm.yaml", "--config", "run={epochs: 31}")

@@ -6,6 +6,7 @@ records on disk and nothing else. No training job (the unfinished runs stay unfi
 check (the marker keeps the folder it was checked in; nothing is created under ``./data``), the
 finished runs in the table without a "skipped" note, and the workflow's last lines say how many runs
 have no record and which command trains them. ``all`` with the grid's ``data_dir`` trains what is left.
+Then, on the same grid, BreastMNIST's runs and its data both deleted: the same ``all`` drops them.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -108,3 +110,32 @@ def test_a_rebuild_after_a_new_record_reads_it_and_still_trains_nothing(rebuilt:
     assert rebuild.returncode == 0, rebuild.stderr[-3000:]
     assert "train" not in job_stats(out) and "a table rebuild trains nothing" not in rebuild.stderr, out[-3000:]
     assert re.search(r"\| CON2 \(NND\) \| ours \| \d+\.\d ± \d+\.\d \[1×2\]", (wd / TABLE).read_text())
+
+
+def test_deleted_runs_whose_data_are_gone_leave_runs_csv_and_the_tables(rebuilt: dict) -> None:
+    """The finished grid (the test above finishes it; `all` again trains what is left if it did not run), then
+    BreastMNIST's run folders and its data files both deleted and the same command (same data_dir, offline):
+    the dataset is checked again and skipped, nothing trains or fails, and the deleted runs' rows leave
+    runs.csv and Table 1 (digits' run stays). (Issue 32, point 3; the run deleted alone, its data still
+    there, is retrained: tests/workflow/test_workflow_deleted_run.py.)"""
+    wd, data = rebuilt["wd"], rebuilt["data"]
+    command = ("--cores", "2", "all", "--configfile", rebuilt["prof"], "--config", f"data_dir={data}")
+    full = snakemake(wd, *command)
+    assert full.returncode == 0, full.stderr[-3000:]
+    assert runs_csv_records(wd) == {BREAST0: True, BREAST1: True, DIGITS0: True}
+    table = wd / TABLE
+    assert re.search(r"\| CON2 \(NND\) \| ours \| \d+\.\d ± \d+\.\d \[1×2\]", table.read_text())
+
+    shutil.rmtree(wd / "results/runs/breastmnist")
+    shutil.rmtree(data / "medmnist")
+    res = snakemake(wd, *command)
+    out = res.stdout + res.stderr
+    assert res.returncode == 0, out[-4000:]
+    assert "Nothing to be done" not in out and "Error in rule" not in out, out[-3000:]
+    assert finished(out)["train"] == 0 and finished(out)["aggregate"] == 1, out[-3000:]
+    assert runs_csv_records(wd) == {DIGITS0: True}
+    marker = json.loads((wd / MARKER).read_text())
+    assert marker["status"] == "skipped", marker
+    ours = [ln for ln in table.read_text().splitlines() if ln.startswith("| CON2 (NND) | ours |")]
+    assert not re.search(r"\[\d+×\d+\]", "".join(ours)), ours  # no BreastMNIST cell left (nor its row)
+    assert "breastmnist (28 px)" in res.stderr and "SKIPPED" in res.stderr

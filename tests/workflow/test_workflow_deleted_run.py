@@ -5,9 +5,9 @@ After the tiny profile, ``rm -rf`` one run's folder (or only its ``record.json``
 up to date (``runs.csv`` is newer than every record still there), so the run was neither retrained
 nor dropped and the tables kept its rows. The run is retrained, alone, and the aggregation and
 the tables are rebuilt from its new record. A deleted run whose data are gone too is dropped from
-runs.csv and the tables instead (its dataset is checked again and skipped). The workflow's tiny
-profile runs once per session (the ``tiny_run`` fixture, tests/conftest.py); those tests work in a
-copy of it.
+runs.csv and the tables instead (its dataset is checked again and skipped): tests/workflow/test_table_rebuild.py,
+on the grid with data of its own that it has built. The workflow's tiny profile runs once per session (the
+``tiny_run`` fixture, tests/conftest.py); those tests work in a copy of it.
 """
 
 from __future__ import annotations
@@ -19,17 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
-from workflow_helpers import (
-    TEST_CONFIG,
-    clone,
-    copy_workflow,
-    fake_breastmnist,
-    finished,
-    records,
-    runs_csv_records,
-    small_profile,
-    snakemake,
-)
+from workflow_helpers import TEST_CONFIG, clone, finished, records, snakemake
 
 pytestmark = pytest.mark.slow
 
@@ -85,40 +75,6 @@ def test_a_deleted_finished_run_is_retrained_by_the_same_command(tiny_run: Path,
     # and nothing is left to do afterwards
     again = snakemake(wd, "--cores", "2", "all", "--configfile", TEST_CONFIG)
     assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr, again.stderr[-3000:]
-
-
-def test_a_deleted_run_whose_data_are_gone_leaves_runs_csv_and_the_tables(tmp_path: Path) -> None:
-    """The run folder and the dataset's files both deleted, the same command (same data_dir, offline):
-    the dataset is checked again and skipped, nothing trains or fails, and the deleted run's rows
-    leave runs.csv and Table 1 (the other runs stay)."""
-    wd = copy_workflow(tmp_path / "wd")
-    data = tmp_path / "data"
-    datasets, main = fake_breastmnist(data)
-    prof = small_profile(wd, datasets, {"main": main})
-    command = ("--cores", "2", "all", "--configfile", prof, "--config", f"data_dir={data}")
-    full = snakemake(wd, *command)
-    assert full.returncode == 0, full.stderr[-3000:]
-    breast = "results/runs/breastmnist/1/con2/invert/seed0/record.json"
-    digits = "results/runs/digits/0/con2/invert/seed0/record.json"
-    assert set(runs_csv_records(wd)) == {breast, digits}
-    table = wd / "results/tables/table1_medical.md"
-    assert "| CON2 (NND) | ours | " in table.read_text() and "BreastMNIST" in table.read_text()
-    ours = [ln for ln in table.read_text().splitlines() if ln.startswith("| CON2 (NND) | ours |")]
-    assert ours and "[1×1]" in ours[0], ours
-
-    shutil.rmtree(wd / "results/runs/breastmnist")
-    shutil.rmtree(data / "medmnist")
-    res = snakemake(wd, *command)
-    out = res.stdout + res.stderr
-    assert res.returncode == 0, out[-4000:]
-    assert "Nothing to be done" not in out and "Error in rule" not in out, out[-3000:]
-    assert finished(out)["train"] == 0 and finished(out)["aggregate"] == 1, out[-3000:]
-    assert set(runs_csv_records(wd)) == {digits}
-    marker = json.loads((wd / "results/data/breastmnist/28px.json").read_text())
-    assert marker["status"] == "skipped", marker
-    ours = [ln for ln in table.read_text().splitlines() if ln.startswith("| CON2 (NND) | ours |")]
-    assert "[1×1]" not in "".join(ours), ours
-    assert "breastmnist (28 px)" in res.stderr and "SKIPPED" in res.stderr
 
 
 def test_a_record_named_as_the_target_trains_when_the_data_check_must_run_again(tiny_run: Path, tmp_path: Path) -> None:

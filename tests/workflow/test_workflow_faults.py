@@ -1,4 +1,4 @@
-"""Faults during the workflow: a Ctrl-C after a checkpoint, a kill or a Ctrl-C while the tables are
+"""Faults during the workflow: a Ctrl-C after a checkpoint, a kill and a Ctrl-C while the tables are
 written (fault points, con2.faults: never a race with the clock), a second invocation beside the
 first. Each ends with the same command finishing as an uninterrupted run would.
 
@@ -69,41 +69,6 @@ def test_killed_run_resumes_with_the_same_command(tmp_path: Path, monkeypatch: p
     assert record["epochs"] == 3
 
 
-def test_sigkill_during_table_aggregation_then_the_same_command_completes(
-    tiny_run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Issue 10's fault injection: Snakemake (and its job) killed with SIGKILL while the tables are
-    being built (a fault point in the table job, con2.faults: no race with the clock); the same
-    command (after --unlock) finishes with outputs identical to an uninterrupted run's."""
-    wd = clone(tiny_run, tmp_path / "wd")
-    outputs = sorted(
-        p.relative_to(tiny_run)
-        for d in ("results/tables", "results/figures", "results/evaluation")
-        for p in (tiny_run / d).iterdir()
-    )
-    shutil.rmtree(wd / "results/tables")
-    (wd / "results/evaluation/runs.csv").unlink()
-    cmd = [*SNAKEMAKE, "--cores", "1", "all", "--configfile", TEST_CONFIG]
-    with monkeypatch.context() as m:  # the killed command's environment only (Snakemake passes it on)
-        m.setenv("CON2_FAULT", "table_build:signal=SIGKILL")  # the first table job kills its process group
-        proc = start(wd, cmd)
-    try:
-        proc.wait(timeout=600)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-    assert proc.returncode == -signal.SIGKILL, "Snakemake was not killed in a table job"
-    assert any(n.startswith("results/tables/") for n in incomplete_outputs(wd)), incomplete_outputs(wd)
-    res = snakemake(wd, *cmd[3:])
-    if res.returncode and "LockException" in res.stderr:
-        assert snakemake(wd, "--unlock", "--configfile", TEST_CONFIG).returncode == 0
-        res = snakemake(wd, *cmd[3:])
-    assert res.returncode == 0, res.stderr[-3000:]
-    assert finished(res.stdout + res.stderr)["train"] == 0
-    for rel in outputs:
-        assert (wd / rel).read_bytes() == (tiny_run / rel).read_bytes(), rel
-
-
 def test_a_second_invocation_never_changes_the_runs_of_the_first(tmp_path: Path) -> None:
     """Issue 16, case 4: a second `snakemake` in the same directory, started while the first holds
     its lock, is refused before it writes anything (it used to rewrite every results/configs file
@@ -145,30 +110,55 @@ def test_a_second_invocation_never_changes_the_runs_of_the_first(tmp_path: Path)
     assert {json.loads((wd / p).read_text())["epochs"] for p in records(wd)} == {2}
 
 
-def test_sigint_during_the_tables_then_the_same_command_finishes(
+def test_a_kill_then_a_ctrl_c_during_the_tables_and_the_same_command_finishes_as_uninterrupted(
     tiny_run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Issue 16, case 8: Ctrl-C while a table is half-written (its CSV on disk, its job not yet
-    finished; a fault point, con2.faults: no race with the clock) used to make the same command stop
-    with IncompleteFilesException; the workflow profile Snakemake loads by itself (profiles/default:
-    rerun-incomplete) lets it finish, with the tables of an uninterrupted run."""
+    """Two faults while the tables are built (fault points in the table job, con2.faults: never a race with
+    the clock), then the same command finishes with the outputs of an uninterrupted run, byte for byte.
+
+    Issue 10: Snakemake and its job killed with SIGKILL while the tables and their aggregation are built (a
+    table job started); the same command, after ``--unlock``, goes on. Issue 16, case 8: Ctrl-C while a table is
+    half-written (its CSV on disk, its job not yet finished) used to make the same command stop with
+    IncompleteFilesException; the workflow profile Snakemake loads by itself (profiles/default:
+    rerun-incomplete) lets it finish. One copy of the session's run takes both, one after the other: the
+    interrupted commands redo only what they left unfinished, and one full rebuild of the tables ends it."""
     wd = clone(tiny_run, tmp_path / "wd")
+    outputs = sorted(
+        p.relative_to(tiny_run)
+        for d in ("results/tables", "results/figures", "results/evaluation")
+        for p in (tiny_run / d).iterdir()
+    )
     shutil.rmtree(wd / "results/tables")
+    (wd / "results/evaluation/runs.csv").unlink()
     cmd = [*SNAKEMAKE, "--cores", "1", "all", "--configfile", TEST_CONFIG]
-    with monkeypatch.context() as m:  # the interrupted command's environment only (Snakemake passes it on)
-        m.setenv("CON2_FAULT", "table_csv_written:signal=SIGINT")  # Ctrl-C with the first table's CSV written
-        proc = start(wd, cmd)
-    try:
-        assert proc.wait(timeout=600) != 0
-        half = [n for n in incomplete_outputs(wd) if n.startswith("results/tables/")]
-        assert any(n.endswith(".csv") and (wd / n).is_file() for n in half), half  # the CSV on disk
-        assert any(n.endswith(".md") and not (wd / n).exists() for n in half), half  # the rest not yet
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
+
+    def interrupted(fault: str) -> subprocess.Popen:
+        """The command, started with ``fault`` in its environment only (Snakemake passes it on), once it ended."""
+        with monkeypatch.context() as m:
+            m.setenv("CON2_FAULT", fault)
+            proc = start(wd, cmd)
+        try:
+            proc.wait(timeout=600)
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+        return proc
+
+    killed = interrupted("table_build:signal=SIGKILL")  # the first table job kills its process group
+    assert killed.returncode == -signal.SIGKILL, "Snakemake was not killed in a table job"
+    assert any(n.startswith("results/tables/") for n in incomplete_outputs(wd)), incomplete_outputs(wd)
+    if (wd / ".snakemake/locks").is_dir() and any((wd / ".snakemake/locks").iterdir()):  # the killed one's lock
+        assert snakemake(wd, "--unlock", "--configfile", TEST_CONFIG).returncode == 0
+
+    ctrl_c = interrupted("table_csv_written:signal=SIGINT")  # Ctrl-C with the first table's CSV written
+    assert ctrl_c.returncode != 0
+    half = [n for n in incomplete_outputs(wd) if n.startswith("results/tables/")]
+    assert any(n.endswith(".csv") and (wd / n).is_file() for n in half), half  # the CSV on disk
+    assert any(n.endswith(".md") and not (wd / n).exists() for n in half), half  # the rest not yet
+
     res = snakemake(wd, *cmd[3:])
     assert res.returncode == 0, res.stderr[-3000:]
     assert "IncompleteFilesException" not in res.stderr
     assert finished(res.stdout + res.stderr)["train"] == 0
-    for table in (tiny_run / "results/tables").iterdir():
-        assert (wd / "results/tables" / table.name).read_bytes() == table.read_bytes(), table.name
+    for rel in outputs:
+        assert (wd / rel).read_bytes() == (tiny_run / rel).read_bytes(), rel
