@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from test_uncertainty import CONFIG, write_runs
-from workflow_helpers import copy_workflow, job_stats, small_profile, snakemake
+from workflow_helpers import TEST_CONFIG, clone, job_stats, snakemake
 
 from con2.aggregate.score_files import RUN_FOLDERS
 from con2.report.methods import method_names
@@ -158,27 +158,21 @@ def test_a_record_without_scores_still_aggregates_and_rounding_passes(tmp_path: 
 
 
 @pytest.mark.slow
-def test_editing_a_scores_csv_reruns_the_tables_that_read_it(tmp_path: Path) -> None:
-    """Two runs (CON2 and SimCLR on digits' class 0, the tiny settings) and the comparisons table; then
-    one scores.csv edited: the dry run schedules the aggregation and the table again, nothing else."""
-    wd = copy_workflow(tmp_path / "wd")
-    prof = small_profile(
-        wd,
-        {"digits": {"normal_classes": ["0"]}},
-        {"main": {"datasets": ["digits"], "methods": {"con2": ["invert"], "simclr": ["default"]}}},
-    )
+def test_editing_a_scores_csv_reruns_the_tables_that_read_it(tiny_run: Path, tmp_path: Path) -> None:
+    """The session's run of the test profile (tests/conftest.py: CON2 and SimCLR on digits' class 0 among its
+    runs, the comparisons table); then one scores.csv edited: the dry run schedules the aggregation and the
+    table again, nothing else."""
+    wd = clone(tiny_run, tmp_path / "wd")
     target = "results/tables/comparisons_digits.md"
-    built = snakemake(wd, "--cores", "1", "runs", target, "--configfile", prof)  # a table alone trains nothing
-    assert built.returncode == 0, built.stderr[-3000:]
     assert pd.read_csv(wd / "results/evaluation/skipped.csv").empty  # real runs' records agree with their scores
     assert pd.read_csv(wd / "results/tables/comparisons_digits.csv")["p"].notna().all()  # every pair compared
-    clean = snakemake(wd, "-n", target, "--configfile", prof)
+    clean = snakemake(wd, "-n", target, "--configfile", TEST_CONFIG)
     assert "Nothing to be done" in clean.stdout + clean.stderr, clean.stdout[-2000:]
     scores = wd / "results/runs/digits/0/simclr/default/seed0/scores.csv"
     df = pd.read_csv(scores)
     df.loc[df.index[:20], "ssd"] = np.nan
     df.to_csv(scores, index=False)
-    res = snakemake(wd, "-n", target, "--configfile", prof)
+    res = snakemake(wd, "-n", target, "--configfile", TEST_CONFIG)
     assert res.returncode == 0, res.stderr[-3000:]
     assert job_stats(res.stdout + res.stderr) == Counter({"aggregate": 1, "table_comparisons": 1})
 
