@@ -80,10 +80,12 @@ def mtime(path: Path) -> float:
     return path.stat().st_mtime
 
 
-def interrupt_once_both_train(proc: subprocess.Popen, run_dirs: list[Path], since: float, sig: signal.Signals) -> None:
+def interrupt_once_both_train(
+    proc: subprocess.Popen, console: Path, run_dirs: list[Path], since: float, sig: signal.Signals
+) -> None:
     """Waits until both runs train and each wrote a checkpoint after ``since`` (a state, not a time), sends
     ``sig`` to Snakemake's pid alone (as `timeout`, a cluster or `kill -INT PID` sends it), and checks that
-    Snakemake exits and no `con2 train` job outlives it."""
+    Snakemake exits and no `con2 train` job outlives it (``console``: Snakemake's output, shown on a failure)."""
     deadline = time.time() + 300
     while True:
         running = trainers(proc.pid)
@@ -92,7 +94,7 @@ def interrupt_once_both_train(proc: subprocess.Popen, run_dirs: list[Path], sinc
             break
         finished = [d for d in run_dirs if (d / "record.json").exists()]
         assert not finished, f"a run finished before both were training: raise EPOCHS ({below(proc.pid)})"
-        assert proc.poll() is None and time.time() < deadline, below(proc.pid)
+        assert proc.poll() is None and time.time() < deadline, (below(proc.pid), console.read_text()[-3000:])
         time.sleep(0.2)
     os.kill(proc.pid, sig)
     assert proc.wait(timeout=120) != 0
@@ -127,7 +129,7 @@ def test_sigterm_and_sigint_stop_the_training_jobs_and_the_same_command_resumes(
                 preexec_fn=sigint_as_a_terminal_gives_it,
             )
         try:
-            interrupt_once_both_train(proc, run_dirs, since, sig)
+            interrupt_once_both_train(proc, console, run_dirs, since, sig)
         finally:
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGKILL)
