@@ -45,6 +45,22 @@ RUNTIME_KEYS: tuple[str, ...] = (
 SCORING_KEYS: tuple[str, ...] = ("tta", "tta_seed", "csi_views", "lh_ridge", "nn_chunk", "eval_batch_size")
 EVALUATE_RUNTIME_KEYS: tuple[str, ...] = ("data_dir", "device", "threads", "progress")
 
+# The training recipe's keys added after runs were recorded (the optimiser, its warm-up, the last partial batch:
+# what CSI's authors train with). Each is left out of RunConfig.to_dict() while it holds its default, so out of the
+# config hash, of a run's config file and of a checkpoint's stored config: every run configured before these keys
+# existed keeps its hash (its results folder) and its config file's text (the workflow's run_config job reruns, and
+# its run retrains, when that text changes). :func:`config_diff` reads a missing one as its default.
+OMITTED_AT_DEFAULT: tuple[str, ...] = (
+    "optimizer",
+    "momentum",
+    "trust_coefficient",
+    "warmup",
+    "warmup_factor",
+    "drop_last",
+)
+# The optimisers of `optimizer` (con2.training.engine.make_optimizer builds them).
+OPTIMIZERS: tuple[str, ...] = ("adamw", "lars")
+
 # Bounds that keep a typo from running for hours (see validate): at most MAX_TTA test-time views
 # (the paper uses 40); seeds are numpy seeds (0 .. 2**32 - 1).
 MAX_TTA = 1024
@@ -92,14 +108,24 @@ class RunConfig:
     encoder: str = "resnet18"
     width: int = 64  # ResNet18 stage-1 width; 64 = the paper's 512-d features
     cifar_stem_max_size: int = 64
-    # optimisation (AdamW + cosine annealing per step, no warm-up, as in the paper)
+    # optimisation: by default AdamW + cosine annealing per step, no warm-up, full batches only, as in the paper;
+    # CSI's authors' recipe (alinlab/CSI common/common.py lines 39-54, common/train.py lines 107-124):
+    # optimizer=lars lr=0.1 weight_decay=1e-6 warmup=0.01 (10 of 1000 epochs) warmup_factor=10 drop_last=false
     seed: int = 0
     epochs: int = 2048
     max_steps: int | None = None  # cap on optimiser steps (None: epochs decide)
     batch_size: int = 64  # N original images per step
-    lr: float = 1e-3
-    weight_decay: float = 1e-3
-    betas: tuple[float, float] = (0.9, 0.999)
+    lr: float = 1e-3  # the optimiser's base learning rate (AdamW's or LARS's)
+    weight_decay: float = 1e-3  # AdamW's decoupled decay; LARS's L2 term, applied inside its trust ratio
+    betas: tuple[float, float] = (0.9, 0.999)  # AdamW's
+    optimizer: str = "adamw"  # adamw | lars (timm's Lars: SGD with momentum and a per-tensor trust ratio)
+    momentum: float = 0.9  # LARS's SGD momentum (AdamW has betas)
+    trust_coefficient: float = 0.001  # LARS's trust coefficient
+    # the learning rate rises linearly from lr to lr * warmup_factor over this fraction of the run's optimiser
+    # steps, then falls on a cosine from lr * warmup_factor (0 and 1: the plain cosine from lr to 0)
+    warmup: float = 0.0
+    warmup_factor: float = 1.0
+    drop_last: bool = True  # drop each epoch's last partial batch (BatchNorm sees equal batches); false: keep it
     # SimCLR view augmentations
     crop_scale: tuple[float, float] = (0.2, 1.0)
     jitter: tuple[float, float, float, float] = (0.4, 0.4, 0.4, 0.1)
@@ -137,7 +163,12 @@ class RunConfig:
     progress: bool = True
 
     def to_dict(self) -> dict[str, Any]:
-        return json.loads(json.dumps(dataclasses.asdict(self)))
+        """Every key as a plain JSON value, but the :data:`OMITTED_AT_DEFAULT` keys that hold their default."""
+        d = json.loads(json.dumps(dataclasses.asdict(self)))
+        for k in OMITTED_AT_DEFAULT:
+            if d[k] == _FIELDS[k].default:
+                d.pop(k)
+        return d
 
     def config_hash(self) -> str:
         """Hash of everything that changes results (:data:`RUNTIME_KEYS` excluded)."""
@@ -315,11 +346,14 @@ def validate(cfg: RunConfig) -> None:
         if not 0 <= getattr(cfg, key) <= MAX_SEED:
             raise out_of_range(key, f"in 0..{MAX_SEED} (a numpy seed)", f"--set {key}=0")
     if not cfg.lr > 0:
-        raise out_of_range("lr", "> 0 (AdamW's learning rate)", "--set lr=0.001 (the paper's)")
+        raise out_of_range(
+            "lr", "> 0 (the optimiser's base learning rate)", "--set lr=0.001 (the paper's, AdamW) or 0.1 (CSI's, LARS)"
+        )
     if cfg.weight_decay < 0:
         raise out_of_range("weight_decay", ">= 0", "--set weight_decay=0.001 (the paper's; 0: none)")
     if not all(0 <= b < 1 for b in cfg.betas):
         raise out_of_range("betas", "two numbers in [0, 1)", "--set betas=[0.9,0.999] (AdamW's default)")
+    validate_optimizer(cfg)
     if not 0 < cfg.crop_scale[0] <= cfg.crop_scale[1] <= 1:
         raise ConfigError(f"config key 'crop_scale' must satisfy 0 < low <= high <= 1, got {cfg.crop_scale}")
     for key in ("jitter_p", "grayscale_p"):
@@ -354,6 +388,35 @@ def validate(cfg: RunConfig) -> None:
         raise out_of_range("checkpoint_seconds", ">= 0 seconds", "--set checkpoint_seconds=60")
     if not (cfg.device in ("auto", "cpu", "cuda") or cfg.device.startswith("cuda:")):
         raise ConfigError(f"config key 'device' must be auto, cpu, cuda or cuda:N, got {cfg.device!r}")
+
+
+def validate_optimizer(cfg: RunConfig) -> None:
+    """Range checks of the optimiser and its schedule (:data:`OPTIMIZERS`, LARS's keys, the warm-up)."""
+    if cfg.optimizer not in OPTIMIZERS:
+        raise ConfigError(
+            f"config key 'optimizer' must be one of {', '.join(OPTIMIZERS)}, got {cfg.optimizer!r}. "
+            f"Fix: --set optimizer=adamw (the paper's) or optimizer=lars (CSI's)"
+        )
+    if not 0 <= cfg.momentum < 1:
+        raise ConfigError(
+            f"config key 'momentum' must lie in [0, 1) (LARS's SGD momentum), got {cfg.momentum}. "
+            f"Fix: --set momentum=0.9 (CSI's)"
+        )
+    if not cfg.trust_coefficient > 0:
+        raise ConfigError(
+            f"config key 'trust_coefficient' must be > 0 (LARS's trust coefficient), got {cfg.trust_coefficient}. "
+            f"Fix: --set trust_coefficient=0.001 (CSI's)"
+        )
+    if not 0 <= cfg.warmup < 1:
+        raise ConfigError(
+            f"config key 'warmup' must lie in [0, 1) (a fraction of the run's optimiser steps), got {cfg.warmup}. "
+            f"Fix: --set warmup=0.01 (CSI's 10 of 1000 epochs), or 0: none"
+        )
+    if not cfg.warmup_factor >= 1:
+        raise ConfigError(
+            f"config key 'warmup_factor' must be >= 1 (the warm-up's peak learning rate over lr), got "
+            f"{cfg.warmup_factor}. Fix: --set warmup_factor=10 (CSI's), or 1: none"
+        )
 
 
 def validate_readings(cfg: RunConfig) -> None:
@@ -468,10 +531,12 @@ def check_layer_size(key: str, value: Any) -> None:
 
 
 def config_diff(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
-    """``["lr: 0.001 -> 0.01", "params.temperature: 0.5 -> 0.2", ...]`` over the keys that change results."""
+    """``["lr: 0.001 -> 0.01", "params.temperature: 0.5 -> 0.2", ...]`` over the keys that change results (an
+    :data:`OMITTED_AT_DEFAULT` key missing from a mapping reads as its default)."""
 
     def flat(d: Mapping[str, Any]) -> dict[str, Any]:
-        out = {k: v for k, v in d.items() if k not in RUNTIME_KEYS and k != "params"}
+        out = {k: _FIELDS[k].default for k in OMITTED_AT_DEFAULT}  # what to_dict leaves out
+        out.update({k: v for k, v in d.items() if k not in RUNTIME_KEYS and k != "params"})
         out.update({f"params.{k}": v for k, v in (d.get("params") or {}).items()})
         return out
 
