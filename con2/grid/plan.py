@@ -5,8 +5,9 @@ and the estimated GPU-hours on one device, beside the paper's reported GPU-hours
 is pure functions of the profile's runs (:func:`con2.grid.experiments.expand_grid`), a table of
 training-set sizes and a table of measured throughput; the command reads those and prints.
 
-- images of a run = epochs x steps per epoch x batch size (the engine drops the last partial
-  batch: :func:`con2.training.engine.steps_per_epoch`, repeated here to stay torch-free);
+- images of a run = epochs x steps per epoch x batch size where the engine drops each epoch's last
+  partial batch (``drop_last``, the default), epochs x training images where it keeps it, capped at
+  ``max_steps`` steps (:func:`con2.training.engine.steps_per_epoch`, repeated here to stay torch-free);
 - views of a run = images x views per image (encoder passes per training image: CON2 2 per
   context, SimCLR 2, CSI 8, UniCon-HA 8 per aggregated stage, counted as whole passes);
 - GPU-hours = views / the measured views per second of (device, resolution, width, batch) from
@@ -72,16 +73,25 @@ class RunCost:
 
 
 # ----------------------------------------------------------------------------------------- arithmetic
-def steps_per_epoch(n_images: int, batch_size: int) -> int:
-    """Optimiser steps per epoch: the last partial batch is dropped (as in ``con2.training.engine``)."""
-    return max(1, n_images // batch_size)
+def steps_per_epoch(n_images: int, batch_size: int, drop_last: bool = True) -> int:
+    """Optimiser steps per epoch, as ``con2.training.engine`` counts them: ``drop_last``, full batches only;
+    else every batch, the last one partial (``ceil(n / batch)``)."""
+    return max(1, n_images // batch_size if drop_last else -(-n_images // batch_size))
 
 
-def images_per_run(n_train: int, batch_size: int, epochs: int, max_steps: int | None = None) -> int:
-    """Training images one run processes: ``epochs x steps per epoch x batch size``, capped at ``max_steps``
-    steps (0: a method that trains nothing, e.g. the floors and the zero-shot baselines)."""
-    steps = epochs * steps_per_epoch(n_train, batch_size)
-    return (steps if max_steps is None else min(steps, max(0, int(max_steps)))) * batch_size
+def images_per_run(
+    n_train: int, batch_size: int, epochs: int, max_steps: int | None = None, drop_last: bool = True
+) -> int:
+    """Training images one run processes in ``epochs x steps per epoch`` steps, capped at ``max_steps``
+    steps (0: a method that trains nothing, e.g. the floors and the zero-shot baselines): ``batch_size`` a
+    step, but the last step of an epoch that keeps its partial batch (``drop_last`` false) takes the
+    images left (an epoch: ``n_train`` images)."""
+    per_epoch = steps_per_epoch(n_train, batch_size, drop_last)
+    steps = epochs * per_epoch
+    steps = steps if max_steps is None else min(steps, max(0, int(max_steps)))
+    epoch_images = per_epoch * batch_size if drop_last else n_train
+    full, rest = divmod(steps, per_epoch)
+    return full * epoch_images + min(rest * batch_size, epoch_images)
 
 
 def views_per_image(method: str, params: Mapping[str, Any]) -> int | None:
@@ -186,7 +196,9 @@ def cost_runs(
     for run in runs:
         cfg = run.config
         n = n_train[(run.dataset, run.normal_class)]
-        images = images_per_run(n, int(cfg["batch_size"]), int(cfg["epochs"]), cfg.get("max_steps"))
+        images = images_per_run(
+            n, int(cfg["batch_size"]), int(cfg["epochs"]), cfg.get("max_steps"), bool(cfg.get("drop_last", True))
+        )
         vpi = views_per_image(run.method, cfg.get("params") or {})
         views = 0 if images == 0 else None if vpi is None else images * vpi
         rate = rate_of[setting_of(cfg)]

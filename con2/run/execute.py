@@ -107,12 +107,20 @@ def to_tensor(images: np.ndarray) -> torch.Tensor:
 
 
 def train_settings(cfg: RunConfig) -> TrainSettings:
+    """The engine's settings of ``cfg``: its budget, optimiser, schedule and runtime keys, and its hash and
+    stored configuration (a checkpoint of another configuration is refused)."""
     return TrainSettings(
         epochs=cfg.epochs,
         batch_size=cfg.batch_size,
         lr=cfg.lr,
         weight_decay=cfg.weight_decay,
         betas=cfg.betas,
+        optimizer=cfg.optimizer,
+        momentum=cfg.momentum,
+        trust_coefficient=cfg.trust_coefficient,
+        warmup=cfg.warmup,
+        warmup_factor=cfg.warmup_factor,
+        drop_last=cfg.drop_last,
         max_steps=cfg.max_steps,
         seed=cfg.seed,
         amp=cfg.amp,

@@ -2,7 +2,8 @@
 
 A model is any ``nn.Module`` with ``training_loss(images, progress) -> dict[str, Tensor]`` (the
 ``"loss"`` entry is minimised; the others are logged). The loop owns what every method shares:
-device and seeding, the epoch shuffle, AdamW with a per-step cosine schedule, bfloat16 autocast
+device and seeding, the epoch shuffle, the optimiser (AdamW, or LARS as CSI's authors train) with its
+per-step schedule (a cosine, after an optional linear warm-up: :func:`warmup_cosine`), bfloat16 autocast
 and channels-last memory format, optional ``torch.compile``, progress (a bar on a terminal, else one
 line per epoch: :func:`epoch_line`), periodic checkpoints and resume.
 
@@ -34,6 +35,7 @@ from torch import Tensor, nn
 from torch.profiler import record_function
 from tqdm.auto import tqdm
 
+from con2.config import OPTIMIZERS
 from con2.errors import ConfigError, NonFiniteLossError
 from con2.faults import fault_point
 from con2.training.checkpoints import load_checkpoint, save_checkpoint
@@ -47,8 +49,14 @@ class TrainSettings:
     epochs: int
     batch_size: int
     lr: float = 1e-3
-    weight_decay: float = 1e-3
-    betas: tuple[float, float] = (0.9, 0.999)
+    weight_decay: float = 1e-3  # AdamW's decoupled decay; LARS's L2 term, inside its trust ratio
+    betas: tuple[float, float] = (0.9, 0.999)  # AdamW's
+    optimizer: str = "adamw"  # adamw | lars (:func:`make_optimizer`)
+    momentum: float = 0.9  # LARS's SGD momentum
+    trust_coefficient: float = 0.001  # LARS's trust coefficient
+    warmup: float = 0.0  # fraction of the run's steps over which lr rises to lr * warmup_factor (:func:`warmup_cosine`)
+    warmup_factor: float = 1.0
+    drop_last: bool = True  # full batches only; False: each epoch's last partial batch too
     max_steps: int | None = None
     seed: int = 0
     amp: bool = True
@@ -134,14 +142,16 @@ def derived_seed(*parts: int) -> int:
     return h
 
 
-def steps_per_epoch(n_images: int, batch_size: int) -> int:
-    """Full batches per epoch (the last, partial batch is dropped so BatchNorm sees equal batches)."""
-    return max(1, n_images // batch_size)
+def steps_per_epoch(n_images: int, batch_size: int, drop_last: bool = True) -> int:
+    """Batches per epoch: ``drop_last``, full batches only (the last, partial batch is dropped so BatchNorm
+    sees equal batches); else every batch, the last one partial (``ceil(n / batch)``, as a DataLoader without
+    ``drop_last``)."""
+    return max(1, n_images // batch_size if drop_last else -(-n_images // batch_size))
 
 
 def planned_steps(n_images: int, settings: TrainSettings) -> tuple[int, int, int]:
     """``(total steps, steps per epoch, epochs)`` that :func:`fit` runs on ``n_images`` images."""
-    per_epoch = steps_per_epoch(n_images, min(settings.batch_size, n_images))
+    per_epoch = steps_per_epoch(n_images, min(settings.batch_size, n_images), settings.drop_last)
     total = settings.epochs * per_epoch
     if settings.max_steps is not None:
         total = min(total, settings.max_steps)
@@ -160,15 +170,93 @@ def prepare_model(model: nn.Module, settings: TrainSettings, device: torch.devic
 def make_optimizer(
     model: nn.Module, settings: TrainSettings, device: torch.device, total_steps: int
 ) -> tuple[torch.optim.Optimizer, torch.optim.lr_scheduler.LRScheduler]:
-    """AdamW (fused on CUDA) and its per-step cosine schedule over ``total_steps``."""
-    optimizer = torch.optim.AdamW(
-        model.parameters(),
-        lr=settings.lr,
-        betas=settings.betas,
-        weight_decay=settings.weight_decay,
-        fused=device.type == "cuda" or None,  # one kernel per step on CUDA; the CPU keeps the default
+    """The optimiser of ``settings.optimizer`` (:func:`build_optimizer`) and its per-step schedule over
+    ``total_steps`` (:func:`make_scheduler`)."""
+    optimizer = build_optimizer(model, settings, device)
+    return optimizer, make_scheduler(optimizer, settings, total_steps)
+
+
+def build_optimizer(model: nn.Module, settings: TrainSettings, device: torch.device) -> torch.optim.Optimizer:
+    """``adamw``: AdamW (fused on CUDA) with ``lr``, ``betas``, ``weight_decay``. ``lars``: timm's Lars with
+    ``lr``, ``momentum``, ``weight_decay`` and ``trust_coefficient``, on every parameter (BatchNorm's and the
+    biases included), as CSI's authors train (alinlab/CSI common/train.py lines 107-110: torchlars'
+    ``LARS(SGD(model.parameters(), lr, momentum=0.9, weight_decay), eps=1e-8, trust_coef=0.001)``).
+
+    Raises:
+        ConfigError: an optimiser name not in :data:`con2.config.OPTIMIZERS`.
+    """
+    if settings.optimizer == "adamw":
+        return torch.optim.AdamW(
+            model.parameters(),
+            lr=settings.lr,
+            betas=settings.betas,
+            weight_decay=settings.weight_decay,
+            fused=device.type == "cuda" or None,  # one kernel per step on CUDA; the CPU keeps the default
+        )
+    if settings.optimizer == "lars":
+        from timm.optim import Lars  # lazy: timm loads only where a run trains with LARS
+
+        # timm's Lars computes torchlars' update (timm 1.0 timm/optim/lars.py; torchlars lars.py, adaptive_lr.cc):
+        # per tensor, trust ratio = trust_coefficient * ||w|| / (||g|| + weight_decay * ||w|| + eps), 1 where
+        # ||w|| or ||g|| is 0; grad <- (g + weight_decay * w) * ratio; then SGD momentum (the first buffer is that
+        # grad, no dampening, no Nesterov) and w <- w - lr * buffer. Where they differ: torchlars scales whatever
+        # the weight decay, timm only where weight_decay != 0 unless always_adapt (set: so weight_decay=0 trains as
+        # torchlars too); torchlars writes the scaled grad into p.grad, timm leaves p.grad as it is (the update is
+        # the same); torchlars computes ||w|| / d * tc, timm tc * ||w|| / d (the last bit may differ).
+        return cast(
+            torch.optim.Optimizer,
+            Lars(
+                model.parameters(),
+                lr=settings.lr,
+                momentum=settings.momentum,
+                weight_decay=settings.weight_decay,
+                trust_coeff=settings.trust_coefficient,
+                eps=1e-8,
+                trust_clip=False,
+                always_adapt=True,
+            ),
+        )
+    raise ConfigError(
+        f"config key 'optimizer' must be one of {', '.join(OPTIMIZERS)}, got {settings.optimizer!r}. "
+        f"Fix: --set optimizer=adamw (the paper's) or optimizer=lars (CSI's)"
     )
-    return optimizer, torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=max(1, total_steps))
+
+
+def warmup_cosine(step: int, total_steps: int, warmup: float, warmup_factor: float) -> float:
+    """The learning rate of optimiser step ``step`` (0-based) of ``total_steps`` as a multiple of ``lr``.
+
+    At progress ``p = step / total_steps``: during the warm-up (``p < warmup``) it rises linearly from 1 to
+    ``warmup_factor``, ``1 + (warmup_factor - 1) * p / warmup``; after it, it falls on a cosine from
+    ``warmup_factor`` whose period is the whole run, ``warmup_factor * (1 + cos(pi * (p - warmup))) / 2``, so
+    it ends above 0 where ``warmup > 0``. This is CSI's GradualWarmupScheduler(multiplier=warmup_factor,
+    total_epoch=warm-up epochs) after CosineAnnealingLR(T_max=epochs) stepped every iteration
+    (alinlab/CSI training/scheduler.py lines 25-37, common/train.py lines 115-124,
+    training/unsup/simclr_CSI.py line 74), with two small differences: CSI steps its scheduler after each
+    optimiser step with that step's own progress, so its step ``k`` trains at the rate of ``k - 1`` (here step
+    ``k`` at its own, as the plain cosine does), and its multiplier of 1 ramps from 0 to ``lr``, where
+    ``warmup_factor`` 1 here holds ``lr`` during the warm-up (CSI uses 10).
+    """
+    p = step / max(1, total_steps)
+    if p < warmup:
+        return 1.0 + (warmup_factor - 1.0) * p / warmup
+    return warmup_factor * (1.0 + math.cos(math.pi * (p - warmup))) / 2.0
+
+
+def make_scheduler(
+    optimizer: torch.optim.Optimizer, settings: TrainSettings, total_steps: int
+) -> torch.optim.lr_scheduler.LRScheduler:
+    """The per-step learning-rate schedule over ``total_steps``: without a warm-up (``warmup`` 0 and
+    ``warmup_factor`` 1) torch's CosineAnnealingLR from ``lr`` to 0, the object every run used before the
+    warm-up existed (so those train bit for bit as before); else :func:`warmup_cosine` through LambdaLR."""
+    steps = max(1, total_steps)
+    if settings.warmup == 0 and settings.warmup_factor == 1:
+        return torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=steps)
+    warmup, factor = settings.warmup, settings.warmup_factor
+
+    def rate(step: int) -> float:  # a plain function: LambdaLR's state_dict stores None for it (weights_only loads)
+        return warmup_cosine(step, steps, warmup, factor)
+
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, rate)
 
 
 def compile_submodules(model: nn.Module) -> None:

@@ -184,7 +184,13 @@ def weighed_run(
     ``tta``, ``image_size``, ``width`` and ``params``; ``n_train``/``n_test``: its training and test
     images, ``n_test`` ``None``: unknown, taken as ``n_train``; ``views_per_s``: this device's measured
     throughput at the run's setting, if any)."""
-    images = images_per_run(n_train, int(config["batch_size"]), int(config["epochs"]), config.get("max_steps"))
+    images = images_per_run(
+        n_train,
+        int(config["batch_size"]),
+        int(config["epochs"]),
+        config.get("max_steps"),
+        bool(config.get("drop_last", True)),
+    )
     views = 0 if images == 0 else views_per_image(method, config.get("params") or {})
     planned_views = float(max(1, images * (views or 1)))
     prior = planned_views / views_per_s if views is not None and views_per_s else None
