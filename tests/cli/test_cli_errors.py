@@ -376,5 +376,7 @@ def test_a_profile_with_a_negative_lr_fails_while_the_grid_is_built():
         "variants": {},
         "experiments": {"e": {"datasets": ["digits"], "methods": {"con2": ["default"]}}},
     }
-    with pytest.raises(experiments.GridError, match=r"'lr' must be > 0 \(AdamW's learning rate\), got -1\.0\. Fix"):
+    with pytest.raises(
+        experiments.GridError, match=r"'lr' must be > 0 \(the optimiser's base learning rate\), got -1\.0\. Fix"
+    ):
         experiments.expand_grid(profile, lambda dataset: ["0"])
