@@ -1,11 +1,13 @@
 """The features of the test-time views: one encoder pass per (split, view, context), every feature
 space from that pass (:func:`features`), one fixed view's features (:func:`view_features`) and CSI's
-random views per image (:func:`csi_image_views`). :mod:`con2.methods.scoring` scores them."""
+random views per image (:func:`csi_image_views`; any :class:`PerImageViews`). :mod:`con2.methods.scoring`
+scores them."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from typing import Protocol
 
 import torch
 from torch import Tensor, nn
@@ -22,6 +24,21 @@ from con2.transforms.views import N_UNIFORMS, ViewBatch, apply_views, views_from
 ViewDraw = list[tuple[FixedView, int]]
 ContextFn = Callable[[Tensor], Tensor]
 CSI_CROP_SCALE = (0.54, 0.54)  # CSI's test-time crop: resize_factor 0.54 with resize_fix
+
+
+class PerImageViews(Protocol):
+    """Random views with their own parameters per image ``0..n-1``: :class:`ImageViews` (the harness's views) or
+    :class:`con2.transforms.csi_augment.CSIImageViews` (CSI's own augmentation)."""
+
+    def mirror(self, x: Tensor, start: int) -> Tensor:
+        """The raw uint8 images ``start:start + len(x)``, left-right mirrored where their view flips (before the
+        context)."""
+        ...
+
+    def apply(self, x: Tensor, size: int, start: int) -> Tensor:
+        """The rest of the views of images ``start:start + len(x)`` on float ``x [b, C, H, W]`` (after the
+        context) -> ``[b, 3, size, size]``."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -77,14 +94,14 @@ def quantize(x: Tensor) -> Tensor:
 
 
 def _pixels_to_input(
-    x: Tensor, view: FixedView | ImageViews, context: ContextFn, size: int, start: int, after: bool
+    x: Tensor, view: FixedView | PerImageViews, context: ContextFn, size: int, start: int, after: bool
 ) -> Tensor:
     """uint8 ``x [b, C, H, W]`` (images ``start:start + b``) -> the normalised view in its context ``[b, 3, S, S]``."""
-    if isinstance(view, ImageViews):
+    if isinstance(view, FixedView):
+        apply = lambda f: view(f, size)  # noqa: E731
+    else:
         x = view.mirror(x, start)
         apply = lambda f: view.apply(f, size, start)  # noqa: E731
-    else:
-        apply = lambda f: view(f, size)  # noqa: E731
     if after:
         return normalize(to_float(context(quantize(apply(to_float(x))))))
     return normalize(apply(to_float(context(x))))
@@ -94,7 +111,7 @@ def _pixels_to_input(
 def features(
     encoder: nn.Module,
     images: Tensor,
-    view: FixedView | ImageViews,
+    view: FixedView | PerImageViews,
     context: ContextFn,
     size: int,
     device: torch.device,

@@ -20,7 +20,9 @@ views, as CSI's per-batch reseeding gives images at one batch position), from th
 distribution with the crop scale fixed at 0.54 (CSI's ``resize_factor`` with ``resize_fix``) and
 the horizontal flip applied before the context (as CSI flips before it rotates); the features of
 an image are averaged over its views, then scored (for S_NND: the max cosine of the mean test
-feature to the mean training features), and the scores averaged over the contexts.
+feature to the mean training features), and the scores averaged over the contexts. A method may draw
+those per-image views its own way (``ScoringSpec.image_views``: CSI's evaluation, its own augmentation
+and ``samples`` views per image).
 
 :func:`score_method` runs the test views once: one encoder pass per (split, view), every feature space
 from that pass, every (score, reading) accumulated. So one trained model is scored under every
@@ -49,7 +51,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from con2.methods.features import ContextFn, ImageViews, ViewDraw, csi_image_views, features
+from con2.methods.features import ContextFn, PerImageViews, ViewDraw, csi_image_views, features
 from con2.methods.spec import MethodSettings
 from con2.transforms.augment import (
     DEFAULT_VIEWS,
@@ -157,6 +159,11 @@ class Reading:
         return f"{self.feature}/{self.reference}" + ("" if self.views == "fixed" else f"/{self.views}")
 
 
+ImageViewsFn = Callable[[int, int, int, int], Sequence[PerImageViews]]
+"""``(n_images, height, width, context) -> views``: the per-image views of the images ``0..n_images-1`` of that
+size in one context, one :class:`~con2.methods.features.PerImageViews` per view (features averaged over them)."""
+
+
 @dataclass(frozen=True)
 class ScoringSpec:
     """What a method scores: its scorers, the readings computed, and the headline reading.
@@ -164,13 +171,16 @@ class ScoringSpec:
     Every scorer is computed under every reading (``tta=False`` scorers under every feature space
     of the readings, on identity views). The headline reading's column is the score's plain name.
     With ``csi``, every fixed-view reading is also computed on CSI's test-time views (``tta``
-    scorers only; :func:`score_method` sets it from ``cfg.csi_views``).
+    scorers only; :func:`score_method` sets it from ``cfg.csi_views``). ``image_views`` draws the
+    views of every ``csi`` reading; ``None``: :func:`~con2.methods.features.csi_image_views` with
+    ``cfg.csi_views`` views per image (the harness's view distribution, crop scale 0.54).
     """
 
     scorers: Mapping[str, Scorer]
     readings: tuple[Reading, ...] = (Reading(),)
     headline: Reading = field(default_factory=Reading)
     csi: bool = False
+    image_views: ImageViewsFn | None = None
 
     def __post_init__(self) -> None:
         if self.headline not in self.all_readings():
@@ -277,7 +287,7 @@ def score_method(
     size, bs, cl = cfg.image_size, cfg.eval_batch_size, cfg.channels_last
     after = method.context_after_views()
 
-    def run(imgs: Tensor, view: FixedView | ImageViews, ctx: ContextFn) -> dict[str, Tensor]:
+    def run(imgs: Tensor, view: FixedView | PerImageViews, ctx: ContextFn) -> dict[str, Tensor]:
         return features(method.encoder, imgs, view, ctx, size, device, spaces, bs, cl, after)
 
     readings = spec.all_readings()
@@ -302,8 +312,19 @@ def score_method(
     val = validation if validation is not None and len(validation) else None
     test_views = method.test_views()
     csi = [r for r in readings if r.views == "csi"]
+    contexts = method.test_contexts()
+    csi_draws: list[Sequence[PerImageViews]] = []
+    if csi:  # CSI's views: per-image random views, image i's seeded by i (whatever the split or the batch)
+        height, width = train.shape[-2:]
+        n_images = max(len(train), len(test), 0 if val is None else len(val))
+
+        def default_draw(n: int, h: int, w: int, c: int) -> Sequence[PerImageViews]:
+            return csi_image_views(n, cfg.csi_views, h, w, method.view_params, cfg.tta_seed, c)
+
+        draw = spec.image_views or default_draw
+        csi_draws = [draw(n_images, height, width, c) for c in range(len(contexts))]
     report = _PROGRESS.get()
-    total = len(test_views) + (len(method.test_contexts()) * cfg.csi_views if csi else 0) + 1
+    total = len(test_views) + sum(len(views) for views in csi_draws) + 1
     done = 0
 
     def passed() -> None:
@@ -324,11 +345,7 @@ def score_method(
     divisor = {spec.column(s, r): len(test_views) for r in fixed for s in spec.scorers}
 
     if csi:  # CSI's views: per-image random views, features averaged over them, per context
-        contexts = method.test_contexts()
-        height, width = train.shape[-2:]
-        for c, fn in enumerate(contexts):
-            n_images = max(len(train), len(test), 0 if val is None else len(val))  # image i's views: seeded by i
-            views = csi_image_views(n_images, cfg.csi_views, height, width, method.view_params, cfg.tta_seed, c)
+        for c, (fn, views) in enumerate(zip(contexts, csi_draws)):
             mean: dict[str, dict[str, Tensor]] = {}
             for v in views:
                 parts = {"te": run(test, v, fn), "tr": run(train, v, fn)}
@@ -351,9 +368,9 @@ def score_method(
     ident = {
         (split, c): run(imgs, IDENTITY_VIEW, fn)
         for split, imgs in (("train", train), ("test", test))
-        for c, fn in enumerate(method.test_contexts())
+        for c, fn in enumerate(contexts)
     }
-    val_ident = run(val, IDENTITY_VIEW, method.test_contexts()[0]) if val is not None else None
+    val_ident = run(val, IDENTITY_VIEW, contexts[0]) if val is not None else None
     passed()
 
     def columns(summed: dict[str, Tensor], ident_test: dict[str, Tensor]) -> dict[str, np.ndarray]:
