@@ -11,7 +11,8 @@ They are not torchvision's (the harness's views, :mod:`con2.transforms.views`):
   image and ``c ~ U(0.6, 1.4)``, then clamped to [0, 1]; *HSV*, RGB -> HSV with an atan2 hue (lines 16-42), the hue
   moved by ``f * 255 / 360`` turn modulo 1 for ``f ~ U(-0.1, 0.1)`` (at most 25.5 degrees, not torchvision's
   36), saturation and value multiplied by ``U(0.6, 1.4)`` (the value factor is CSI's "brightness"), clamped to
-  [0, 1], back to RGB (lines 45-66);
+  [0, 1], back to RGB (lines 45-66) by the standard formula, which inverts the lookup-table hue and not the atan2
+  one: as in CSI, the HSV group moves a colour's hue by up to about 1.2 degrees beyond the drawn shift;
 * grey (lines 297-319): the luma ``0.299 r + 0.587 g + 0.114 b`` on all three channels, per image with
   probability ``grayscale_p``;
 * crop (lines 69-165): an area ``U(scale)`` times the image's, a log-uniform aspect ratio in (3/4, 4/3), the box
@@ -19,7 +20,8 @@ They are not torchvision's (the harness's views, :mod:`con2.transforms.views`):
   that fits, else the whole image; an integer ``k`` uniform in ``[w - W, W - w]`` moves the box centre by
   ``k / 2`` pixels (likewise vertically). The box is resampled, not cut: ``affine_grid`` with the box's scale and
   shift, ``grid_sample`` (bilinear, reflection padding, ``align_corners=False``) on a grid the size of the
-  input, then ``adaptive_avg_pool2d`` to the output size.
+  input, then ``adaptive_avg_pool2d`` to the output size. (Every box lies inside the image, so no sample lies
+  more than half a pixel beyond the outer pixel centres, where reflection reads what border padding would.)
 
 Two places differ from CSI's code, both invisible in its own runs:
 
