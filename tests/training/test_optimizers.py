@@ -123,8 +123,9 @@ def torchlars_steps(w: torch.Tensor, lr: float, weight_decay: float, momentum: f
     return w
 
 
+@pytest.mark.parametrize("foreach", [False, True])  # timm's per-tensor path (the CPU's) and multi-tensor (CUDA's)
 @pytest.mark.parametrize("weight_decay", [1e-6, 0.0, 0.3])
-def test_lars_is_timms_and_steps_as_torchlars(weight_decay):
+def test_lars_is_timms_and_steps_as_torchlars(weight_decay, foreach):
     from timm.optim import Lars
 
     start = torch.tensor([[0.3, -1.2, 2.0], [0.7, 0.1, -0.4]], dtype=torch.float64)
@@ -138,6 +139,7 @@ def test_lars_is_timms_and_steps_as_torchlars(weight_decay):
     assert (group["trust_coeff"], group["momentum"], group["weight_decay"]) == (0.001, 0.9, weight_decay)
     assert (group["eps"], group["trust_clip"], group["nesterov"], group["dampening"]) == (1e-8, False, False, 0)
     assert len(group["params"]) == 2  # every parameter, a bias too: nothing excluded
+    group["foreach"] = foreach
     for step in (1, 2):  # the second step uses the momentum buffer
         optimizer.zero_grad()
         sum((p + 0.5 * p**2).sum() for p in params).backward()
