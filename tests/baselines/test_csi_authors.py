@@ -486,3 +486,14 @@ def test_fixed_views_evaluation_says_it_averaged_scores(tiny):
     assert (out.extras["test_views"], out.extras["test_views_averaged"]) == (8, "scores")
     ident = tiny_csi(tiny, samples=0, evaluation="csi")
     assert ident.test_view_count == 4 and len(ident.scoring().image_views(5, 16, 16, 0)) == 1  # the identity view
+
+
+def test_a_run_with_the_authors_params_records_its_test_views(tiny, tmp_path):
+    from con2.run.records import read_record
+    from con2.run.runner import RECORD, run
+
+    params = {"flip": "independent", "augment": "csi", "evaluation": "csi", "samples": 2}
+    run(make_config({**tiny, "method": "csi", "params": params}), tmp_path)
+    record = read_record(tmp_path / RECORD)  # validates against the schema
+    assert record["metrics"]["test_views"] == 8 and record["metrics"]["test_views_averaged"] == "features"
+    assert list(record["metrics"]["auroc"]) == ["csi"] and record["scoring"]["columns"]["csi"]["views"] == "csi"
