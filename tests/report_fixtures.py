@@ -114,7 +114,8 @@ def config() -> dict:
             "natural": ["cifar10"],
             "per_class": ["cifar10"],
             "curves": ["breastmnist"],
-            "scopes": {"length_curve": ["study_length"]},  # the length study's curve table shows the other variants
+            "scopes": {"length_curve": ["study_length"], "length_claims": ["study_length"]},  # the other variants
+            "length_claims": [{"a": "con2/flip", "b": "con2/k3"}],
             "main_variants": {"con2": "invert"},
             "contexts": ["invert", "flip", "equalize"],
             "fidelity": {

@@ -199,9 +199,15 @@ TABLES: dict[str, Artefact] = _registry(
     ),
     _table(
         "length_curve",
-        "the length study's learning curves (report.scopes.length_curve: CIFAR-10's 128 epochs) per method, variant",
+        "the length study's learning curves (report.scopes.length_curve: CIFAR-10's 128 epochs) per class and series",
+        ("runs", "scores", "paper", "references"),  # each series' published number, for the figure's mark
+        module="length",
+    ),
+    _table(
+        "length_claims",
+        "the paper's claims after the length study's last epoch (report.length_claims): per class and paired, Holm",
         ("runs", "scores"),
-        module="curves",
+        module="length",
     ),
     _table(
         "missing",
@@ -253,9 +259,9 @@ FIGURES: dict[str, Artefact] = _registry(
     ),
     Artefact(
         "length_curve",
-        "con2.report.figures:learning_curve_figure",
+        "con2.report.figures:length_curve_figure",
         ("table", "status"),
-        "the length study's AUROC against epoch per method and variant (report.length_curve)",
+        "the length study's AUROC against epoch, a panel per normal class, every series (report.length_curve)",
         each="length_curve",
         table="length_curve",
     ),

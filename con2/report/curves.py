@@ -22,7 +22,7 @@ from con2.paper_names import dataset_label
 from con2.report.artefacts import ReportInputs
 from con2.report.format import CELL_NOTE, MISSING, Table, cell
 from con2.report.methods import Methods
-from con2.report.select import headline, level_stats, lookup_stat, main_runs, ordered_datasets, report_block
+from con2.report.select import headline, main_runs, ordered_datasets, report_block
 
 POINT_KEYS = ["dataset", "normal_class", "method", "variant", "score", "seed", "epoch"]
 COLUMNS = [
@@ -57,18 +57,24 @@ def curve_points(
     return curve_rows(main_runs(headline(runs), rep) if not runs.empty else runs, names, scores)
 
 
-def curve_rows(sel: pd.DataFrame, names: Methods, scores: ScoresSource) -> tuple[pd.DataFrame, list[str]]:
-    """One row per (run, epoch) of the runs of ``sel`` (each run's headline score: its method's first), from
-    the records' curves; and the records that could not be read."""
+def curve_rows(
+    sel: pd.DataFrame,
+    names: Methods,
+    scores: ScoresSource,
+    pick: Callable[[str, list[str]], list[str]] | None = None,
+) -> tuple[pd.DataFrame, list[str]]:
+    """One row per (run, score, epoch) of the runs of ``sel``, from the records' curves; and the records that
+    could not be read. ``pick(method, scores)``: the scores drawn per run (default: its method's first)."""
     rows, unreadable = [], []
     for (method, record), grp in sel.groupby(["method", "record"], sort=True):
-        score = primary_score(names, method, list(grp["score"]))
+        present = list(grp["score"])
+        picked = pick(method, present) if pick else [primary_score(names, method, present)]
         curve = scores.curve(str(record))
         if curve is None:
             unreadable.append(str(record))
             continue
         views = curve.get("views")
-        for point in curve.get("points", []):
+        for point, score in ((p, s) for s in picked for p in curve.get("points", [])):
             if score in point["auroc"]:
                 first = grp.iloc[0]
                 rows.append(
@@ -107,49 +113,6 @@ def learning_curve(inputs: ReportInputs) -> Table:
     return table
 
 
-LENGTH_SCOPE = "length_curve"  # the report.scopes key whose experiments are the length study
-
-
-def length_curve(inputs: ReportInputs) -> Table:
-    """``length_curve``: the learning curves of a length study (the experiments of ``report.scopes.length_curve``,
-    which `all` does not train: CIFAR-10's 128 epochs, BreastMNIST's study_length), one row per method and
-    variant; the main variants, whose curves ``learning_curve`` shows, are left out."""
-    rep = report_block(inputs.config)
-    runs, names = headline(inputs.frame("runs")), inputs.names
-    scoped = LENGTH_SCOPE in (rep.get("scopes") or {})
-    main = main_runs(runs, rep) if not runs.empty else runs
-    sel = runs.drop(index=main.index) if scoped and not runs.empty else runs.iloc[0:0]
-    points, unreadable = curve_rows(sel, names, inputs.score_source())
-    final = level_stats(sel, ["dataset", "method", "variant", "score"])  # the finished runs' own AUROC
-    table = curve_table(
-        LENGTH_SCOPE,
-        "Length study: AUROC (%) after each scored epoch of the long runs",
-        points,
-        rep,
-        names,
-        lambda m, v, s: f"{names.pair_label(m, s) if s else names.label(m)}, {v}",
-        unreadable,
-        (
-            "final (own test views)",
-            lambda d, m, v, s: lookup_stat(final, dataset=d, method=m, variant=v, score=s).text(),
-        ),
-    )
-    table.notes.insert(
-        0,
-        "AUROC (%) after each scored epoch (config score_at) of the length study's runs (report.scopes.length_curve: "
-        f"trained by `snakemake studies` or by naming this table), mean ± std; {CELL_NOTE} Every epoch column uses "
-        "the curve's cheap test views (config curve_views); 'final (own test views)' is the finished runs' own AUROC, "
-        "with the test-time views of the run, as every other table shows it.",
-    )
-    if not scoped:
-        table.notes.append("This profile has no length study (report.scopes.length_curve names none).")
-    elif not table.rows:
-        table.notes.append(
-            "No record of the length study yet: `snakemake --cores 2 results/tables/length_curve.md` trains it."
-        )
-    return table
-
-
 def curve_table(
     name: str,
     title: str,
@@ -158,12 +121,10 @@ def curve_table(
     names: Methods,
     label_of: Callable[[str, str, str], str],
     unreadable: list[str],
-    last: tuple[str, Callable[[str, str, str, str], str]] | None = None,
 ) -> Table:
     """Rows: dataset x (method, variant, score) of ``points`` (:func:`curve_rows`), labelled by ``label_of``
     (``label_of(method, variant, "")`` names a series in the notes); columns: the scored epochs; each cell
-    the mean over classes of the seed means (:data:`CELL_NOTE`); ``last``: a last column's header and its
-    cell of ``(dataset, method, variant, score)``."""
+    the mean over classes of the seed means (:data:`CELL_NOTE`)."""
     keys = ["dataset", "method", "variant", "score", "epoch"]
     level = dataset_level(summarize(points, "auroc", [*keys[:-1], "normal_class", "epoch"]), keys)
     views = points.groupby(keys[:-1])["views"].agg(lambda v: ", ".join(sorted(set(v)))) if len(points) else None
@@ -195,7 +156,7 @@ def curve_table(
                         "views": views.get((d, m, v, s), "") if views is not None else "",
                     }
                 )
-            body.append([dataset_label(d), label, *cells, *([last[1](d, m, v, s)] if last else [])])
+            body.append([dataset_label(d), label, *cells])
     notes = []
     if views is not None and len(views):
         notes.append(
@@ -206,7 +167,7 @@ def curve_table(
     if unreadable:
         notes.append(f"{len(unreadable)} record(s) listed in runs.csv could not be read: {', '.join(unreadable[:3])}.")
     frame = pd.DataFrame(data, columns=COLUMNS)
-    header = ["Dataset", "Method", *[f"epoch {e}" for e in epochs], *([last[0]] if last else [])]
+    header = ["Dataset", "Method", *[f"epoch {e}" for e in epochs]]
     return Table(name, title, header, body, frame, notes)
 
 

@@ -394,3 +394,51 @@ def learning_curve_figure(inputs: ReportInputs, png: str | Path, pdf: str | Path
         fontsize=9,
     )
     save(fig, png, pdf)
+
+
+def length_curve_figure(inputs: ReportInputs, png: str | Path, pdf: str | Path) -> None:
+    """The length study on ``inputs.dataset``: one panel per normal class, AUROC against epoch (log-2 axis) for
+    every series of :func:`con2.report.length.length_curve`'s frame (``inputs.table``), the finished run's own
+    AUROC as an open marker at its last epoch, a floor (nothing trained) as a dotted line, and each series'
+    published number (the paper's mean over the classes, else a reference source's) as a dashed line in its
+    colour at the right edge."""
+    frame = inputs.frame("table")
+    sub = frame[(frame["dataset"] == inputs.dataset)] if len(frame) else frame
+    classes = sorted({str(c) for c in sub["normal_class"].fillna("") if str(c)}) if len(sub) else []
+    fig, axes = plt.subplots(1, max(1, len(classes)), figsize=(4.6 * max(1, len(classes)) + 2.4, 3.6), squeeze=False)
+    if not classes:
+        _empty(axes[0][0], no_curve(inputs))
+    colours = (
+        {label: PALETTE[j % len(PALETTE)] for j, label in enumerate(dict.fromkeys(sub["label"]))} if len(sub) else {}
+    )
+    for ax, cls in zip(axes[0], classes):
+        rows = sub[sub["normal_class"].fillna("").astype(str) == cls]
+        for label, g in rows.groupby("label", sort=False):
+            colour = colours[label]
+            curve = g.dropna(subset=["epoch"]).sort_values("epoch")
+            final, pub = float(g["final"].iloc[0]), g["published"].dropna()
+            if curve.empty:  # a floor: nothing trained
+                ax.axhline(final, color=colour, lw=1.2, ls=":", label=mpl_text(f"{label} (nothing trained)"))
+            else:
+                x, y = curve["epoch"].to_numpy(float), curve["mean"].to_numpy(float)
+                ax.plot(
+                    x, y, marker="o", ms=3, color=colour, label=mpl_text(f"{label}; ○ final, {g['test_views'].iloc[0]}")
+                )
+                ax.plot([x[-1]], [final], marker="o", ms=7, mfc="none", color=colour, ls="none")
+            if len(pub):
+                ax.axhline(float(pub.iloc[0]), color=colour, lw=0.9, ls="--", alpha=0.7)
+        ax.set_xscale("log", base=2)
+        ax.axhline(50, color="0.5", lw=0.8, ls=":")
+        ax.set_xlabel("epoch (log scale)")
+        ax.set_ylabel("AUROC (%)")
+        ax.set_title(mpl_text(f"{dataset_label(inputs.dataset)}, normal class {cls}"), fontsize=9)
+        ax.grid(alpha=0.3)
+    if classes:
+        legend_outside(axes[0][-1])
+    fig.suptitle(
+        "Length study: AUROC after each scored epoch on the curve's cheap test views, one run per point;\n"
+        "dashed: the published mean over the dataset's classes (paper, else a reference source); dotted: a floor",
+        fontsize=9,
+    )
+    fig.tight_layout()
+    save(fig, png, pdf)

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from con2.aggregate.collect import collect_runs
@@ -99,26 +98,3 @@ def test_learning_curve_figure_draws_the_tables_csv(runs, tmp_path: Path) -> Non
         png, pdf = tmp_path / f"{dataset}.png", tmp_path / f"{dataset}.pdf"
         figure.builder()(inputs, png, pdf)
         assert png.stat().st_size > 1000 and pdf.stat().st_size > 1000
-
-
-def test_length_curve_shows_the_length_studys_variants_not_the_main_ones(runs, tmp_path: Path) -> None:
-    """Issue 44: the length study (report.scopes.length_curve) gets its own curve table: every non-main
-    variant with a curve, one row per method and variant, averaged like every table; the main variant's
-    curves stay in learning_curve."""
-    long = []
-    for seed, value in ((0, 70.0), (1, 72.0)):
-        rec = {**record("con2", seed, {5: value - 10, 128: value}), "variant": "length128"}
-        p = tmp_path / "runs" / "breastmnist" / "1" / "con2" / "length128" / f"seed{seed}" / "record.json"
-        write_record(rec, p)
-        long.append(p)
-    every = pd.concat([runs, collect_runs(long)], ignore_index=True)
-    scoped = {"report": {**CONFIG["report"], "scopes": {"length_curve": ["study"]}}}
-    table = TABLES["length_curve"].builder()(ReportInputs(runs=every, config=scoped, scores=RUN_FOLDERS))
-    assert [row[1] for row in table.rows] == ["CON2 (NND), flip", "CON2 (NND), length128"]
-    length = next(row for row in table.rows if row[1].endswith("length128"))
-    assert table.columns == ["Dataset", "Method", "epoch 2", "epoch 5", "epoch 128", "final (own test views)"]
-    assert length[2:] == ["–", "61.0 ± 1.4 [1×2]", "71.0 ± 1.4 [1×2]", "60.0 ± 0.0 [1×2]"]  # final: the records
-    assert "invert" not in " ".join(r[1] for r in table.rows)  # the main variant: learning_curve's
-    # a profile without a length study: no rows, and the note says why
-    plain = TABLES["length_curve"].builder()(ReportInputs(runs=every, config=CONFIG, scores=RUN_FOLDERS))
-    assert not plain.rows and any("no length study" in n for n in plain.notes)
