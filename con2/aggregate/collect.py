@@ -112,6 +112,7 @@ def record_rows(
         "width": cfg.get("width"),
         "encoder": encoder_of(cfg),
         "tta": cfg.get("tta"),
+        "test_views": test_views_text(record["metrics"]),
         "config_hash": record["config_hash"],
         "record": source,
         "in_grid": True,
@@ -287,3 +288,14 @@ def collect_valid_runs(
         rows += record_rows(rec, str(path), (benchmarks or {}).get(str(path)))
     df = pd.DataFrame(rows, columns=RUN_COLUMNS)
     return df.sort_values([*RUN_KEYS, "score"], kind="stable").reset_index(drop=True), skipped
+
+
+def test_views_text(metrics: Mapping[str, Any]) -> str:
+    """What a method's record says of the test views behind its headline score (``metrics.test_views`` and
+    ``test_views_averaged``, CSI's: ``"40 views, features averaged"``); "" where it says nothing (the run's
+    ``tta`` then tells)."""
+    views = metrics.get("test_views")
+    if not isinstance(views, int) or isinstance(views, bool):
+        return ""
+    averaged = metrics.get("test_views_averaged")
+    return f"{views} views" + (f", {averaged} averaged" if isinstance(averaged, str) and averaged else "")

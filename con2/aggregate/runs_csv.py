@@ -60,6 +60,7 @@ RUN_COLUMNS = [
     "width",
     "encoder",
     "tta",
+    "test_views",  # what the record says of its headline's test views (CSI: "40 views, features averaged"; "": tta)
     "contexts",
     "n_contexts",
     "loss",
@@ -129,6 +130,7 @@ def load_runs(path: str | Path) -> pd.DataFrame:
         "device",
         "machine",
         "encoder",
+        "test_views",
         "config_hash",
         "record",
     ]

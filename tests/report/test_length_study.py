@@ -102,6 +102,7 @@ def runs(tmp_path: Path) -> pd.DataFrame:
             config={"image_size": 32, "tta": 4 if trains else 0, "params": params},
             training={"epochs": 128 if trains else 0, "steps": 100 if trains else 0},
             curve=curve,
+            extras={"test_views": 40, "test_views_averaged": "features"} if method == "csi" else None,
         )
         run = tmp_path / "runs" / "cifar10" / cls / method / variant / "seed0"
         write_record(rec, run / "record.json")
@@ -172,8 +173,10 @@ def test_length_curve_has_a_row_per_class_and_series_then_the_mean(runs: pd.Data
     assert pub[("con2", "flip_length128", "nnd")] == 95.3 and pub[("con2", "length128", "nnd")] == 94.6
     assert pub[("csi", "length128", "csi")] == 94.3 and pub[("simclr", "length128", "knn")] == 87.9
     assert math.isnan(pub[("con2", "content_only_length128", "nnd")])
+    csi = frame[frame["method"] == "csi"]["test_views"]
+    assert set(csi) == {"40 views, features averaged"}  # what CSI's record says, not its tta
     rows = [r for r in table.rows if r[1] == "mean of 2"]
-    assert len(rows) == 7 and all(r[6].endswith("(4 views)") or r[6].endswith("(1 view)") for r in rows)
+    assert len(rows) == 7 and all(r[6].endswith(("(4 views)", "(1 view)", "averaged)")) for r in rows)
 
 
 def test_length_curve_without_a_study_says_so(runs: pd.DataFrame) -> None:
