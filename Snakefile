@@ -22,8 +22,15 @@ from con2.workflow import startup as X  # what this file does before the rules a
 min_version("9.0")
 
 
-# Without --configfile: the default profile, or for `snakemake --report` the last run's here (results/last_profile.yaml)
-_profile, _recalled = X.profile_to_read(config, sys.argv, f"{workflow.basedir}/workflow/config/default.yaml")
+# Without --configfile: the default profile, or for `snakemake --report` the last run's here (results/last_profile.yaml),
+# read as data into config (never as a configfile: Snakemake runs YTE templates; its rule files are checked)
+_profile, _recalled = X.profile_to_read(
+    config,
+    sys.argv,
+    f"{workflow.basedir}/workflow/config/default.yaml",
+    workflow.basedir,
+    dict(workflow.config_settings.overwrite_config or {}),
+)
 if _profile is not None:
 
     configfile: _profile

@@ -8,6 +8,12 @@ line saying how it was given; a ``--report`` without ``--configfile`` reads that
 default profile (:func:`recalled_profile`), so the report shows what the folder holds, whatever the
 profile. Where a file the report embeds is missing all the same (results of an older version, or
 another profile named), :func:`report_missing` makes it one line naming the profile to give.
+
+A results folder is copied and shared, so that file is read as data, never handed to Snakemake as a
+configfile (issue 57, item 1): Snakemake's own reader runs YTE templates (``__use_yte__: true`` evaluates
+Python) and the profile's ``extra_rules`` are Snakemake code. :func:`read_last_profile` bounds its size
+before parsing, reads it as safe YAML, and refuses YTE and rule files outside the checkout (or inside
+the results folder), each in one line naming the file and the fix.
 """
 
 from __future__ import annotations
@@ -21,8 +27,19 @@ from typing import Any
 import yaml
 
 from con2.atomic import write_text_atomic
+from con2.errors import ConfigError
+from con2.text import terminal_safe
+from con2.yaml_files import read_yaml_mapping
 
-__all__ = ["LAST_PROFILE", "given_as", "recalled_profile", "remember_profile", "report_missing", "report_mode"]
+__all__ = [
+    "LAST_PROFILE",
+    "given_as",
+    "read_last_profile",
+    "recalled_profile",
+    "remember_profile",
+    "report_missing",
+    "report_mode",
+]
 
 LAST_PROFILE = Path("results/last_profile.yaml")
 HEAD = "# The profile of the last snakemake run in this folder; `snakemake --report` without --configfile reports it.\n"
@@ -75,18 +92,55 @@ def _plain(value: Any) -> Any:
 
 
 def given_as(path: Path = LAST_PROFILE) -> str:
-    """How the remembered profile was given (its ``# Given as:`` line), or ``""``."""
+    """How the remembered profile was given (its ``# Given as:`` line), or ``""``; escaped for a terminal
+    (:func:`con2.text.terminal_safe`): the file comes from a results folder, which may be anyone's."""
     try:
         lines = path.read_text(encoding="utf-8", errors="replace").splitlines()[:3]
     except OSError:
         return ""
-    return next((line[len(GIVEN) :] for line in lines if line.startswith(GIVEN)), "")
+    return terminal_safe(next((line[len(GIVEN) :] for line in lines if line.startswith(GIVEN)), ""))
 
 
 def recalled_profile(argv: Sequence[str], path: Path = LAST_PROFILE) -> Path | None:
     """The profile file a ``snakemake --report`` without ``--configfile`` reads: the last run's
     (:data:`LAST_PROFILE`) where one was written, else ``None`` (the default profile)."""
     return path if report_mode(argv) and path.is_file() else None
+
+
+#: The one key by which Snakemake's config reader runs a file as a YTE template (Python expressions).
+YTE_KEY = "__use_yte__"
+
+
+def read_last_profile(path: Path, checkout: Path) -> dict[str, Any]:
+    """The profile in ``path`` (:data:`LAST_PROFILE`) as data, for ``snakemake --report``: its size checked
+    before it is parsed (:data:`con2.yaml_files.MAX_CONFIG_BYTES`), read as safe YAML (no tags, no bombs),
+    and refused if it would run code: a YTE template (:data:`YTE_KEY`), or ``extra_rules`` naming a rule
+    file outside ``checkout`` (the workflow's folder) or inside the results folder that holds ``path``.
+
+    Raises:
+        ConfigError: one line naming ``path``, what it holds and the fix.
+    """
+    fix = (
+        f"delete {path} (the next run writes it again), or name the profile the results were built with "
+        "(`snakemake --report results/report.html --configfile workflow/config/<profile>.yaml`)"
+    )
+    what = "snakemake --report: the last run's profile"
+    profile = read_yaml_mapping(path, what, fix)
+    if YTE_KEY in profile:
+        raise ConfigError(
+            f"{what} {path} sets {YTE_KEY}: a YTE template runs Python, and a results folder is read as data, "
+            f"never run. Fix: {fix}"
+        )
+    rules = profile.get("extra_rules") or []
+    for rule in rules if isinstance(rules, list) else [rules]:
+        where = Path(str(rule)).resolve()
+        if not where.is_relative_to(checkout.resolve()) or where.is_relative_to(path.parent.resolve()):
+            raise ConfigError(
+                f"{what} {path} names the rule file {terminal_safe(str(rule))} in extra_rules, outside this "
+                f"checkout ({checkout.resolve()}) or inside the results folder: a results folder never brings "
+                f"code to run. Fix: {fix}"
+            )
+    return profile
 
 
 def report_missing(files: Collection[str], recalled: Path | None) -> str | None:

@@ -13,14 +13,22 @@ from pathlib import Path
 from typing import Any
 
 from snakemake.exceptions import WorkflowError
-from snakemake.utils import validate
+from snakemake.utils import update_config, validate
 
 from con2.data import default_data_dir
+from con2.errors import ConfigError
 from con2.grid.checks import GridError, check_profile_schema, check_profile_size
 from con2.run.signals import terminate_jobs_on_sigint, terminate_jobs_on_sigterm
 from con2.workflow.console import install_grid_progress
 from con2.workflow.heartbeat import start_heartbeat
-from con2.workflow.last_profile import given_as, recalled_profile, remember_profile, report_missing, report_mode
+from con2.workflow.last_profile import (
+    given_as,
+    read_last_profile,
+    recalled_profile,
+    remember_profile,
+    report_missing,
+    report_mode,
+)
 from con2.workflow.progress import ProgressLine
 
 __all__ = ["FLAGS", "check_profile", "check_report_files", "on_start", "profile_to_read"]
@@ -29,17 +37,37 @@ __all__ = ["FLAGS", "check_profile", "check_report_files", "on_start", "profile_
 FLAGS = ("download", "strict", "progress", "compile")
 
 
-def profile_to_read(config: Mapping[str, Any], argv: Sequence[str], default: str) -> tuple[str | None, Path | None]:
+def profile_to_read(
+    config: MutableMapping[str, Any],
+    argv: Sequence[str],
+    default: str,
+    checkout: str | Path = ".",
+    overrides: Mapping[str, Any] | None = None,
+) -> tuple[str | None, Path | None]:
     """``(profile file the Snakefile reads, recalled profile)`` when no ``--configfile`` gave a profile (``config``
-    has no ``experiments``): for ``snakemake --report``, the last run's profile here (con2/workflow/last_profile.py;
-    said on stderr), else ``default``; ``(None, None)`` when a profile was given."""
+    has no ``experiments``): ``(default, None)``, or for ``snakemake --report`` the last run's profile here
+    (con2/workflow/last_profile.py; said on stderr), read as data into ``config`` by
+    :func:`~con2.workflow.last_profile.read_last_profile` (never Snakemake's ``configfile``, which runs YTE
+    templates), then the ``--config`` ``overrides`` over it, as Snakemake merges them: ``(None, recalled)``.
+    ``checkout``: the workflow's folder, where the profile's rule files must lie. ``(None, None)`` when a
+    profile was given.
+
+    Raises:
+        WorkflowError: the recalled profile is too large, not YAML, or would run code (one line).
+    """
     if "experiments" in config:
         return None, None
     recalled = recalled_profile(argv)
-    if recalled is not None:
-        print(f"con2 report: the profile of the last run here, {given_as(recalled)} ({recalled})", file=sys.stderr)
-        return str(recalled), recalled
-    return default, None
+    if recalled is None:
+        return default, None
+    try:
+        profile = read_last_profile(recalled, Path(checkout))
+    except ConfigError as exc:
+        raise WorkflowError(str(exc)) from None
+    print(f"con2 report: the profile of the last run here, {given_as(recalled)} ({recalled})", file=sys.stderr)
+    update_config(config, profile)
+    update_config(config, dict(overrides or {}))
+    return None, recalled
 
 
 def check_profile(config: MutableMapping[str, Any], schema: str | Path) -> None:

@@ -31,7 +31,12 @@ def test_profile_to_read_is_the_given_one_the_default_or_for_a_report_the_last_r
     LAST_PROFILE.parent.mkdir()
     LAST_PROFILE.write_text("# x\n# Given as: --configfile workflow/config/test.yaml\nexperiments: {}\n")
     assert startup.profile_to_read({}, ["snakemake", "all"], DEFAULT) == default  # a run reads the default profile
-    assert startup.profile_to_read({}, ["snakemake", "--report=r.html"], DEFAULT) == (str(LAST_PROFILE), LAST_PROFILE)
+    config: dict[str, Any] = {"data_dir": "given"}  # a --config value, merged over the file as Snakemake merges
+    assert startup.profile_to_read(config, ["snakemake", "--report=r.html"], DEFAULT, tmp_path, config) == (
+        None,
+        LAST_PROFILE,
+    )  # read here, as data: never handed to Snakemake as a configfile (issue 57, item 1)
+    assert config == {"experiments": {}, "data_dir": "given"}
     assert "the profile of the last run here, --configfile workflow/config/test.yaml" in capsys.readouterr().err
 
 
