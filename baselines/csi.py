@@ -309,6 +309,11 @@ class CSI(Method):
             for k in range(N_ROTATIONS)
         ]
 
+    def encoded_views(self) -> int:
+        """``evaluation: csi``: samples x 4 rotations drawn per image (:meth:`test_views` has none); else the fixed
+        views x rotations."""
+        return self.test_view_count if self.params.evaluation == "csi" else len(self.test_views())
+
     def feature_spaces(self) -> Mapping[str, nn.Module | None]:
         return {"encoder": None, "csi": _ProjectionAndRotation(self.head, self.rotation_head)}
 

@@ -111,6 +111,12 @@ class Method(nn.Module):
         """The fixed test-time views: ``cfg.tta`` views split evenly over :meth:`test_contexts`."""
         return split_views(self.cfg.tta, self.test_contexts(), self.cfg.tta_seed, self.view_params)
 
+    def encoded_views(self) -> int:
+        """How many views of each image the scoring pass encodes: the fixed test views (:meth:`test_views`);
+        a method that draws its own views per image (:attr:`~con2.methods.scoring.ScoringSpec.image_views`)
+        adds them. The run's up-front line and its check of the scoring pass's size read it."""
+        return len(self.test_views())
+
     def feature_spaces(self) -> Mapping[str, nn.Module | None]:
         """Named maps of the encoder output that readings may score (``None``: the output itself)."""
         return {"encoder": None}

@@ -362,7 +362,7 @@ def load(cfg: RunConfig, verify: bool, training: bool) -> Loaded:
     trains = method.trains()  # a method with every weight frozen (a floor) is scored untrained: no loop, no batch
     if training and trains:
         check_batch_size(cfg, len(data.train), data.normal_class)
-    n_views = len(method.test_views())
+    n_views = method.encoded_views()
     n_val = 0 if data.val is None else len(data.val)
     batches, _ = check_scoring_work(cfg, n_views, len(data.train), len(data.test) + n_val)
     if cfg.progress:  # the size of the scoring pass, up front

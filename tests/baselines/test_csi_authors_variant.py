@@ -144,6 +144,10 @@ def test_the_authors_views_and_evaluation_are_csis() -> None:
     assert method.csi_views.params == CSI_TRAIN_VIEWS
     assert method.n_samples == CSI_EVAL_SAMPLES and method.test_view_count == 4 * CSI_EVAL_SAMPLES
     assert CSI_TEST_VIEWS.crop_scale == (CSI_EVAL_AREA, CSI_EVAL_AREA) and method.averaged == "features"
+    # the run's up-front "scoring will encode N view(s)" line counts the views drawn per image, not 0
+    assert method.test_views() == [] and method.encoded_views() == 4 * CSI_EVAL_SAMPLES
+    harness = CSI(method.cfg, _params({}))
+    assert harness.encoded_views() == len(harness.test_views()) == 4 * CSI_EVAL_SAMPLES  # tta 40: 10 fixed x 4
 
 
 def test_the_authors_variant_trains_one_step() -> None:
