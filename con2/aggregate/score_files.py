@@ -236,6 +236,17 @@ def scores_problem(record: Mapping[str, Any], path: str | Path) -> str | None:
     return None
 
 
+def validation_not_written(record: Mapping[str, Any], path: str | Path) -> str | None:
+    """``"<its validation_scores.csv> is not the file its run wrote (...)"`` when the file beside the record at
+    ``path`` is readable and its sha256 is not the one the record keeps (``files_sha256``), else None (no sha256
+    kept: an older record; no file, or one that cannot be read: :func:`read_validation_scores` says why)."""
+    kept = written_sha256(record, VALIDATION)
+    if kept is None:
+        return None
+    data, _, _ = read_score_file(validation_file(path))
+    return f"{validation_file(path)} {NOT_WRITTEN}" if data is not None and bytes_sha256(data) != kept else None
+
+
 def validation_file(record: str | Path) -> Path:
     """The ``validation_scores.csv`` beside a ``record.json``."""
     return Path(str(record)).parent / VALIDATION

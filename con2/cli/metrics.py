@@ -3,7 +3,8 @@ re-scoring (:mod:`con2.maths.operating`): average precision with its interval, t
 95% specificity, the false-positive rate at 95% true-positive rate (FPR@95TPR) and, where the run
 scored normal validation images (``validation_scores.csv``), the test rates of the threshold set on
 them, per score column. Records of any schema version work: only
-the scores are read.
+the scores are read. Both score files are checked against the sha256 their record keeps (``files_sha256``,
+since issue 47): a file that is not the one its run wrote gives no number (issue 57, item 3).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from con2.errors import ConfigError
-from con2.text import terminal_safe
+from con2.text import shell_command, terminal_safe
 
 RECORD = "record.json"
 
@@ -26,13 +27,15 @@ def run_metrics(run_dir: Path, scores: list[str] | None = None) -> dict[str, Any
 
     Raises:
         ValueError: naming the run and what is wrong (no record, a record that does not validate, no
-            or a disagreeing ``scores.csv``, an unknown score column).
+            or a disagreeing ``scores.csv``, a ``validation_scores.csv`` that is not the file its run wrote,
+            an unknown score column).
     """
     from con2.aggregate.score_files import (  # lazy: pandas, as above
         expected_of_record,
         read_run_scores,
         read_validation_scores,
         scores_file,
+        validation_not_written,
     )
     from con2.maths.metrics import auroc  # lazy: scikit-learn and scipy only when the command runs
     from con2.maths.operating import operating_points  # lazy: scipy, as above
@@ -46,6 +49,13 @@ def run_metrics(run_dir: Path, scores: list[str] | None = None) -> dict[str, Any
     got = read_run_scores(record_path, expected_of_record(record))
     if got.frame is None:
         raise ValueError(f"{scores_file(record_path)} {got.problem}" if got.found else f"{run_dir}: {got.problem}")
+    edited = validation_not_written(record, record_path)
+    if edited:  # its threshold would move every validation-threshold number: none is printed from it
+        rescore = shell_command("con2", "evaluate", "--run-dir", run_dir)
+        raise ValueError(
+            f"{edited}. Fix: restore the file its run wrote (from a backup of {run_dir}), or re-score the run "
+            f"(`{rescore}`: new score files, and a record keeping their sha256)"
+        )
     frame = got.frame
     columns = [c for c in frame.columns if c != "label"]
     unknown = [c for c in scores or [] if c not in columns]

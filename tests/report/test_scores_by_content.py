@@ -113,6 +113,34 @@ def test_a_sorted_scores_csv_keeps_its_auroc(copy: Path, trained: tuple[Path, di
     assert read_run_scores(copy / RECORD, Expected(aurocs=aurocs)).problem == ""
 
 
+def test_con2_metrics_refuses_a_validation_file_its_run_did_not_write(
+    copy: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 57, item 3: ``con2 metrics`` read an edited ``validation_scores.csv`` (its threshold moved, the
+    sensitivity with it, exit 0) although the record keeps its sha256. Now the run is not filled: one line
+    naming the file and the fix, no number; the file its run wrote gives the numbers again."""
+    from con2.cli.main import main
+
+    assert main(["metrics", str(copy), "--json"]) == 0
+    good = json.loads(capsys.readouterr().out)["runs"][str(copy)]
+    assert all(m["from_validation"] for m in good.values())
+    written = (copy / VALIDATION).read_bytes()
+    keep_mtime(copy / VALIDATION, shift)
+
+    assert main(["metrics", str(copy)]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith(f"not filled: {copy}: {copy / VALIDATION} is not the file its run wrote")
+    assert "Fix: restore the file its run wrote" in lines[0] and f"con2 evaluate --run-dir {copy}" in lines[0]
+    assert "AUROC" not in lines[0] and "sensitivity" not in lines[0], "a number printed from the edited file"
+    assert main(["metrics", str(copy), "--json"]) == 1
+    assert json.loads(capsys.readouterr().out)["runs"] == {}
+
+    (copy / VALIDATION).write_bytes(written)
+    assert main(["metrics", str(copy), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["runs"][str(copy)] == good
+
+
 def test_a_deleted_validation_file_of_a_record_that_keeps_it_is_named(copy: Path) -> None:
     (copy / VALIDATION).unlink()
     frame, skipped = collect_valid_runs([copy / RECORD])
