@@ -40,7 +40,7 @@ from con2.grid.experiments import rule_file_methods
 from con2.methods import all_methods, get_spec
 from con2.methods.spec import MethodSpec
 from con2.paths import RULE_METHODS_DIR
-from con2.run.rundir import RunDir
+from con2.run.rundir import RunDir, unfinished_rescore
 from con2.run.runner import rescore, run
 from con2.run.signals import sigterm_as_interrupt
 from con2.text import shell_command, terminal_safe
@@ -236,7 +236,25 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         check_evaluate_out(src, out)  # before loading torch: a refusal costs nothing
     record = rescore(cfg, out.path, src.checkpoint, before=check)
     print(terminal_safe(_result_line(record, out.path)))
+    unfinished = unfinished_note(record, out.path, src)
+    if unfinished:
+        print(terminal_safe(unfinished))
     return 0
+
+
+def unfinished_note(record: dict[str, Any], where: Path, src: RunDir) -> str:
+    """The console's line for a re-scoring of a checkpoint that had not finished training (its record's
+    ``rescored.unfinished``, :func:`con2.run.rundir.unfinished_rescore`), else ``""``: the record says so, and
+    the aggregation leaves it out of every table, so the numbers just printed must say it too (issue 57)."""
+    unfinished = unfinished_rescore(record)
+    if not unfinished:
+        return ""
+    resume = shell_command("con2", "train", "--config", src.config, "--run-dir", src.path)
+    return (
+        f"note: {Path(where) / 'record.json'} was {unfinished}: its training had not finished, so these are not the "
+        f"run's numbers and the tables leave this record out. Fix: finish the training (`{resume}` resumes it from "
+        f"its checkpoint), then re-score"
+    )
 
 
 def _method_params(spec: MethodSpec) -> dict[str, Any]:

@@ -45,9 +45,17 @@ def test_a_run_still_training_is_refused(killed: Path, tmp_path: Path, capsys: p
     assert not out.exists(), "a refused re-scoring wrote something"
 
 
-def test_an_unfinished_rescore_is_marked_left_out_of_the_tables_and_resumed(killed: Path, tmp_path: Path) -> None:
+def test_an_unfinished_rescore_is_marked_left_out_of_the_tables_and_resumed(
+    killed: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = tmp_path / "out"
     assert main(["evaluate", "--run-dir", str(killed), "--out", str(out)]) == 0
+    # issue 57, item 8: the console says it too, in one line after the result line, with the command that resumes
+    lines = capsys.readouterr().out.splitlines()
+    notes = [line for line in lines if "had not finished" in line]
+    assert len(notes) == 1 and notes[0] == lines[-1], lines
+    assert notes[0].startswith(f"note: {out / RECORD} was re-scored (con2 evaluate) from a checkpoint at epoch 1 of 3")
+    assert f"con2 train --config {killed / 'config.yaml'} --run-dir {killed}" in notes[0]
     record = read_record(out / RECORD)
     rescored = record["rescored"]
     assert rescored["checkpoint_epoch"] == 1 and rescored["planned_epochs"] == 3 and rescored["unfinished"] is True
@@ -68,12 +76,15 @@ def test_an_unfinished_rescore_is_marked_left_out_of_the_tables_and_resumed(kill
     assert not skipped and len(frame) > 0
 
 
-def test_a_finished_rescore_is_marked_finished(killed: Path, tmp_path: Path) -> None:
+def test_a_finished_rescore_is_marked_finished(
+    killed: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     cfg = make_config(yaml.safe_load((killed / "config.yaml").read_text()))
     run(cfg, killed)  # training finishes
     out = tmp_path / "out"
     assert main(["evaluate", "--run-dir", str(killed), "--out", str(out)]) == 0
     rescored = read_record(out / RECORD)["rescored"]
     assert rescored["checkpoint_epoch"] == 3 and rescored["unfinished"] is False
+    assert "had not finished" not in capsys.readouterr().out  # a finished checkpoint's numbers stand without a note
     frame, skipped = collect_valid_runs([out / RECORD])
     assert not skipped and len(frame) > 0
