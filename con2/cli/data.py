@@ -15,6 +15,7 @@ from con2.cli.common import run_command  # prints `con2: error: ...`, returns 2 
 from con2.config import MAX_IMAGE_SIZE
 from con2.data import default_data_dir
 from con2.errors import ConfigError
+from con2.text import terminal_safe
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -26,8 +27,9 @@ def cmd_list(args: argparse.Namespace) -> int:
     )
 
     data_dir = args.data_dir or default_data_dir()
-    print(f"data_dir: {Path(data_dir).resolve()}  ({data_dir_origin(args.data_dir)})")
-    cache = cache_root(Path(data_dir))
+    shown = terminal_safe(str(Path(data_dir).resolve()))  # a folder's name, its escapes shown (as every line here)
+    print(f"data_dir: {shown}  ({data_dir_origin(args.data_dir)})")
+    cache = terminal_safe(str(cache_root(Path(data_dir))))
     print(f"cache:    {cache} (prepared arrays; user-wide, shared by every checkout: $CON2_CACHE_DIR)")
     print(f"{'name':22} {'family':8} {'source':12} {'present':8} {'prepared':14} normal classes")
     missing, elsewhere = [], False
@@ -49,13 +51,13 @@ def cmd_list(args: argparse.Namespace) -> int:
         )
     if missing:
         print(
-            f"\nLooked only in {Path(data_dir).resolve()}. Data already on disk elsewhere: "
+            f"\nLooked only in {shown}. Data already on disk elsewhere: "
             "`con2 data list --data-dir DIR` or `export CON2_DATA_DIR=DIR` (the workflow: `--config data_dir=DIR`), "
             "DIR the folder that holds them (e.g. DIR/medmnist/breastmnist.npz)."
         )
         print("\nTo get what is missing:")
         for name, how in missing:
-            print(f"  {name}: {how.removeprefix('Fix: ')}")
+            print(f"  {name}: {terminal_safe(how.removeprefix('Fix: '))}")  # a folder's name: one line, escaped
     return 0
 
 
@@ -98,9 +100,10 @@ def cmd_get(args: argparse.Namespace) -> int:
     for size in tqdm(sizes, desc=f"{info.name}", unit="size", disable=len(sizes) < 2):
         prep = prepare_dataset(info.name, data_dir, size, download=not args.no_download, progress=True, verify=True)
         where = prep.directory or "memory (nothing to cache)"
-        print(f"{info.name} {size}px: {len(prep.images)} images {tuple(prep.images.shape[1:])} in {where}")
+        shape = tuple(prep.images.shape[1:])
+        print(terminal_safe(f"{info.name} {size}px: {len(prep.images)} images {shape} in {where}"))
         source = prep.manifest["source"].get("location") or f"{info.source} (no files)"
-        print(f"  source {source}, images sha256 {prep.manifest['images_sha256']}")
+        print(terminal_safe(f"  source {source}, images sha256 {prep.manifest['images_sha256']}"))
         data = load_one_class(info.name, data_dir, None, 0, size)
         print(
             f"  normal class {data.normal_class}: {len(data.train)} train, test {data.n_normal_test} normal + "

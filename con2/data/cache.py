@@ -40,6 +40,7 @@ from tqdm import tqdm
 from con2.data.base import DataError
 from con2.data.fileops import atomic_path, clean_partials, file_digest, text_digest
 from con2.data.images import preprocess
+from con2.text import terminal_safe
 
 FORMAT_VERSION = 1
 SPLIT_ORDER = {"train": 0, "val": 1, "test": 2, "all": 3}
@@ -374,10 +375,10 @@ def prepare(
             "class": [int(table.labels[i]) for i in order],
         },
     }
-    duplicates = duplicates_across_classes(manifest)
-    manifest["duplicates_across_classes"] = duplicates
-    for group in duplicates:
-        print(f"note: {table.dataset}: {duplicate_note(group)}", file=sys.stderr, flush=True)
+    manifest["duplicates_across_classes"] = duplicates_across_classes(manifest)
+    manifest["duplicates_across_splits"] = duplicates_across_splits(manifest)
+    for line in duplicate_lines(manifest, directory / "manifest.json"):
+        print(f"note: {table.dataset}: {line}", file=sys.stderr, flush=True)
     with atomic_path(mpath) as tmp:
         tmp.write_text(json.dumps(manifest))
     prepared = load_prepared(directory)
@@ -386,26 +387,82 @@ def prepare(
     return prepared
 
 
-def duplicates_across_classes(manifest: dict[str, Any]) -> list[list[str]]:
-    """The groups of sample ids whose files are byte-identical (the same sha256 in the manifest's per-file
-    hashes) but which are labelled with more than one class: one image both normal and anomalous (BR35H's
-    copy holds such a pair). Each group sorted, the groups sorted; ``[]`` for a source without per-file hashes."""
+#: The most duplicate groups of each kind named one line each when data are prepared; the rest are counted
+#: in one more line (a class folder that is a copy of another would otherwise print a line per image).
+MAX_DUPLICATE_LINES = 5
+
+
+def _identical_files(manifest: dict[str, Any]) -> list[list[tuple[str, str, int]]]:
+    """The groups of two or more samples whose files are byte-identical (the same sha256 in the manifest's
+    per-file hashes), each ``[(id, source split, class)]``; none for a source without per-file hashes."""
     files = (manifest.get("source") or {}).get("files") or {}
     samples = manifest.get("samples") or {}
-    by_sha: dict[str, list[tuple[str, int]]] = {}
-    for sample, label in zip(samples.get("id", []), samples.get("class", []), strict=False):
+    by_sha: dict[str, list[tuple[str, str, int]]] = {}
+    rows = zip(samples.get("id", []), samples.get("split", []), samples.get("class", []), strict=False)
+    for sample, split, label in rows:
         entry = files.get(sample)
         if isinstance(entry, list) and entry and isinstance(entry[-1], str):
-            by_sha.setdefault(entry[-1], []).append((str(sample), int(label)))
-    return sorted(sorted(s for s, _ in group) for group in by_sha.values() if len({c for _, c in group}) > 1)
+            by_sha.setdefault(entry[-1], []).append((str(sample), str(split), int(label)))
+    return [group for group in by_sha.values() if len(group) > 1]
+
+
+def duplicates_across_classes(manifest: dict[str, Any]) -> list[list[str]]:
+    """The groups of sample ids whose files are byte-identical but which are labelled with more than one class:
+    one image both normal and anomalous (BR35H's copy holds such a pair). Each group sorted, the groups sorted;
+    ``[]`` for a source without per-file hashes."""
+    groups = _identical_files(manifest)
+    return sorted(sorted(s for s, _, _ in g) for g in groups if len({c for _, _, c in g}) > 1)
+
+
+def duplicates_across_splits(manifest: dict[str, Any]) -> list[list[str]]:
+    """The groups of sample ids of one class whose files are byte-identical and which lie in more than one
+    source split (a training image copied into its class's test folder, or val and test), or two or more in a
+    split the harness divides itself (``all``): an image trained on and then scored as a test image, which
+    inflates AUROC. Each group sorted, the groups sorted; ``[]`` without per-file hashes."""
+    out = []
+    for group in _identical_files(manifest):
+        for label in sorted({c for _, _, c in group}):
+            same = [(s, split) for s, split, c in group if c == label]
+            splits = {split for _, split in same}
+            if len(same) > 1 and (len(splits) > 1 or "all" in splits):
+                out.append(sorted(s for s, _ in same))
+    return sorted(out)
 
 
 def duplicate_note(group: list[str]) -> str:
-    """One line on a group of :func:`duplicates_across_classes`."""
+    """One line on a group of :func:`duplicates_across_classes`, its file names escaped for a terminal and a
+    log (:func:`con2.text.terminal_safe`: a name may hold a line break or an escape sequence)."""
     return (
-        f"{' = '.join(group)} are byte-identical files in different class folders: one image is both a normal and "
-        f"an anomalous sample (kept as the folders say; delete the wrong copy to correct the labels)"
+        f"{' = '.join(terminal_safe(s) for s in group)} are byte-identical files in different class folders: one "
+        "image is both a normal and an anomalous sample (kept as the folders say; delete the wrong copy to correct "
+        "the labels)"
     )
+
+
+def split_duplicate_note(group: list[str]) -> str:
+    """One line on a group of :func:`duplicates_across_splits`, its file names escaped as in :func:`duplicate_note`."""
+    return (
+        f"{' = '.join(terminal_safe(s) for s in group)} are byte-identical files of one class in more than one split: "
+        "an image trained on is also scored as a test image, which inflates AUROC (kept as the folders say; delete "
+        "the test copy to remove the leak)"
+    )
+
+
+def duplicate_lines(manifest: dict[str, Any], where: Path) -> list[str]:
+    """The notes on a prepared cache's duplicates: one line per group of each kind, at most
+    :data:`MAX_DUPLICATE_LINES` of each, then one line counting the rest and naming ``where`` (the manifest
+    that lists them all)."""
+    lines = []
+    kinds = (("duplicates_across_classes", duplicate_note), ("duplicates_across_splits", split_duplicate_note))
+    for key, note in kinds:
+        groups = manifest.get(key) or []
+        lines += [note(g) for g in groups[:MAX_DUPLICATE_LINES]]
+        if len(groups) > MAX_DUPLICATE_LINES:
+            lines.append(
+                f"and {len(groups) - MAX_DUPLICATE_LINES:,} more groups of byte-identical files ({key}), all listed "
+                f"in {terminal_safe(str(where))}"
+            )
+    return lines
 
 
 def reserve(path: Path) -> None:

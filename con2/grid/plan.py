@@ -44,6 +44,7 @@ from con2.grid.cost_tables import (
 )
 from con2.grid.experiments import drop_runs_without_weights, expand_grid
 from con2.methods import all_methods
+from con2.text import terminal_safe
 
 DEFAULT_PROFILE = Path("workflow/config/default.yaml")  # the checkout's default profile, from its root
 
@@ -303,7 +304,8 @@ def plan_lines(
 ) -> list[str]:
     """Everything ``con2 plan`` prints for a profile config (reads the three tables, and the split
     manifests of prepared data under ``data_dir``: default the profile's, else $CON2_DATA_DIR or
-    ./data, as the workflow has it)."""
+    ./data, as the workflow has it), each line escaped for a terminal (:func:`con2.text.terminal_safe`:
+    a throughput table's device name may hold a line break or an escape sequence)."""
     from con2.data import normal_classes  # lazy: numpy and PIL: the data layer loads only when a profile is planned
 
     try:
@@ -350,7 +352,7 @@ def plan_lines(
         lines.append(f"left out: {dataset} ({why})")
     for key, why in missing.items():
         lines.append(f"left out: {no_weights[key]} run(s) of {key}, as `snakemake all` leaves them out ({why})")
-    return lines
+    return [terminal_safe(line) for line in lines]  # the tables' text (a device's name) is anyone's: one line each
 
 
 def sized_runs(
