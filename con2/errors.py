@@ -39,6 +39,10 @@ class NonFiniteFeaturesError(Con2Error, FloatingPointError):
 class DataError(Con2Error, RuntimeError):
     """A dataset is missing, malformed or cannot be obtained; the message says how to fix it."""
 
+    #: the source format of a copy that was found but is broken (``image-folder``: ``con2 data list`` shows it
+    #: as that copy's source); ``""``: the dataset's registered source
+    form: str = ""
+
 
 class DatasetMissing(DataError):
     """Nothing of the dataset is on disk (as opposed to a damaged copy): a download may fix it."""

@@ -37,6 +37,13 @@ SIDE = 32
 SPLITS = ("train", "test")
 
 
+class ImageFolderError(DataError):
+    """A CIFAR-10 image folder found but broken: its source is the image folder (:data:`FORMAT`), which
+    ``con2 data list`` shows beside the problem."""
+
+    form = FORMAT
+
+
 def folder_root(data_dir: Path) -> Path:
     """Where the image folder of CIFAR-10 is looked for: ``data_dir/cifar10``."""
     return data_dir / "cifar10"
@@ -60,15 +67,17 @@ def check_listing(root: Path, classes: tuple[str, ...]) -> tuple[Path, ...]:
     """Check the layout under ``root`` by its listing (no image read); return its image files in order.
 
     Raises:
-        DataError: a missing split or class folder, a folder that is not a CIFAR-10 class, a file of
-            another format, or a class folder with another count than :data:`EXPECTED_COUNTS`.
+        ImageFolderError: two class folders that are one (a symlink), a missing split or class folder, a folder
+            that is not a CIFAR-10 class, a file of another format, or a class folder with another count than
+            :data:`EXPECTED_COUNTS`.
     """
     fix = how_to_lay_out(root)
+    _check_distinct(root, classes, fix)  # first: a linked folder's count would say less than this
     files: list[Path] = []
     for split in SPLITS:
         base = root / split
         if not base.is_dir():
-            raise DataError(f"cifar10: {base} is missing (found only {_names(root)} in {root}). {fix}")
+            raise ImageFolderError(f"cifar10: {base} is missing (found only {_names(root)} in {root}). {fix}")
         found = sorted(p.name for p in base.iterdir() if p.is_dir() and not p.name.startswith("."))
         extra = [n for n in found if n not in classes]
         missing = [n for n in classes if n not in found]
@@ -81,23 +90,43 @@ def check_listing(root: Path, classes: tuple[str, ...]) -> tuple[Path, ...]:
                 )
                 if part
             )
-            raise DataError(f"cifar10: {base} has class folders {found[:12]} ({what}). {fix}")
+            raise ImageFolderError(f"cifar10: {base} has class folders {found[:12]} ({what}). {fix}")
         for cls in classes:
             folder = base / cls
             images = list_images(folder)
             others = sorted(p.name for p in images if p.suffix.lower() not in SUFFIXES)
             if others:
-                raise DataError(
+                raise ImageFolderError(
                     f"cifar10: {folder} holds {len(others)} file(s) that are not JPEG or PNG, e.g. {others[0]}. {fix}"
                 )
             expected = EXPECTED_COUNTS[split]
             if len(images) != expected:
-                raise DataError(
+                raise ImageFolderError(
                     f"cifar10: {folder} holds {len(images)} images, not CIFAR-10's {expected} per {split} class "
                     f"(an incomplete or different copy). {fix}"
                 )
             files += images
     return tuple(files)
+
+
+def _check_distinct(root: Path, classes: tuple[str, ...], fix: str) -> None:
+    """Refuse two class folders (of any split) that are one folder (a symlink to another class, or from
+    ``train/`` to ``test/``): its images would be filed under both, each one a duplicate note.
+
+    Raises:
+        ImageFolderError: naming both folders and the fix.
+    """
+    seen: dict[Path, Path] = {}
+    for split in SPLITS:
+        for cls in classes:
+            folder = root / split / cls
+            real = folder.resolve()
+            if real in seen:
+                raise ImageFolderError(
+                    f"cifar10: {folder} is the same folder as {seen[real]} (a symlink): its images would be both "
+                    f"classes' or both splits' images. Fix: replace the link by the class's own images. {fix}"
+                )
+            seen[real] = folder
 
 
 def _names(root: Path) -> str:
@@ -116,7 +145,7 @@ def read_checked(path: Path, root: Path) -> Image.Image:
     """
     img = open_image(path)
     if img.size != (SIDE, SIDE) or img.mode not in ("RGB", "L"):
-        raise DataError(
+        raise ImageFolderError(
             f"cifar10: {path} is {img.size[0]}x{img.size[1]} {img.mode}, not a {SIDE}x{SIDE} RGB CIFAR-10 image. "
             f"{how_to_lay_out(root)}"
         )

@@ -445,8 +445,8 @@ def dataset_status(name: str, data_dir: str | Path | None) -> dict[str, Any]:
         status.update(present=True, location=str(found.location), problem="", source=found.form or info.source)
     except DatasetMissing:
         status.update(present=False, location="", problem="missing")
-    except DataError as exc:
-        status.update(present=False, location="", problem=str(exc))
+    except DataError as exc:  # a broken copy: named by the format found (an image folder), not the usual source
+        status.update(present=False, location="", problem=str(exc), source=exc.form or info.source)
     root = cache_root(d) / info.name
     status["prepared"] = (
         sorted(int(p.parent.name[:-2]) for p in root.glob("*px/manifest.json") if p.parent.name[:-2].isdigit())

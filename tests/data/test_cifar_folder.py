@@ -4,6 +4,7 @@ folder or file, what was found and the fix, and leaves no prepared cache behind.
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -100,6 +101,7 @@ def test_bad_layout_is_one_line_naming_folder_found_and_fix(data_dir: Path, isol
     assert not (isolated_env / "cifar10" / "32px" / "manifest.json").exists()  # nothing prepared from it
     status = dataset_status("cifar10", data_dir)  # `con2 data list` says BROKEN with the same line
     assert not status["present"] and status["problem"] == message
+    assert status["source"] == FORMAT  # the broken copy is the image folder, not the pickles (issue 57, item 8)
 
 
 def test_an_image_of_another_size_is_named_when_decoded(data_dir: Path, isolated_env: Path) -> None:
@@ -134,3 +136,48 @@ def test_the_real_offline_copy_passes_the_listing_check() -> None:
 
     files = check_listing(SHARED_DATA / "cifar10", CIFAR10_CLASSES)
     assert EXPECTED_COUNTS == {"train": 5000, "test": 1000} and len(files) == 60000
+
+
+def test_a_training_image_copied_into_its_test_folder_is_named(
+    data_dir: Path, isolated_env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 57, item 4: a train image in its own class's test folder (leakage that inflates AUROC) is one note
+    naming both files, recorded in the manifest beside the cross-class duplicates; many groups: capped."""
+    root = make_cifar10_folder(data_dir, n_train=8, n_test=8)
+    (root / "test" / "cat" / "0001.png").write_bytes((root / "train" / "cat" / "0003.png").read_bytes())
+    load_one_class("cifar10", data_dir, "cat", size=32)
+    manifest = json.loads((isolated_env / "cifar10" / "32px" / "manifest.json").read_text())  # the prepared cache's
+    assert manifest["duplicates_across_splits"] == [["test/cat/0001.png", "train/cat/0003.png"]]
+    assert manifest["duplicates_across_classes"] == []
+    err = capsys.readouterr().err
+    assert "note: cifar10: test/cat/0001.png = train/cat/0003.png are byte-identical files of one class" in err
+    assert "inflates AUROC" in err and err.count("note: ") == 1, err
+    for i in range(8):  # the whole class copied: 8 groups, 5 lines and one that counts the rest
+        (root / "test" / "dog" / f"{i:04d}.png").write_bytes((root / "train" / "dog" / f"{i:04d}.png").read_bytes())
+    load_one_class("cifar10", data_dir, "cat", size=32)
+    manifest = json.loads((isolated_env / "cifar10" / "32px" / "manifest.json").read_text())
+    assert len(manifest["duplicates_across_splits"]) == 9
+    notes = [line for line in capsys.readouterr().err.splitlines() if line.startswith("note: ")]
+    assert len(notes) == 6 and "and 4 more groups of byte-identical files (duplicates_across_splits)" in notes[-1]
+
+
+@pytest.mark.parametrize("link", [("train", "cat", "train", "dog"), ("test", "cat", "train", "cat")])
+def test_a_class_folder_that_links_to_another_is_refused_in_one_line(
+    data_dir: Path, isolated_env: Path, capsys: pytest.CaptureFixture[str], link: tuple[str, str, str, str]
+) -> None:
+    """Issue 57, item 8: a class folder that is a symlink to another class (or to its training folder) is one
+    refusal naming both folders, not a note per image; nothing is prepared, and `con2 data list` shows the
+    broken copy's source as the image folder."""
+    root = make_cifar10_folder(data_dir)
+    split, cls, to_split, to_cls = link
+    shutil.rmtree(root / split / cls)
+    (root / split / cls).symlink_to(root / to_split / to_cls, target_is_directory=True)
+    with pytest.raises(DataError) as err:
+        load_one_class("cifar10", data_dir, "cat", size=32)
+    message = str(err.value)
+    assert "\n" not in message and "is the same folder as" in message, message
+    assert f"{split}/{cls}" in message and f"{to_split}/{to_cls}" in message
+    assert "note: " not in capsys.readouterr().err
+    assert not (isolated_env / "cifar10" / "32px" / "manifest.json").exists()
+    status = dataset_status("cifar10", data_dir)
+    assert not status["present"] and status["problem"] == message and status["source"] == FORMAT
