@@ -271,7 +271,7 @@ def _method_params(spec: MethodSpec) -> dict[str, Any]:
 def rule_methods(args: argparse.Namespace) -> dict[str, dict[str, str]]:
     """The rule-based methods ``con2 methods`` lists: ``workflow/rules/methods/*.smk`` under
     ``--workflow`` (the workflow includes each) and the files given with ``--rules``."""
-    found = sorted((Path(args.workflow) / RULE_METHODS_DIR).glob("*.smk"))
+    found = sorted((workflow_checkout(args.workflow) / RULE_METHODS_DIR).glob("*.smk"))
     missing = [f for f in args.rules if not os.path.lexists(f)]
     if missing:
         raise ConfigError(
@@ -286,6 +286,29 @@ def rule_methods(args: argparse.Namespace) -> dict[str, dict[str, str]]:
                 f"rule file (workflow/rules/methods/*.smk, or a profile's extra_rules)"
             )
     return rule_file_methods([*found, *args.rules])
+
+
+def workflow_checkout(given: str | None) -> Path:
+    """The checkout ``con2 methods`` lists the rule files of: ``--workflow`` where given, which must be a folder
+    holding the workflow's ``Snakefile`` (``/dev/zero``, a file or a folder that is no checkout listed nothing and
+    exited 0: issue 57, item 6), else the current folder, as it is.
+
+    Raises:
+        ConfigError: naming the path, what it is and the fix.
+    """
+    if given is None:
+        return Path(".")
+    path = Path(given)
+    if not path.is_dir():
+        what = "does not exist" if not os.path.lexists(path) else "is not a folder"
+    elif not (path / "Snakefile").is_file():
+        what = "is a folder without a Snakefile, so no checkout of con2-bench"
+    else:
+        return path
+    raise ConfigError(
+        f"--workflow {given} {what}. Fix: pass the root of a con2-bench checkout (the folder holding its Snakefile "
+        f"and {RULE_METHODS_DIR}/), or leave --workflow out for the current folder"
+    )
 
 
 # A rule's first line in a Snakemake file (what makes a file a rule file for `con2 methods --rules`).
@@ -320,7 +343,7 @@ def cmd_methods(args: argparse.Namespace) -> int:
         lines.append(f"{name}: {cls.description}")
         lines.append(f"  scores: {', '.join(cls.score_names)}")
         lines += [f"  params.{k} = {v!r}" for k, v in _method_params(cls).items()]
-    where = Path(args.workflow) / RULE_METHODS_DIR
+    where = Path(args.workflow or ".") / RULE_METHODS_DIR
     if not rules:
         lines.append(f"rule-based methods: none in {where}/ (list a rule file with --rules FILE)")
     for name, info in rules.items():  # a rule file's name and first comment are anyone's text
@@ -377,9 +400,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.add_argument(
         "--workflow",
-        default=".",
         metavar="DIR",
-        help="the checkout whose workflow/rules/methods/*.smk to list (default: the current directory)",
+        help="the checkout (a folder holding the Snakefile) whose workflow/rules/methods/*.smk to list (default: the "
+        "current directory)",
     )
     p.add_argument(
         "--rules", nargs="*", default=[], metavar="FILE", help="more rule files to list (a profile's extra_rules)"

@@ -11,6 +11,7 @@ from typing import Any
 import yaml
 
 from con2.errors import ConfigError
+from con2.grid.checks import GridError, check_profile_schema
 from con2.grid.cost_tables import PAPER_HOURS_CSV, SIZES_CSV, THROUGHPUT_CSV
 from con2.grid.plan import DEFAULT_PROFILE, plan_lines
 from con2.yaml_files import read_text_file, safe_yaml, yaml_problem
@@ -34,7 +35,40 @@ def load_profile(path: Path) -> dict[str, Any]:
         ) from None
     if not isinstance(config, dict) or "experiments" not in config:
         raise ConfigError(f"--configfile {path} is not a workflow profile (no `experiments:`); see workflow/config/")
+    check_schema(config, path)  # its size: safe_yaml
     return config
+
+
+# The workflow's schema of a profile (the Snakefile checks every profile against it), in the checkout con2 runs from.
+PROFILE_SCHEMA = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
+
+
+def check_schema(config: dict[str, Any], path: Path, schema: Path = PROFILE_SCHEMA) -> None:
+    """Refuse a profile the workflow would refuse for its schema, with the workflow's own line (an unknown key: its
+    name): :func:`con2.grid.checks.check_profile_schema`, on the profile as the Snakefile checks it (the flags
+    given as ``"true"`` / ``"false"`` made booleans, :data:`con2.workflow.startup.FLAGS`). It used to plan a
+    profile Snakemake then refused (issue 57, item 6).
+
+    Raises:
+        ConfigError: ``--configfile PATH: <key>: <problem>. Fix: ...``; also when the schema is not found beside
+            the package (an install without its checkout): the plan would be of a profile nothing checked.
+    """
+    if not schema.is_file():
+        raise ConfigError(
+            f"no workflow schema at {schema} to check --configfile {path} against (con2 installed without its "
+            "checkout?). Fix: run con2 plan from a checkout of con2-bench (pip install -e .)"
+        )
+    checked: dict[str, Any] = dict(config)
+    if any(isinstance(value, str) for value in checked.values()):
+        from con2.workflow.startup import FLAGS  # lazy: it imports Snakemake; only a profile with text values
+
+        for flag in FLAGS:
+            if str(checked.get(flag)).lower() in ("true", "false"):
+                checked[flag] = str(checked[flag]).lower() == "true"
+    try:
+        check_profile_schema(checked, schema)
+    except GridError as exc:
+        raise ConfigError(f"--configfile {path}: {exc}") from None
 
 
 def cmd_plan(args: argparse.Namespace) -> int:

@@ -29,6 +29,11 @@ READ_VERSIONS = (1, 2)
 _number = {"type": "number"}
 _nullable_number = {"type": ["number", "null"]}
 _nullable_percent = {"type": ["number", "null"], "minimum": 0, "maximum": 100}
+# A timing's bound (issue 57, item 6): ten years in seconds, far beyond any run, yet finite enough that a cost table
+# prints it in a few digits (1e308 s printed a 300-digit table); rates likewise, at a trillion images a second.
+MAX_SECONDS = 10 * 365.25 * 24 * 3600
+MAX_RATE = 1e12
+_seconds = {"type": "number", "minimum": 0, "maximum": MAX_SECONDS}
 
 RECORD_SCHEMA: dict[str, Any] = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -80,13 +85,17 @@ RECORD_SCHEMA: dict[str, Any] = {
         },
         "timing": {
             "type": "object",
+            "description": (
+                "seconds, each from 0 to ten years (MAX_SECONDS, 315,576,000 s: generous, and finite enough to print), "
+                "and images_per_second from 0 to 1e12 (MAX_RATE)"
+            ),
             "required": ["fit_seconds", "score_seconds", "wall_seconds"],
             "properties": {
-                "fit_seconds": _number,
-                "score_seconds": _number,
-                "wall_seconds": _number,
-                "images_per_second": _nullable_number,
-                "curve_seconds": _number,  # the learning curve's scoring (config score_at), not in fit_seconds
+                "fit_seconds": _seconds,
+                "score_seconds": _seconds,
+                "wall_seconds": _seconds,
+                "images_per_second": {"type": ["number", "null"], "minimum": 0, "maximum": MAX_RATE},
+                "curve_seconds": _seconds,  # the learning curve's scoring (config score_at), not in fit_seconds
                 # since issue 32: whether training resumed from a checkpoint, and how many training sessions
                 # fit_seconds, curve_seconds and images_per_second add up (resumed with 1: an older checkpoint
                 # kept no time, so the sessions before the resume are missing); absent in older records
@@ -149,7 +158,7 @@ RECORD_SCHEMA: dict[str, Any] = {
                         "required": ["epoch", "auroc"],
                         "properties": {
                             "epoch": {"type": "integer", "minimum": 0},
-                            "seconds": _number,
+                            "seconds": _seconds,
                             "auroc": {
                                 "type": "object",
                                 "additionalProperties": {"type": "number", "minimum": 0, "maximum": 100},

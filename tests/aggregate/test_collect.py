@@ -113,6 +113,34 @@ def test_the_record_schema_refuses_nan_and_infinity_on_write_and_read(tmp_path: 
         read_record(p)
 
 
+@pytest.mark.parametrize("key", ["fit_seconds", "score_seconds", "wall_seconds", "curve_seconds"])
+def test_the_record_schema_bounds_every_timing(tmp_path: Path, key: str) -> None:
+    """Issue 57, item 6: a record's timing of 1e308 s passed the schema and printed a 300-digit cost table. A
+    timing is 0 to ten years (records.MAX_SECONDS); the aggregation leaves a record beyond it out, naming it."""
+    from con2.aggregate.collect import collect_valid_runs
+    from con2.run.records import MAX_SECONDS, RECORD_SCHEMA
+
+    assert MAX_SECONDS == 315_576_000 and "ten years" in RECORD_SCHEMA["properties"]["timing"]["description"]
+    rec = fake_record("digits", "0", "con2", "invert", 0, {"nnd": 80.0})
+    p = tmp_path / "runs" / "digits" / "0" / "con2" / "invert" / "seed0" / "record.json"
+    p.parent.mkdir(parents=True)
+    rec["timing"][key] = 9 * 365 * 24 * 3600.0  # nine years: long, and a time
+    p.write_text(json.dumps(rec))
+    assert read_record(p)["timing"][key] == rec["timing"][key]
+    for value in (1e308, MAX_SECONDS * 1.001, -1.0):
+        rec["timing"][key] = value
+        p.write_text(json.dumps(rec))
+        with pytest.raises(RecordError, match=rf"field 'timing.{key}'"):
+            read_record(p)
+        frame, skipped = collect_valid_runs([p])
+        assert frame.empty and len(skipped) == 1 and f"timing.{key}" in skipped[0].problem
+    rec["timing"][key] = 1.0
+    rec["timing"]["images_per_second"] = 1e308
+    p.write_text(json.dumps(rec))
+    with pytest.raises(RecordError, match=r"field 'timing.images_per_second'"):
+        read_record(p)
+
+
 def test_the_workflow_s_last_lines_list_skipped_records_while_they_are_unchanged(tmp_path: Path) -> None:
     from con2.grid.status import closing_lines
 

@@ -20,6 +20,7 @@ PIXEL_NN = ROOT / "baselines/examples/pixel_nn.smk"
 def test_methods_lists_the_rule_files_of_a_workflow_and_those_named(tmp_path: Path, capsys) -> None:
     methods = tmp_path / "workflow/rules/methods"
     methods.mkdir(parents=True)
+    (tmp_path / "Snakefile").write_text("# a checkout\n")
     (methods / "toy.smk").write_text("# Toy: scores by a coin.\n\nrule toy:\n    output: 'x'\n")
     (methods / "bare.smk").write_text("rule bare:\n    output: 'y'\n")
     assert main(["methods", "--workflow", str(tmp_path), "--rules", str(PIXEL_NN)]) == 0
@@ -39,6 +40,7 @@ def test_methods_lists_the_rule_files_of_a_workflow_and_those_named(tmp_path: Pa
 
 
 def test_methods_says_where_it_looked_when_there_is_none(tmp_path: Path, capsys) -> None:
+    (tmp_path / "Snakefile").write_text("# a checkout\n")
     assert main(["methods", "--workflow", str(tmp_path)]) == 0
     assert capsys.readouterr().out.splitlines()[-1] == (
         f"rule-based methods: none in {tmp_path / 'workflow/rules/methods'}/ (list a rule file with --rules FILE)"
@@ -66,7 +68,7 @@ def test_a_rule_file_s_name_and_comment_reach_the_terminal_escaped(tmp_path: Pat
     terminal, a forged line); item 13: a text file that defines no rule (/etc/passwd) was listed as a method."""
     hostile = tmp_path / "evil\x1b]0;TITLE\x07.smk"
     hostile.write_text("# Evil \x1b[2J\u202e: clears the screen\nrule evil:\n    output: 'x'\n")
-    assert main(["methods", "--workflow", str(tmp_path), "--rules", str(hostile)]) == 0
+    assert main(["methods", "--workflow", str(ROOT), "--rules", str(hostile)]) == 0
     out = capsys.readouterr().out
     assert not any(ch in out for ch in "\x1b\x07\u202e"), out
     assert "Evil \\x1b[2J\\u202e: clears the screen" in out and "evil\\x1b]0;TITLE\\x07.smk" in out
@@ -76,3 +78,25 @@ def test_a_rule_file_s_name_and_comment_reach_the_terminal_escaped(tmp_path: Pat
     assert main(["methods", "--rules", str(passwd)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "defines no Snakemake rule" in err and "Fix: pass a Snakemake rule file" in err
+
+
+@pytest.mark.parametrize(
+    ("workflow", "what"),
+    [
+        ("/dev/zero", "is not a folder"),
+        ("nowhere", "does not exist"),
+        ("empty", "is a folder without a Snakefile, so no checkout of con2-bench"),
+        ("file", "is not a folder"),
+    ],
+)
+def test_a_workflow_that_is_no_checkout_is_refused(tmp_path: Path, capsys, workflow: str, what: str) -> None:
+    """Issue 57, item 6: ``con2 methods --workflow /dev/zero`` listed nothing and exited 0."""
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "file").write_text("rule x:\n")
+    given = workflow if workflow.startswith("/") else str(tmp_path / workflow)
+    assert main(["methods", "--workflow", given]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"con2: error: --workflow {given} {what}. Fix: pass the root"), err
+    assert main(["methods", "--workflow", str(ROOT), "--json"]) == 0  # the checkout itself: its rule files
+    listed = json.loads(capsys.readouterr().out)
+    assert {Path(f).stem for f in (ROOT / "workflow/rules/methods").glob("*.smk")} <= set(listed)

@@ -313,3 +313,29 @@ def test_runs_whose_weights_are_missing_are_left_out_as_the_workflow_leaves_them
         "left out: 4 run(s) of panda/default, as `snakemake all` leaves them out"
     )
     assert "needs the pretrained weights" in left[0]
+
+
+@pytest.mark.parametrize(
+    ("edit", "key"),
+    [
+        (lambda p: p.update(epochz=3), "epochz"),  # a typo at the top
+        (lambda p: p["experiments"]["main"].update(seedz=[1]), "seedz"),
+        (lambda p: p.update(seeds="0"), "seeds"),  # a wrong type
+    ],
+)
+def test_con2_plan_refuses_what_the_workflow_s_schema_refuses(tmp_path: Path, capsys, edit, key: str) -> None:
+    """Issue 57, item 6: con2 plan planned a profile with unknown keys that Snakemake then refused. One schema
+    check for both: con2 plan's line is the workflow's (tests/workflow_helpers.py, profile_error)."""
+    from workflow_helpers import profile_error
+
+    profile = yaml.safe_load((ROOT / "workflow" / "config" / "test.yaml").read_text())
+    path = tmp_path / "typo.yaml"
+    path.write_text(yaml.safe_dump(profile))
+    assert main(["plan", "--configfile", str(path), "--device", "h200"]) == 0  # the profile as shipped plans
+    capsys.readouterr()
+    edit(profile)
+    path.write_text(yaml.safe_dump(profile))
+    assert main(["plan", "--configfile", str(path), "--device", "h200"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    workflow = profile_error(profile).removeprefix("invalid workflow config: ")
+    assert err == [f"con2: error: --configfile {path}: {workflow}"] and key in err[0], err
