@@ -6,15 +6,21 @@ the same machine so that a second call resumes), with the device set to CUDA and
     python -m snakemake --cores 16 studies results/figures/length_curve_cifar10.png \\
         --configfile workflow/config/default.yaml workflow/config/cifar10.yaml length_gpu.yaml \\
         --config data_dir=<data> only_datasets=cifar10 device=cuda threads=2 download=false checkpoint_seconds=30 \\
-        --resources gpu=8 --scheduler greedy --rerun-incomplete --keep-going
+        --resources gpu=4 --scheduler greedy --rerun-incomplete --keep-going
 
 ``length_gpu.yaml`` (written into the scratch copy) sets ``resources: {gpu: 1}``: every training job then holds
 one of ``--resources gpu=K`` slots, so K runs train at once on the one GPU (the profiles' default, ``gpu: 0``,
-would let ``--cores / threads`` jobs start). With ``only_datasets=cifar10`` the target ``studies`` trains the 14
-runs of ``length_cifar10`` (CIFAR-10 airplane and automobile, seed 0: the floor, CON2 ``length128``,
-``flip_length128`` and ``content_only_length128``, SimCLR ``length128``, CSI ``length128`` and
-``authors_length128``) and writes ``length_curve`` and ``length_claims`` (the other scoped tables are rebuilt
-from the records on disk, here none); the figure ``length_curve_cifar10`` is named as a target of its own.
+would let ``--cores / threads`` jobs start). K = 4 by default (``--slots``): a run's step at width 16 and 32 px
+is bound by the host's kernel launches, not the GPU, so packed runs gain more than the 224 px runs measured on an
+H100 (1.39x for 2, 1.64x for 4, 1.84x for 8); but a run's checkpoint dies with the machine, and at those
+measured factors 8 runs at once would finish none within a session's ~650 s, 4 at once their first four
+(benchmarks/README.md, the length study's prediction).
+
+With ``only_datasets=cifar10`` the target ``studies`` trains the 14 runs of ``length_cifar10`` (CIFAR-10
+airplane and automobile, seed 0: the floor, CON2 ``length128``, ``flip_length128`` and
+``content_only_length128``, SimCLR ``length128``, CSI ``length128`` and ``authors_length128``) and writes
+``length_curve`` and ``length_claims`` (the other scoped tables are rebuilt from the records on disk, here none);
+the figure ``length_curve_cifar10`` is named as a target of its own.
 
 The carried ``<data-dir>/cifar10.tar.xz`` is unpacked first when the folder is not there
 (``gpu_runs.unpack_cifar``). Snakemake runs under ``--budget-s`` (counted from this script's start): at
@@ -29,10 +35,13 @@ AUROCs, wall and fit seconds, device), then ``length_done`` (Snakemake exited 0)
 at the budget: the runs left, each with its log's last line) or ``length_failed`` (with the end of Snakemake's
 log); ``length_skipped`` when there is nothing to run with (no Snakemake, no CIFAR-10, too little time). Every
 finished run's small files (``record.json``, ``curve.csv``, ``scores.csv``, ``config.yaml``; not
-``checkpoint.pt``) with its log, and the length tables and figure, are packed into ``--archive`` (default
+``checkpoint.pt``) with its log and its resolved config (``results/configs/``), and the length tables and figure,
+are packed into ``--archive`` (default
 ``$OUT/length_study.tar.gz``) under their ``results/...`` paths: the device tool brings back 8 files at most,
 no more than 2 folders down, so one archive, not a tree. ``tar -xzf length_study.tar.gz -C
-benchmarks/measured/length_study`` puts them where the session commits them.
+benchmarks/measured/length_study`` puts them where the session commits them; a later session's call finds
+them there (``--seed-from``) and keeps those runs instead of training them again (``length_start`` lists them
+in ``seeded_from_earlier_session``).
 
 ``--tiny`` rehearses the part on the CPU: the scratch copy's CIFAR-10 overlay is cut to the floor and CON2
 ``length128`` on airplane, 16 px, width 8, 2 epochs, the curve at epoch 1, no test-time views
@@ -107,6 +116,28 @@ def make_tiny(work: Path) -> None:
     path.write_text(yaml.safe_dump(cfg, sort_keys=False))
 
 
+def seed_runs(work: Path, source: Path) -> list[str]:
+    """Finished runs of an earlier session (``source``: an archive unpacked, ``benchmarks/measured/length_study``)
+    copied into the scratch copy where it has none, each with its resolved config file dated before its record:
+    the workflow then keeps them (a run without its config file, or with a newer one, is trained again; a config
+    of another hash than the profile's gives a new file, so a stale run retrains). The run keys seeded."""
+    seeded = []
+    for record in sorted((source / "results" / "runs").glob("**/record.json")):
+        key = str(record.parent.relative_to(source / "results" / "runs"))
+        configs = sorted((source / "results" / "configs").glob(f"{key}.*.yaml"))
+        if not configs or (work / "results" / "runs" / key).exists():
+            continue
+        shutil.copytree(record.parent, work / "results" / "runs" / key)
+        for config in configs:
+            to = work / config.relative_to(source)
+            to.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(config, to)
+            before = (work / "results" / "runs" / key / "record.json").stat().st_mtime - 3600
+            os.utime(to, (before, before))
+        seeded.append(key)
+    return seeded
+
+
 def snakemake_command(
     data_dir: Path, device: str, cores: int, slots: int, threads: int, checkpoint_s: int
 ) -> list[str]:
@@ -166,6 +197,7 @@ def pack(work: Path, archive: Path) -> dict[str, Any]:
     names: list[str] = []
     for key in finished_runs(work):
         names += [f"results/runs/{key}/{f}" for f in RUN_FILES if (work / "results" / "runs" / key / f).is_file()]
+        names += [str(c.relative_to(work)) for c in sorted((work / "results" / "configs").glob(f"{key}.*.yaml"))]
         names += [f"results/logs/train/{key}.log"] if (work / "results/logs/train" / f"{key}.log").is_file() else []
     names += [f for f in REPORT_FILES if (work / f).is_file()]
     archive.parent.mkdir(parents=True, exist_ok=True)
@@ -223,12 +255,17 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--stop-s", type=float, default=30.0, help="seconds between SIGTERM and SIGKILL")
     p.add_argument("--device", default="auto", help="cuda, cpu or auto (cuda when torch sees a GPU)")
     p.add_argument("--cores", type=int, default=min(16, os.cpu_count() or 1), help="Snakemake's --cores")
-    p.add_argument("--slots", type=int, default=8, help="runs sharing the GPU at once (--resources gpu=K)")
+    p.add_argument("--slots", type=int, default=4, help="runs sharing the GPU at once (--resources gpu=K)")
     p.add_argument("--threads", type=int, default=2, help="torch threads per training job")
     p.add_argument("--checkpoint-s", type=int, default=30, help="checkpoint_seconds of every run")
     p.add_argument("--work", default="/tmp/con2_length_study", help="scratch copy of the workflow (kept)")
     p.add_argument("--jsonl", help="also append the lines here (gpu_call.sh: the call's jsonl under $OUT)")
     p.add_argument("--archive", help="the finished runs' files (default: $OUT/length_study.tar.gz)")
+    p.add_argument(
+        "--seed-from",
+        default=str(ROOT / "benchmarks" / "measured" / "length_study"),
+        help="an earlier session's finished runs (the archive unpacked) to keep instead of training again",
+    )
     p.add_argument("--block", nargs="*", default=[], help="modules to make unimportable (a rehearsal)")
     p.add_argument("--tiny", action="store_true", help="the CPU rehearsal: two tiny runs")
     p.add_argument("--dry-run", action="store_true", help="print the start line and stop (nothing runs)")
@@ -261,10 +298,12 @@ def main(argv: list[str] | None = None) -> int:
     env = smoke_env(work, args.block)
     device, note = resolve_device(args.device)
     cmd = snakemake_command(data_dir, device, args.cores, args.slots, args.threads, args.checkpoint_s)
+    seeded = seed_runs(work, Path(args.seed_from)) if not args.dry_run and Path(args.seed_from).is_dir() else []
     before = finished_runs(work)
     start: dict[str, Any] = {"event": "length_start", "command": " ".join(cmd[1:]), "work": str(work), "device": device}
     start |= {"slots": args.slots, "threads": args.threads, "budget_s": args.budget_s, "tiny": args.tiny}
-    start |= {"finished_before": sorted(before), **({"note": note} if note else {})}
+    start |= {"finished_before": sorted(before), "seeded_from_earlier_session": seeded}
+    start |= {"note": note} if note else {}
     if args.dry_run:
         emit(start)
         return 0

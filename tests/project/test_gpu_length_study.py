@@ -31,7 +31,7 @@ def lines_of(text: str) -> list[dict]:
 
 def test_the_command_trains_the_study_with_runs_sharing_the_gpu(tmp_path: Path) -> None:
     ls = load_benchmark("gpu_length_study")
-    cmd = ls.snakemake_command(Path("/data"), "cuda", cores=16, slots=8, threads=2, checkpoint_s=30)
+    cmd = ls.snakemake_command(Path("/data"), "cuda", cores=16, slots=4, threads=2, checkpoint_s=30)
     assert cmd[:3] == [sys.executable, "-m", "snakemake"]
     assert cmd[cmd.index("--cores") + 1] == "16"
     assert "studies" in cmd and "results/figures/length_curve_cifar10.png" in cmd
@@ -46,7 +46,7 @@ def test_the_command_trains_the_study_with_runs_sharing_the_gpu(tmp_path: Path) 
         "download=false",
         "checkpoint_seconds=30",
     ]
-    assert cmd[cmd.index("--resources") + 1] == "gpu=8" and "--rerun-incomplete" in cmd and "greedy" in cmd
+    assert cmd[cmd.index("--resources") + 1] == "gpu=4" and "--rerun-incomplete" in cmd and "greedy" in cmd
     # the plan the real profile gives: the 14 runs of length_cifar10, not the BreastMNIST study
     profile = yaml.safe_load((ROOT / "workflow/config/cifar10.yaml").read_text())
     study = profile["experiments"]["length_cifar10"]
@@ -95,6 +95,9 @@ def fake_run(work: Path, key: str, finished: bool) -> None:
         (run / "record.json").write_text(json.dumps(record))
         for name in ("curve.csv", "scores.csv", "config.yaml"):
             (run / name).write_text(name)
+        config = work / "results" / "configs" / f"{key}.0123456789abcdef.yaml"
+        config.parent.mkdir(parents=True, exist_ok=True)
+        config.write_text("method: con2")
 
 
 def test_what_comes_back_is_one_archive_of_the_finished_runs_small_files(tmp_path: Path) -> None:
@@ -114,8 +117,9 @@ def test_what_comes_back_is_one_archive_of_the_finished_runs_small_files(tmp_pat
     assert names == sorted(
         [f"{done}/{f}" for f in ("record.json", "curve.csv", "scores.csv", "config.yaml")]
         + ["results/logs/train/cifar10/airplane/con2/length128/seed0.log", "results/tables/length_curve.md"]
+        + ["results/configs/cifar10/airplane/con2/length128/seed0.0123456789abcdef.yaml"]
     )
-    assert packed["files"] == 6 and packed["bytes"] > 0 and not (tmp_path / "OUT" / "length_study.tar.gz.tmp").exists()
+    assert packed["files"] == 7 and packed["bytes"] > 0 and not (tmp_path / "OUT" / "length_study.tar.gz.tmp").exists()
     line = ls.run_line("cifar10/airplane/con2/length128/seed0", work / done / "record.json")
     assert line["event"] == "length_run" and line["auroc"] == {"nnd": 81.12, "lh": 70.0}  # headline scores only
     assert (line["device"], line["wall_seconds"], line["fit_seconds"], line["sessions"]) == ("cuda", 300.0, 250.0, 2)
@@ -126,6 +130,28 @@ def test_what_comes_back_is_one_archive_of_the_finished_runs_small_files(tmp_pat
             "log": "epoch 2/128 loss 1.0",
         }  # the epoch reached
     ]
+
+
+def test_an_earlier_sessions_runs_are_seeded_with_their_config_dated_before_the_record(tmp_path: Path) -> None:
+    """The archive unpacked under benchmarks/measured/length_study: a later session's scratch copy gets each
+    finished run with its config file older than its record (so the workflow keeps the run), never one it
+    already has, never a run without its config file (which the workflow would train again anyway)."""
+    ls = load_benchmark("gpu_length_study")
+    fake_run(tmp_path / "w", CON2_RUN, finished=True)
+    fake_run(tmp_path / "w", FLOOR_RUN, finished=True)
+    for config in (tmp_path / "w" / "results" / "configs").glob(f"{FLOOR_RUN}.*.yaml"):
+        config.unlink()
+    ls.pack(tmp_path / "w", tmp_path / "a.tar.gz")
+    source = tmp_path / "measured"
+    with tarfile.open(tmp_path / "a.tar.gz") as tar:
+        tar.extractall(source, filter="data")
+    work = tmp_path / "later"
+    assert ls.seed_runs(work, source) == [CON2_RUN]
+    record = work / "results" / "runs" / CON2_RUN / "record.json"
+    (config,) = (work / "results" / "configs").glob(f"{CON2_RUN}.*.yaml")
+    assert config.stat().st_mtime < record.stat().st_mtime and (record.parent / "scores.csv").is_file()
+    assert not (work / "results" / "runs" / FLOOR_RUN).exists()
+    assert ls.seed_runs(work, source) == []  # already there: kept as it is
 
 
 def test_too_little_time_or_no_snakemake_skips_the_part_with_a_line(tmp_path: Path) -> None:
