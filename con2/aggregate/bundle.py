@@ -3,8 +3,8 @@
 The aggregation copies the ``scores.csv`` and ``validation_scores.csv`` of every run it keeps, with each
 record's learning curve, into one gzip file beside its runs CSV (:func:`bundle_bytes`;
 ``results/evaluation/scores.json.gz``, :func:`con2.paths.scores_bundle`), sealed with that CSV's sha256
-(:func:`check_runs_seal`), a declared output: the tables that read per-image scores (the paired
-comparisons, :mod:`con2.report.comparisons`; the operating points, :mod:`con2.report.operating`) read it
+(:func:`check_runs_seal`, :mod:`con2.aggregate.seal`), a declared output: the tables that read per-image scores
+(the paired comparisons, :mod:`con2.report.comparisons`; the operating points, :mod:`con2.report.operating`) read it
 (:class:`ScoresBundle`, with the checks and messages of :data:`con2.aggregate.score_files.RUN_FOLDERS`),
 an input of their rule, never a run folder.
 """
@@ -14,8 +14,6 @@ from __future__ import annotations
 import gzip
 import io
 import json
-import re
-import shlex
 import zlib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -30,12 +28,12 @@ from con2.aggregate.score_files import (
     as_count,
     checked_against,
     parsed_csv,
-    read_score_file,
     validation_file,
     validation_values,
 )
+from con2.aggregate.seal import SEAL, seal_problem
 from con2.atomic import NotARegularFile, open_regular_file, read_regular
-from con2.run.rundir import SCORES, VALIDATION, bytes_sha256
+from con2.run.rundir import SCORES, VALIDATION
 from con2.text import terminal_safe
 
 BUNDLE_FORMAT = 1
@@ -80,47 +78,18 @@ def bundle_bytes(records: Iterable[str], csv_sha256: str | None = None) -> bytes
     return gzip.compress(text.encode("utf-8"), compresslevel=1, mtime=0)  # level 1: 1/17 of the time of 9, 14% larger
 
 
-SEAL = "csv_sha256"  # the bundle's entry holding its runs CSV's sha256 (before "format" and "runs", sorted)
-_SEAL_HEAD = re.compile(r'^\{"csv_sha256": "([0-9a-f]{64})"')
-
-
-def bundle_seal(path: str | Path) -> str | None:
-    """The runs CSV's sha256 sealed in the bundle at ``path`` (its first bytes only), or None (a bundle
-    written before the seal, or no bundle of this kind)."""
-    try:
-        with open_regular_file(Path(path)) as raw, gzip.open(raw, "rb") as handle:
-            head = handle.read(100).decode("utf-8", errors="replace")
-    except (OSError, EOFError, NotARegularFile):
-        return None
-    found = _SEAL_HEAD.match(head)
-    return found.group(1) if found else None
-
-
 def check_runs_seal(runs_csv: str | Path, bundle: str | Path) -> None:
     """Refuse a runs CSV that is not the file the aggregation wrote beside ``bundle`` (its sha256 differs from
-    the seal :func:`bundle_bytes` keeps): a hand edit would reach every table, whose checks would then blame
-    the records. A bundle without a seal (written before issue 47) checks nothing.
+    the seal :func:`bundle_bytes` keeps: :func:`con2.aggregate.seal.seal_problem`): a hand edit would reach every
+    table, whose checks would then blame the records. A bundle without a seal (written before issue 47) checks
+    nothing.
 
     Raises:
         ValueError: naming the file and the fix (rebuild it from the records).
     """
-    sealed = bundle_seal(bundle)
-    if sealed is None:
-        return
-    data, problem, found = read_score_file(Path(runs_csv))
-    if data is not None and bytes_sha256(data) == sealed:
-        return
-    seal = Path(bundle).name
-    why = problem or (
-        f"is not the file the aggregation wrote (its sha256 is not the one {seal} seals: edited by hand?)"
-        if found
-        else "is missing"
-    )
-    raise ValueError(
-        f"{runs_csv} {why}; the tables are built from the records only. Fix: delete it "
-        f"(rm {shlex.quote(str(runs_csv))}) and run the same snakemake command again: the aggregation writes it anew "
-        f"from the records"
-    )
+    problem = seal_problem(runs_csv, bundle)
+    if problem:
+        raise ValueError(problem)
 
 
 class BundleTooLarge(ValueError):

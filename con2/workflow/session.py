@@ -32,6 +32,7 @@ from typing import Any, Protocol
 from snakemake.exceptions import WorkflowError
 
 from con2 import paths as P
+from con2.aggregate.seal import seal_problem
 from con2.config import RUNTIME_KEYS
 from con2.data import DataError, normal_classes
 from con2.grid import experiments as E
@@ -160,6 +161,22 @@ class Session:
             f"{SCOPES_ROOT}/{scope}{suffix}" for scope in self.scopes for suffix in SCOPE_AGGREGATE_SUFFIXES
         ]
         self._score_states: list[tuple[str, str]] | None = None  # see _score_files
+        self.check_seals()
+
+    def check_seals(self) -> None:
+        """Refuse to start while a runs CSV the tables read (``runs.csv``, a study's) is not the file the
+        aggregation wrote beside its scores bundle (:func:`con2.aggregate.seal.seal_problem`: edited by hand),
+        once, before any job: every table job used to fail on the seal, one traceback each, and Snakemake then
+        deleted the tables and figures they had built (issue 57, item 7). An absent runs CSV is none of this
+        check's business: `all` rebuilds it (:attr:`aggregate_files`).
+
+        Raises:
+            WorkflowError: the file, what is wrong and the fix (delete it; the aggregation writes it anew).
+        """
+        for runs_csv in (RUNS_CSV, *(f"{SCOPES_ROOT}/{scope}.csv" for scope in self.scopes)):
+            problem = seal_problem(runs_csv, P.scores_bundle(runs_csv)) if os.path.lexists(runs_csv) else None
+            if problem:
+                raise WorkflowError(f"con2 workflow: {problem}")
 
     def report_files(self) -> list[str]:
         """The files ``snakemake --report`` embeds for the profile: each table's HTML page (the studies'
