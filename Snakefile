@@ -79,10 +79,12 @@ rule all:
 
 
 rule studies:
-    """The scoped tables of `report.scopes` (the fidelity study), each training only its own runs."""
+    """The scoped tables of `report.scopes` (the fidelity study) and the figures that draw them (the length
+    study's curves), each training only its own runs."""
     localrule: True
     input:
         W.study_files,
+        W.study_figure_files,  # the figures that draw a study's table (the length study's curves)
         W.study_aggregate_files,  # as in `all`
         W.study_records.ready,  # as in `all`
         W.study_records.checked,

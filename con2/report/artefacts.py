@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import importlib
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -430,6 +430,13 @@ def table_targets(report: Mapping[str, Any], root: str = "results/tables") -> li
 def figure_targets(report: Mapping[str, Any], root: str = "results/figures") -> list[str]:
     """Every figure file (png, pdf) of a profile."""
     return targets(FIGURES, report, root, ("png", "pdf"))
+
+
+def study_figures(report: Mapping[str, Any], scopes: Collection[str], root: str = "results/figures") -> list[str]:
+    """The figure files (png, pdf) of the figures that draw a study's table (a scope of ``report.scopes``, e.g.
+    the length study's curves): `snakemake studies` builds them with the study's tables."""
+    drawn = {n: a for n, a in FIGURES.items() if a.table in scopes}
+    return targets(drawn, report, root, ("png", "pdf"))
 
 
 def _read_gpu_folder(folder: str) -> pd.DataFrame:

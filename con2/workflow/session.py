@@ -39,7 +39,7 @@ from con2.grid import experiments as E
 from con2.grid.checks import check_data_dir
 from con2.grid.status import awaits_training, unknown_class
 from con2.grid.workflow_grid import workflow_grid
-from con2.report.artefacts import TABLES, figure_targets, table_targets
+from con2.report.artefacts import TABLES, figure_targets, study_figures, table_targets
 from con2.run.rundir import SCORES, VALIDATION, score_file_state
 from con2.workflow.console import HashedDict, HashedList, hashed
 from con2.workflow.data_check import DATA_STATUS as DATA_STATUS  # the rules' S.DATA_STATUS
@@ -153,6 +153,8 @@ class Session:
         self.table_files = [f for f in tables if Path(f).stem not in self.scopes]
         self.study_files = [f for f in tables if Path(f).stem in self.scopes]
         self.figure_files = figure_targets(self.report)
+        # the figures that draw a study's table (the length study's curves): `studies` builds them with their tables
+        self.study_figure_files = study_figures(self.report, self.scopes)
         # the aggregates the tables read, named by `all` and `studies` themselves: Snakemake 9 rebuilds a missing
         # intermediate file only for a job that must run, so a deleted runs.csv (or one an aggregation that
         # failed left missing) under up-to-date tables was never brought back ("Nothing to be done")

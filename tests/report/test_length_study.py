@@ -249,3 +249,18 @@ def test_length_curve_figure_draws_a_panel_per_class(runs: pd.DataFrame, tmp_pat
         tmp_path / "one.pdf",
     )
     assert mpimg.imread(single).shape[1] < wide  # one panel per class: fewer classes, a narrower figure
+
+
+def test_studies_build_the_figures_that_draw_a_studys_table() -> None:
+    """`snakemake studies` names the length study's figure with its tables (the Snakefile's rule reads this list)."""
+    from con2.report.artefacts import study_figures
+
+    report = {"length_curve": ["cifar10"], "curves": ["cifar10"], "per_class": ["cifar10"]}
+    assert study_figures(report, {"length_curve", "fidelity"}) == [
+        "results/figures/length_curve_cifar10.png",
+        "results/figures/length_curve_cifar10.pdf",
+    ]
+    assert study_figures(report, {"fidelity"}) == []  # no study's table is drawn: no figure
+    snakefile = (Path(__file__).resolve().parents[2] / "Snakefile").read_text()
+    studies_rule = snakefile[snakefile.index("rule studies:") : snakefile.index("rule runs:")]
+    assert "W.study_figure_files" in studies_rule
