@@ -285,7 +285,9 @@ def test_gpu_call_runs_the_workflow_smoke_before_the_plan(tmp_path: Path, shared
     assert smoke["event"] == "workflow_smoke" and smoke["ok"], smoke
     assert smoke["device"] == "cpu" and "no GPU here" in smoke["note"] and set(smoke["record_devices"]) == {"cpu"}
     assert smoke["records"] >= 5 and smoke["tables"] > 0 and "--scheduler greedy" in smoke["command"]
-    assert [x["event"] for x in lines[1:3]] == ["environment", "gpu_prediction"]
+    # then the CIFAR-10 length study (issue 56), skipped with a line with no budget left, then the plan
+    assert lines[1]["event"] == "length_skipped" and "120 s" in lines[1]["reason"]
+    assert [x["event"] for x in lines[2:4]] == ["environment", "gpu_prediction"]
     assert "wheels: none in" in res.stdout and "plan: budget 0 s" in res.stdout
     again = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path)
     assert again.returncode == 0
