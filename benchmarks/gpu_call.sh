@@ -39,13 +39,13 @@
 #     epoch part (e) is predicted to reach. LENGTH=0 gives it the whole budget, as before issue 56.
 #
 # The session (15 minutes of device time, start included; the first H100 start took ~30 s, 2-4 minutes is
-# common): this call (<= 570 s), then, if more than ~2 minutes are left, a second call on the same warm machine
+# common): this call (<= 575 s), then, if more than ~2 minutes are left, a second call on the same warm machine
 # (released after 30 s idle) with BUDGET_S = what is left less 60 s: it reuses the smoke's line, resumes the
 # length study (its finished runs kept, its unfinished ones from their checkpoints), reads finished runs back
 # and resumes a paused one (part (e) from its checkpoint, keeping its curve points).
 # FINISH_ONLY=1 (default): no gpu_fidelity.py run other than part (e) starts unless it is predicted to finish (a
 # paused run's checkpoint dies with the machine); FINISH_ONLY=0 lets the first unfinished run start to pause.
-# A hard `timeout` stops gpu_fidelity.py 30 s past its budget (never under 120 s, never past 570 s in all), and
+# A hard `timeout` stops gpu_fidelity.py 30 s past its budget (never under 120 s, never past 575 s of the call), and
 # the length study 60 s past its own (it stops Snakemake itself 40 s before its budget ends);
 # everything printed is already in $OUT and checkpoints are written atomically. Finished runs' records come back
 # under $OUT/records_all/: commit them to benchmarks/measured/records_all/ and the lines to benchmarks/measured/.
