@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ from con2.errors import ConfigError
 from con2.grid.checks import GridError, check_profile_schema
 from con2.grid.cost_tables import PAPER_HOURS_CSV, SIZES_CSV, THROUGHPUT_CSV
 from con2.grid.plan import DEFAULT_PROFILE, plan_lines
+from con2.text import terminal_safe
 from con2.yaml_files import read_text_file, safe_yaml, yaml_problem
 
 
@@ -49,15 +51,23 @@ def check_schema(config: dict[str, Any], path: Path, schema: Path = PROFILE_SCHE
     given as ``"true"`` / ``"false"`` made booleans, :data:`con2.workflow.startup.FLAGS`). It used to plan a
     profile Snakemake then refused (issue 57, item 6).
 
+    An install without its checkout (the wheel holds no workflow) has no schema beside the package: the plan is
+    made unchecked and one line on stderr says so (planning a profile away from the checkout is a documented use;
+    the workflow still checks the profile before it runs anything).
+
     Raises:
-        ConfigError: ``--configfile PATH: <key>: <problem>. Fix: ...``; also when the schema is not found beside
-            the package (an install without its checkout): the plan would be of a profile nothing checked.
+        ConfigError: ``--configfile PATH: <key>: <problem>. Fix: ...``.
     """
     if not schema.is_file():
-        raise ConfigError(
-            f"no workflow schema at {schema} to check --configfile {path} against (con2 installed without its "
-            "checkout?). Fix: run con2 plan from a checkout of con2-bench (pip install -e .)"
+        print(
+            terminal_safe(
+                f"con2 plan: note: --configfile {path} not checked against the workflow's schema, which is not "
+                f"beside this install ({schema}); the workflow checks it before it runs. Fix: run con2 plan from a "
+                "checkout of con2-bench (pip install -e .) to check it here"
+            ),
+            file=sys.stderr,
         )
+        return
     checked: dict[str, Any] = dict(config)
     if any(isinstance(value, str) for value in checked.values()):
         from con2.workflow.startup import FLAGS  # lazy: it imports Snakemake; only a profile with text values

@@ -76,6 +76,7 @@ def test_an_installed_copy_lists_methods_and_plans_a_profile_outside_the_checkou
     assert "con2" in methods.stdout and "simclr" in methods.stdout
     plan = con2("plan", "--configfile", str(profile))
     assert plan.returncode == 0, plan.stderr[-3000:]
+    assert "not checked against the workflow's schema" in plan.stderr  # no checkout beside it: one line says so
     assert re.match(r"[\d,]+ training runs on one NVIDIA H200 \(throughput: throughput.csv", plan.stdout), plan.stdout
     default = con2("plan")  # no checkout here: the default profile's absence is named, with the fix
     assert default.returncode == 2 and "run con2 plan from the checkout's root, or pass --configfile" in default.stderr
