@@ -116,6 +116,10 @@ def make_tiny(work: Path) -> None:
     path.write_text(yaml.safe_dump(cfg, sort_keys=False))
 
 
+# where the session commits the study's finished runs (benchmarks/README.md): a later call keeps them
+SEED_FROM = ROOT / "benchmarks" / "measured" / "length_study"
+
+
 def seed_runs(work: Path, source: Path) -> list[str]:
     """Finished runs of an earlier session (``source``: an archive unpacked, ``benchmarks/measured/length_study``)
     copied into the scratch copy where it has none, each with its resolved config file dated before its record:
@@ -263,8 +267,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--archive", help="the finished runs' files (default: $OUT/length_study.tar.gz)")
     p.add_argument(
         "--seed-from",
-        default=str(ROOT / "benchmarks" / "measured" / "length_study"),
-        help="an earlier session's finished runs (the archive unpacked) to keep instead of training again",
+        help="an earlier session's finished runs (the archive unpacked) to keep instead of training again "
+        f"(default: {SEED_FROM.relative_to(ROOT)}; none with --tiny, whose tiny runs are of another config)",
     )
     p.add_argument("--block", nargs="*", default=[], help="modules to make unimportable (a rehearsal)")
     p.add_argument("--tiny", action="store_true", help="the CPU rehearsal: two tiny runs")
@@ -298,7 +302,8 @@ def main(argv: list[str] | None = None) -> int:
     env = smoke_env(work, args.block)
     device, note = resolve_device(args.device)
     cmd = snakemake_command(data_dir, device, args.cores, args.slots, args.threads, args.checkpoint_s)
-    seeded = seed_runs(work, Path(args.seed_from)) if not args.dry_run and Path(args.seed_from).is_dir() else []
+    source = Path(args.seed_from) if args.seed_from else (None if args.tiny else SEED_FROM)
+    seeded = seed_runs(work, source) if not args.dry_run and source is not None and source.is_dir() else []
     before = finished_runs(work)
     start: dict[str, Any] = {"event": "length_start", "command": " ".join(cmd[1:]), "work": str(work), "device": device}
     start |= {"slots": args.slots, "threads": args.threads, "budget_s": args.budget_s, "tiny": args.tiny}
