@@ -11,6 +11,7 @@ from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger as snakemake_logger
 
 from con2 import paths as P  # where runs, configs, logs live; the name pattern
+from con2.data.profile_datasets import register_profile_datasets
 from con2.grid.checks import GridError
 from con2.report.artefacts import FIGURES, TABLES
 from con2.workflow import session as S
@@ -35,6 +36,7 @@ def data_status():
 
 
 try:
+    register_profile_datasets(config)  # datasets the profile declares by folder (con2/data/profile_datasets.py)
     W = S.Session(config, workflow.basedir, named_targets, data_status)
 except GridError as exc:
     raise WorkflowError(f"invalid workflow config: {exc}") from None
