@@ -67,6 +67,8 @@ class SourceTable:
             see :func:`source_files`.
         form: what kind of copy it is (:attr:`Found.form`), kept in the manifest's ``source.format``
             and from there in every split manifest and run record.
+        settings: how the files are read into images where a declaration says so (:attr:`Found.settings`),
+            kept in the manifest's ``source.settings``; ``""``: the source's fixed way.
     """
 
     dataset: str
@@ -82,6 +84,7 @@ class SourceTable:
     checksums: dict[str, str] = field(default_factory=dict)
     files: tuple[Path, ...] = ()
     form: str = ""
+    settings: str = ""
 
 
 @dataclass(frozen=True)
@@ -99,6 +102,9 @@ class Found:
         files: the files whose bytes are the samples (empty: see :func:`source_files`).
         form: what kind of copy it is where a dataset has several (CIFAR-10: ``image-folder`` for a
             re-encoded image dump; empty: the dataset's one source), shown by ``con2 data list``.
+        settings: the declared settings that turn the files into images (a dataset declared by folder in a
+            profile: layout, channels, resize policy, test fraction), one line; a cache prepared under other
+            settings is prepared again (:func:`load_prepared`). ``""``: the source's fixed way.
     """
 
     location: Path | str
@@ -107,6 +113,7 @@ class Found:
     listing: SourceTable | None = None
     files: tuple[Path, ...] = ()
     form: str = ""
+    settings: str = ""
 
 
 @dataclass(frozen=True)
@@ -254,14 +261,18 @@ def remember_hashes(directory: Path, location: Path | str, key: SourceKey) -> bo
     return True
 
 
-def load_prepared(directory: Path, fingerprint: str | None = None, verify: bool = False) -> Prepared | None:
-    """Open a cache; ``None`` if it is absent, stale (another source key) or damaged.
+def load_prepared(
+    directory: Path, fingerprint: str | None = None, verify: bool = False, settings: str | None = None
+) -> Prepared | None:
+    """Open a cache; ``None`` if it is absent, stale (another source key or other settings) or damaged.
 
     Args:
         directory: the cache folder.
         fingerprint: expected source key (:attr:`SourceKey.digest`); ``None`` accepts any.
         verify: always recompute the sha256 of ``images.npy`` (otherwise only when its size or
             mtime differ from the manifest's).
+        settings: expected ``source.settings`` (:attr:`Found.settings`; absent counts as ``""``); ``None``
+            accepts any.
     """
     mpath, ipath = directory / "manifest.json", directory / "images.npy"
     try:
@@ -269,6 +280,8 @@ def load_prepared(directory: Path, fingerprint: str | None = None, verify: bool 
         if manifest.get("format") != FORMAT_VERSION:
             return None
         if fingerprint is not None and manifest["source"]["fingerprint"] != fingerprint:
+            return None
+        if settings is not None and manifest["source"].get("settings", "") != settings:
             return None
         st = ipath.stat()
         if verify or st.st_size != manifest["images_bytes"] or st.st_mtime_ns != manifest["images_mtime_ns"]:
@@ -363,6 +376,7 @@ def prepare(
             "checksums": table.checksums,
             "files": key.files,
             **({"format": table.form} if table.form else {}),
+            **({"settings": table.settings} if table.settings else {}),
         },
         "images_file": "images.npy",
         "images_sha256": sha,

@@ -23,7 +23,7 @@ from PIL import Image
 
 from con2.data.base import DataError
 from con2.data.cache import Found, SourceTable
-from con2.data.folders import fingerprint, list_images, open_image
+from con2.data.folders import check_distinct, fingerprint, list_images, open_image
 from con2.source_formats import IMAGE_FOLDER
 
 #: The ``format`` of the source in the prepared cache's manifest, the split manifest and the run record.
@@ -110,23 +110,13 @@ def check_listing(root: Path, classes: tuple[str, ...]) -> tuple[Path, ...]:
 
 
 def _check_distinct(root: Path, classes: tuple[str, ...], fix: str) -> None:
-    """Refuse two class folders (of any split) that are one folder (a symlink to another class, or from
-    ``train/`` to ``test/``): its images would be filed under both, each one a duplicate note.
+    """Refuse two class folders (of any split) that are one folder (:func:`con2.data.folders.check_distinct`).
 
     Raises:
         ImageFolderError: naming both folders and the fix.
     """
-    seen: dict[Path, Path] = {}
-    for split in SPLITS:
-        for cls in classes:
-            folder = root / split / cls
-            real = folder.resolve()
-            if real in seen:
-                raise ImageFolderError(
-                    f"cifar10: {folder} is the same folder as {seen[real]} (a symlink): its images would be both "
-                    f"classes' or both splits' images. Fix: replace the link by the class's own images. {fix}"
-                )
-            seen[real] = folder
+    folders = [root / split / cls for split in SPLITS for cls in classes]
+    check_distinct("cifar10", folders, fix, ImageFolderError)
 
 
 def _names(root: Path) -> str:

@@ -14,6 +14,7 @@ from PIL import Image
 from con2.data.base import DataError
 from con2.data.cache import SourceTable
 from con2.data.fileops import text_digest
+from con2.text import terminal_safe
 
 IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff", ".webp"}
 
@@ -44,6 +45,48 @@ def require_dirs(dataset: str, root: Path, relative: Sequence[str], fix: str) ->
             raise DataError(f"{dataset}: class folder {d} is missing. {fix}")
         if not any(is_image(p) for p in (d.rglob("*") if d.is_dir() else [])):
             raise DataError(f"{dataset}: class folder {d} holds no images. {fix}")
+
+
+def check_distinct(dataset: str, folders: Sequence[Path], fix: str, error: type[DataError] = DataError) -> None:
+    """Refuse two class folders that are one folder (a symlink to another class, or from ``train/`` to
+    ``test/``): its images would be filed under both, each one a duplicate note.
+
+    Raises:
+        ``error``: naming both folders and the fix.
+    """
+    seen: dict[Path, Path] = {}
+    for folder in folders:
+        real = folder.resolve()
+        if real in seen:
+            raise error(
+                f"{dataset}: {terminal_safe(str(folder))} is the same folder as {terminal_safe(str(seen[real]))} (a "
+                f"symlink): its images would be both classes' or both splits' images. Fix: replace the link by the "
+                f"class's own images. {fix}"
+            )
+        seen[real] = folder
+
+
+def has_control(name: str) -> bool:
+    """Whether ``name`` holds a control character (a line break, an escape, a bidirectional override):
+    :func:`con2.text.terminal_safe` would escape it."""
+    return terminal_safe(name) != name
+
+
+def other_files(folder: Path) -> list[Path]:
+    """The entries of ``folder`` that are neither an image file (:func:`is_image`) nor hidden or a resource
+    fork (``.*``, ``__MACOSX``): other files and subfolders, sorted (a class folder of a declared dataset holds
+    images only: anything else would be left out without a word)."""
+    return sorted(
+        p
+        for p in folder.iterdir()
+        if not p.name.startswith(".") and p.name != "__MACOSX" and not (p.is_file() and is_image(p))
+    )
+
+
+def outside(path: Path, root: Path) -> bool:
+    """Whether ``path``, its symbolic links followed, lies outside ``root`` (its links followed too)."""
+    real, base = path.resolve(), root.resolve()
+    return real != base and base not in real.parents
 
 
 def fingerprint(root: Path, files: Sequence[Path]) -> str:

@@ -91,9 +91,13 @@ def write_manifest(manifest: dict[str, Any], path: Path) -> None:
 def data_source(manifest: dict[str, Any] | None) -> dict[str, str | None] | None:
     """What a run record says of its images' source (record field ``data_source``): ``format``, the kind
     of copy where a dataset has several (``image-folder`` for a re-encoded CIFAR-10 dump, else ``None``),
-    and ``sha256``, the content checksum of the source files (the prepared cache's key). ``None``
-    without a manifest."""
+    and ``sha256``, the content checksum of the source files (the prepared cache's key); for a dataset
+    declared by folder also ``settings``, how its files were read (layout, channels, resize policy, test
+    fraction). ``None`` without a manifest."""
     if not manifest:
         return None
     source = manifest.get("source") or {}
-    return {"format": source.get("format"), "sha256": source.get("fingerprint")}
+    out: dict[str, str | None] = {"format": source.get("format"), "sha256": source.get("fingerprint")}
+    if source.get("settings"):
+        out["settings"] = source["settings"]
+    return out

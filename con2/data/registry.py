@@ -260,6 +260,8 @@ def get_info(name: str) -> DatasetInfo:
     Raises:
         DataError: unknown name, listing the registered ones.
     """
+    if name in DATASETS:  # a declared folder's name is taken as written (its case and '_' are its own)
+        return DATASETS[name]
     key = str(name).strip().lower().replace("_", "-").replace(" ", "-")
     key = _ALIASES.get(key, key)
     if key not in DATASETS:
@@ -455,3 +457,15 @@ def dataset_status(name: str, data_dir: str | Path | None) -> dict[str, Any]:
     )
     status["how_to_get"] = source.how_to_get(info, d)
     return status
+
+
+def _register_declared() -> None:
+    """Register the folder datasets ``$CON2_DATASETS`` declares (:mod:`con2.data.own_folder`): the processes the
+    workflow starts (``con2 train``, its scripts) know a profile's own datasets as the workflow does."""
+    from con2.data import own_folder  # noqa: PLC0415 (it imports this module: registered once both exist)
+
+    register_source(own_folder.SOURCE)
+    own_folder.register_from_environment()
+
+
+_register_declared()

@@ -209,7 +209,7 @@ class Source(ABC):
             key = source_key(found, known_hashes(read_manifest(directory), found.location))
         except OSError as exc:
             raise DataError(f"{info.name}: {read_failure(exc)}") from exc
-        prepared = load_prepared(directory, key.digest, verify=verify)
+        prepared = load_prepared(directory, key.digest, verify=verify, settings=found.settings)
         if prepared is not None:
             if known_hashes(prepared.manifest, found.location) != key.files:  # some files were read: note them
                 try:
@@ -223,7 +223,7 @@ class Source(ABC):
         try:
             with file_lock(directory / ".lock"):
                 # another job may have finished it (verified again: an edit that kept size and mtime passes otherwise)
-                prepared = load_prepared(directory, key.digest, verify=verify)
+                prepared = load_prepared(directory, key.digest, verify=verify, settings=found.settings)
                 if prepared is None:
                     if verify and images_disagree(directory):
                         print(
