@@ -125,11 +125,14 @@ def deep_merge(base: Mapping[str, Any], update: Mapping[str, Any]) -> dict[str, 
 
 
 def as_list(value: Any) -> list[str]:
-    """A list from a YAML list, a comma-separated string (``--config only_datasets=a,b``) or nothing."""
+    """A list from a YAML list, a comma-separated string (``--config only_datasets=a,b``), one scalar
+    (``--config only_classes=3`` arrives as the integer 3) or nothing."""
     if value is None or value == "":
         return []
     if isinstance(value, str):
         return [v.strip() for v in value.split(",") if v.strip()]
+    if isinstance(value, (int, float)):
+        return [str(value)]
     return [str(v) for v in value]
 
 
@@ -195,43 +198,35 @@ def _seeds(values: Iterable[Any], where: str) -> list[int]:
     return out
 
 
-def expand_grid(
+@dataclass(frozen=True)
+class Cell:
+    """One ``(experiment, dataset, method, variant)`` of a profile by name, with the normal classes and seeds it
+    crosses: what :func:`grid_cells` lists before any run's config is resolved."""
+
+    experiment: str
+    dataset: str
+    classes: tuple[str, ...]
+    method: str
+    variant: str
+    seeds: tuple[int, ...]
+
+
+def grid_cells(
     config: Mapping[str, Any],
     normal_classes: Callable[[str], Iterable[str]],
     unknown_class: Callable[[str, str], str | None] | None = None,
-) -> list[Run]:
-    """All runs of a profile config, in a stable order (experiment, dataset, class, method, variant, seed).
-
-    Args:
-        config: the validated profile config (``seeds``, ``run``, ``datasets``, ``variants``,
-            ``experiments``, optional ``extra_methods`` and ``only_datasets``).
-        normal_classes: the registry's normal classes of a dataset (used where the dataset's
-            ``normal_classes`` is missing or ``all``).
-        unknown_class: ``(dataset, class) ->`` why the registry does not know that class of the
-            dataset, or None if it does; checks the classes a profile names (the workflow passes
-            the registry's check; None: not checked).
+) -> list[Cell]:
+    """The profile's experiments by name (``only_datasets`` applied; ``only_classes``, ``only_methods`` and
+    ``only_seeds`` not: :func:`select_cells`), each name checked as :func:`expand_grid` says.
 
     Raises:
-        GridError: an experiment names an unknown dataset or variant, a class list is empty or
-            names a class the dataset lacks, a name (dataset, class, method, variant) does not
-            match :data:`NAME_PATTERN` or a seed is not an integer >= 0, a run block holds a
-            runtime key, or a run's config is invalid (the message names the key and where it is set).
+        GridError: as :func:`expand_grid`, for a name, a class, a variant or a seed.
     """
     datasets_cfg = config.get("datasets") or {}
     variants_cfg = {"default": {}, **(config.get("variants") or {})}
-    for name in datasets_cfg:
-        check_name(name, "datasets")
-    for name in variants_cfg:
-        check_name(name, "variants")
-    base_run = config.get("run") or {}
-    _no_runtime_keys(base_run, "run")
-    for name, dcfg in datasets_cfg.items():
-        _no_runtime_keys((dcfg or {}).get("run"), f"datasets.{name}.run")
-    for name, vcfg in variants_cfg.items():
-        _no_runtime_keys(vcfg, f"variants.{name}")
     keep = set(selected_datasets(config))
     default_seeds = _seeds(config.get("seeds", [0]), "seeds")
-    runs: dict[str, Run] = {}
+    cells: list[Cell] = []
     for exp_name, exp in (config.get("experiments") or {}).items():
         seeds = _seeds(exp["seeds"], f"experiments.{exp_name}.seeds") if "seeds" in exp else default_seeds
         for dataset in as_list(exp.get("datasets")):
@@ -262,36 +257,190 @@ def expand_grid(
                         raise GridError(
                             f"experiments.{exp_name}.methods.{method}: variant {variant!r} is not a key of `variants`"
                         )
-                    settings = deep_merge(deep_merge(base_run, dcfg.get("run") or {}), variants_cfg[variant] or {})
-                    for cls in classes:
-                        for seed in seeds:
-                            key = run_key(dataset, str(cls), method, variant, seed)
-                            if key in runs:
-                                old = runs[key]
-                                runs[key] = Run(
-                                    *_ident(old), old.settings, old.config, old.run_config, (*old.experiments, exp_name)
-                                )
-                                continue
-                            full = {**settings, "dataset": dataset, "normal_class": str(cls), "method": method}
-                            full.update(variant=variant, seed=seed)
-                            try:
-                                resolved = resolve_config(full)
-                            except ConfigError as exc:
-                                raise GridError(
-                                    f"dataset {dataset!r}, method {method!r}, variant {variant!r}: {exc} (set in "
-                                    f"`run:`, `datasets.{dataset}.run` or `variants.{variant}`)"
-                                ) from None
-                            runs[key] = Run(
-                                dataset,
-                                str(cls),
-                                method,
-                                variant,
-                                seed,
-                                full,
-                                config_values(resolved),
-                                resolved,
-                                (exp_name,),
-                            )
+                    cells.append(Cell(exp_name, dataset, tuple(str(c) for c in classes), method, variant, tuple(seeds)))
+    return cells
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What a profile's ``only_classes``, ``only_methods`` and ``only_seeds`` keep of its grid (an empty one:
+    everything; ``only_datasets`` is applied by :func:`selected_datasets`). ``methods`` holds ``method`` (all
+    its variants) and ``method/variant`` names as given."""
+
+    classes: frozenset[str] = frozenset()
+    methods: frozenset[str] = frozenset()
+    seeds: frozenset[int] = frozenset()
+
+    @property
+    def narrows(self) -> bool:
+        """Whether any of the three keys names something."""
+        return bool(self.classes or self.methods or self.seeds)
+
+    def keeps_method(self, method: str, variant: str) -> bool:
+        """Whether ``only_methods`` keeps ``method/variant`` (named as the method or as the pair)."""
+        return not self.methods or method in self.methods or f"{method}/{variant}" in self.methods
+
+    def keeps_class(self, normal_class: str) -> bool:
+        """Whether ``only_classes`` keeps the normal class."""
+        return not self.classes or normal_class in self.classes
+
+    def keeps_seed(self, seed: int) -> bool:
+        """Whether ``only_seeds`` keeps the seed."""
+        return not self.seeds or seed in self.seeds
+
+
+def selected_seeds(value: Any) -> list[int]:
+    """``only_seeds`` as integers: a YAML list, one integer, or a comma-separated string (``--config
+    only_seeds=0,1``); nothing gives ``[]``.
+
+    Raises:
+        GridError: a value that is not an integer >= 0, naming it.
+    """
+    if value is None or value == "" or value == []:
+        return []
+    items = value.split(",") if isinstance(value, str) else value if isinstance(value, (list, tuple)) else [value]
+    seeds = []
+    for item in items:
+        text = str(item).strip()
+        if isinstance(item, bool) or not text.isdigit():
+            raise GridError(f"only_seeds: {item!r} is not a seed: name integers >= 0, e.g. `--config only_seeds=0,1`")
+        seeds.append(int(text))
+    return seeds
+
+
+def selection(config: Mapping[str, Any]) -> Selection:
+    """The profile's ``only_classes``, ``only_methods`` and ``only_seeds`` (unchecked against the grid:
+    :func:`check_selection` does that)."""
+    return Selection(
+        frozenset(as_list(config.get("only_classes"))),
+        frozenset(as_list(config.get("only_methods"))),
+        frozenset(selected_seeds(config.get("only_seeds"))),
+    )
+
+
+def _refuse(key: str, wrong: Iterable[str], accepted: Iterable[str], what: str) -> None:
+    """:class:`GridError` naming ``key``, the ``wrong`` names and the ``accepted`` ones (``what`` they are)."""
+    shown = ", ".join(sorted(set(accepted), key=_natural)) or "none"
+    raise GridError(
+        f"{key}: {', '.join(sorted(set(wrong), key=_natural))} not among {what} ({shown}); "
+        f"name some of them, or leave {key} empty for all"
+    )
+
+
+def _natural(name: str) -> tuple[int, Any]:
+    """Names in numeric order where they are numbers (classes ``2`` before ``10``), then by name."""
+    return (0, int(name)) if name.isdigit() else (1, name)
+
+
+def check_selection(config: Mapping[str, Any], cells: Iterable[Cell]) -> Selection:
+    """The profile's :func:`selection`, every name in it checked against ``cells`` (:func:`grid_cells`: the
+    grid on the selected datasets).
+
+    Raises:
+        GridError: one line naming the key (``only_classes``, ``only_methods``, ``only_seeds``), the names
+            the grid does not have and those it has.
+    """
+    cells = list(cells)
+    sel = selection(config)
+    classes = {c for cell in cells for c in cell.classes}
+    methods = {cell.method for cell in cells} | {f"{cell.method}/{cell.variant}" for cell in cells}
+    seeds = {s for cell in cells for s in cell.seeds}
+    if sel.classes - classes:
+        _refuse("only_classes", sel.classes - classes, classes, "the normal classes the selected datasets run")
+    if sel.methods - methods:
+        _refuse("only_methods", sel.methods - methods, methods, "the methods and method/variant pairs of the grid")
+    if sel.seeds - seeds:
+        _refuse("only_seeds", [str(s) for s in sel.seeds - seeds], [str(s) for s in seeds], "the grid's seeds")
+    return sel
+
+
+def select_cells(cells: Iterable[Cell], sel: Selection) -> list[Cell]:
+    """The ``cells`` with what ``sel`` keeps of their classes and seeds, those it keeps none of left out."""
+    kept = []
+    for cell in cells:
+        classes = tuple(c for c in cell.classes if sel.keeps_class(c))
+        seeds = tuple(s for s in cell.seeds if sel.keeps_seed(s))
+        if classes and seeds and sel.keeps_method(cell.method, cell.variant):
+            kept.append(Cell(cell.experiment, cell.dataset, classes, cell.method, cell.variant, seeds))
+    return kept
+
+
+def expand_grid(
+    config: Mapping[str, Any],
+    normal_classes: Callable[[str], Iterable[str]],
+    unknown_class: Callable[[str, str], str | None] | None = None,
+) -> list[Run]:
+    """All runs of a profile config, in a stable order (experiment, dataset, class, method, variant, seed).
+
+    Args:
+        config: the validated profile config (``seeds``, ``run``, ``datasets``, ``variants``,
+            ``experiments``, optional ``extra_methods``, and the selection: ``only_datasets``,
+            ``only_classes``, ``only_methods`` (``method`` or ``method/variant``), ``only_seeds``).
+        normal_classes: the registry's normal classes of a dataset (used where the dataset's
+            ``normal_classes`` is missing or ``all``).
+        unknown_class: ``(dataset, class) ->`` why the registry does not know that class of the
+            dataset, or None if it does; checks the classes a profile names (the workflow passes
+            the registry's check; None: not checked).
+
+    Raises:
+        GridError: an experiment names an unknown dataset or variant, a class list is empty or
+            names a class the dataset lacks, a name (dataset, class, method, variant) does not
+            match :data:`NAME_PATTERN` or a seed is not an integer >= 0, a run block holds a
+            runtime key, a run's config is invalid (the message names the key and where it is set),
+            an ``only_*`` key names what the grid does not have (naming what it has), or the
+            ``only_*`` keys together keep no run.
+    """
+    datasets_cfg = config.get("datasets") or {}
+    variants_cfg = {"default": {}, **(config.get("variants") or {})}
+    for name in datasets_cfg:
+        check_name(name, "datasets")
+    for name in variants_cfg:
+        check_name(name, "variants")
+    base_run = config.get("run") or {}
+    _no_runtime_keys(base_run, "run")
+    for name, dcfg in datasets_cfg.items():
+        _no_runtime_keys((dcfg or {}).get("run"), f"datasets.{name}.run")
+    for name, vcfg in variants_cfg.items():
+        _no_runtime_keys(vcfg, f"variants.{name}")
+    cells = grid_cells(config, normal_classes, unknown_class)
+    sel = check_selection(config, cells)
+    runs: dict[str, Run] = {}
+    for cell in select_cells(cells, sel):
+        dataset, method, variant, exp_name = cell.dataset, cell.method, cell.variant, cell.experiment
+        dcfg = datasets_cfg[dataset] or {}
+        settings = deep_merge(deep_merge(base_run, dcfg.get("run") or {}), variants_cfg[variant] or {})
+        for cls in cell.classes:
+            for seed in cell.seeds:
+                key = run_key(dataset, cls, method, variant, seed)
+                if key in runs:
+                    old = runs[key]
+                    runs[key] = Run(
+                        *_ident(old), old.settings, old.config, old.run_config, (*old.experiments, exp_name)
+                    )
+                    continue
+                full = {**settings, "dataset": dataset, "normal_class": cls, "method": method}
+                full.update(variant=variant, seed=seed)
+                try:
+                    resolved = resolve_config(full)
+                except ConfigError as exc:
+                    raise GridError(
+                        f"dataset {dataset!r}, method {method!r}, variant {variant!r}: {exc} (set in "
+                        f"`run:`, `datasets.{dataset}.run` or `variants.{variant}`)"
+                    ) from None
+                runs[key] = Run(
+                    dataset, cls, method, variant, seed, full, config_values(resolved), resolved, (exp_name,)
+                )
+    if sel.narrows and not runs:
+        given = {
+            k: config.get(k)
+            for k in ("only_classes", "only_methods", "only_seeds")
+            if config.get(k) not in (None, "", [])
+        }
+        raise GridError(
+            f"{', '.join(given)}: no run of the grid has them all ({'; '.join(f'{k}: {v}' for k, v in given.items())}: "
+            "each name is in the grid, but no experiment crosses them); name a class, method and seed one "
+            "experiment runs together"
+        )
     return list(runs.values())
 
 

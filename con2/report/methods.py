@@ -33,8 +33,9 @@ import pandas as pd
 
 from con2.aggregate.cards import base_score, registered_specs
 from con2.config import dataclass_from_params
-from con2.errors import ConfigError, WeightsMissing
-from con2.grid.experiments import as_list, deep_merge, method_variants
+from con2.errors import ConfigError, DataError, WeightsMissing
+from con2.grid.checks import GridError
+from con2.grid.experiments import as_list, deep_merge, grid_cells, method_variants, select_cells, selection
 
 SUBJECT_TAGS = ("contexts", "n_contexts", "loss")  # the tags the subject's tables group its runs by
 
@@ -289,6 +290,7 @@ def lacking_weights(
     variants_cfg = {"default": {}, **(config.get("variants") or {})}
     datasets_cfg = config.get("datasets") or {}
     only = set(as_list(config.get("only_datasets")))
+    kept = selected_names(config)
     base = (config.get("run") or {}).get("params") or {}
     notes: dict[tuple[str, str], LackingWeights] = {}
     for exp in (config.get("experiments") or {}).values():
@@ -303,6 +305,8 @@ def lacking_weights(
                 for d in wanted:
                     if (method, variant) in notes:
                         break
+                    if kept is not None and (d, method, variant) not in kept:
+                        continue  # left out by only_classes, only_methods or only_seeds: no run to miss
                     ran = not runs.empty and bool(
                         ((runs["method"] == method) & (runs["variant"] == variant) & (runs["dataset"] == d)).any()
                     )
@@ -326,6 +330,23 @@ def lacking_weights(
                             names.label(method), method, variant, missing, why, fix
                         )
     return notes
+
+
+def selected_names(config: Mapping[str, Any]) -> set[tuple[str, str, str]] | None:
+    """``{(dataset, method, variant)}`` the profile's ``only_classes``, ``only_methods`` and ``only_seeds`` keep
+    of its grid (:func:`con2.grid.experiments.select_cells`; ``only_datasets`` applied too), so the tables speak
+    of the runs the workflow was asked for and no others; ``None`` when none of the three is set, or when the
+    grid cannot be listed here (a dataset the registry does not know in this process: the workflow checked it)."""
+    sel = selection(config)
+    if not sel.narrows:
+        return None
+    try:
+        from con2.data import normal_classes  # lazy: only a selection needs the registry's classes
+
+        cells = select_cells(grid_cells(config, normal_classes), sel)
+    except (GridError, DataError):
+        return None
+    return {(c.dataset, c.method, c.variant) for c in cells}
 
 
 # where the weights layer's message turns from what is missing to how to get it (con2.weights.loading)

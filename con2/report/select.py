@@ -45,7 +45,7 @@ from con2.grid.experiments import as_list
 from con2.paper_names import dataset_label
 from con2.report.artefacts import MISSING_FILE, ReportInputs
 from con2.report.format import cell, with_interval
-from con2.report.methods import Methods, Subject, lacking_weights
+from con2.report.methods import Methods, Subject, lacking_weights, selected_names
 
 ReportCfg = Mapping[str, Any]
 
@@ -94,10 +94,14 @@ def ordered_datasets(present: list[str], *preferred: list[str]) -> list[str]:
 
 
 def profile_datasets(config: Mapping[str, Any], status: Mapping[str, Mapping[str, Any]] | None = None) -> set[str]:
-    """The datasets the profile's grid runs: those its ``experiments`` name (``only_datasets`` applied)
+    """The datasets the profile's grid runs: those its ``experiments`` name (``only_datasets`` applied, and
+    those ``only_classes``, ``only_methods`` and ``only_seeds`` keep no run of left out: :func:`selected_names`)
     and every dataset of the data status (the grid's data, checked by the workflow)."""
     only = set(as_list(config.get("only_datasets")))
     named = {d for exp in (config.get("experiments") or {}).values() for d in as_list((exp or {}).get("datasets"))}
+    kept = selected_names(config)
+    if kept is not None:
+        named &= {d for d, _, _ in kept}
     checked = {str(m.get("dataset", key.split("/")[0])) for key, m in (status or {}).items()}
     return {d for d in named if not only or d in only} | checked
 
@@ -164,7 +168,14 @@ def absent_notes(
     notes = []
     outside = [dataset_label(d) for d in absent if d not in in_profile]
     if outside:
-        notes.append(f"Not in this profile: {', '.join(outside)} (no experiment of the profile names them).")
+        why = "no experiment of the profile names them"
+        given = [
+            k
+            for k in ("only_datasets", "only_classes", "only_methods", "only_seeds")
+            if config.get(k) not in (None, "", [])
+        ]
+        why += f", or {', '.join(given)} leave them out" if given else ""
+        notes.append(f"Not in this profile: {', '.join(outside)} ({why}).")
     notes += [skipped_note(d) for d in absent if d in skipped]
     pending = [dataset_label(d) for d in absent if d in in_profile and d not in skipped]
     if pending:

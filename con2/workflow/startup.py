@@ -86,10 +86,28 @@ def check_profile(config: MutableMapping[str, Any], schema: str | Path) -> None:
         for flag in FLAGS:
             if str(config.get(flag)).lower() in ("true", "false"):
                 config[flag] = str(config[flag]).lower() == "true"
+        _selection_as_given(config)
         check_profile_schema(config, schema)
     except GridError as exc:
         raise WorkflowError(f"invalid workflow config: {exc}") from None
     validate(config, str(schema))
+
+
+#: the selection keys that take names (a dataset, a class, ``method`` or ``method/variant``)
+NAME_SELECTIONS = ("only_datasets", "only_classes", "only_methods")
+
+
+def _selection_as_given(config: MutableMapping[str, Any]) -> None:
+    """The ``only_*`` keys as the schema takes them where ``--config`` parsed them otherwise: a number named
+    alone (``only_classes=3`` arrives as the integer 3) is that name, and a list (``only_seeds=[0,1]`` arrives
+    as the strings ``"0"``, ``"1"``) holds its seeds as integers."""
+    for key in NAME_SELECTIONS:
+        value = config.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            config[key] = str(value)
+    seeds = config.get("only_seeds")
+    if isinstance(seeds, list):
+        config["only_seeds"] = [int(s) if isinstance(s, str) and s.strip().isdigit() else s for s in seeds]
 
 
 def check_report_files(argv: Sequence[str], files: Sequence[str], recalled: Path | None) -> None:
