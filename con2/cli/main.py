@@ -93,9 +93,32 @@ def output_to_log(path: str) -> TextIO:
     return console
 
 
-def first_epoch_notice(log: str, run: str, console: TextIO) -> Callable[[int], None]:
+SCORING_LINE = re.compile(r"^scoring will encode (\d+) view\(s\) x \((\d+) \+ (\d+)(?: \+ (\d+) validation)?\) images")
+EPOCH_PACE = re.compile(r"  (\d+(?:\.\d+)?) img/s  ETA (?:(\d+)h)?(?:(\d+)m)?(\d+)s$")
+
+
+def scoring_seconds(log_text: str, views_per_image: int | None, ratio: float | None) -> float | None:
+    """The final scoring's seconds from a run's log so far (issue 58, item 3: the first epoch's ETA covered
+    training alone; a CON2 run said 3m49s and took 9.5 min, 200 s of it scoring): its up-front line's views x
+    images ("scoring will encode 4 view(s) x (5000 + 10000) images ..."), each at ``ratio`` x the time of a
+    training view, which the last epoch line's pace gives (its img/s x ``views_per_image``, the method's
+    encoder passes per training image). ``ratio``: :func:`con2.grid.plan.measured_scoring_ratio`, the cost of a
+    scoring view against a training view in the benchmarks' committed records. ``None`` where any is unknown."""
+    lines = log_text.splitlines()
+    planned = next((m for line in lines if (m := SCORING_LINE.match(line))), None)
+    paces = [m for line in lines if line.startswith("epoch ") and (m := EPOCH_PACE.search(line))]
+    if planned is None or not paces or not views_per_image or not ratio:
+        return None
+    views = int(planned[1]) * sum(int(n) for n in planned.groups()[1:] if n)
+    per_second = float(paces[-1][1]) * views_per_image
+    return views * ratio / per_second if per_second > 0 else None
+
+
+def first_epoch_notice(log: str, run: str, console: TextIO, cfg: RunConfig | None = None) -> Callable[[int], None]:
     """An ``on_epoch_end`` hook that copies the first epoch line of this process (with its ETA) from
-    the log to the console, once: ``digits/0 con2/invert seed=0: epoch 1/10 ... ETA 1m05s (log: PATH)``."""
+    the log to the console, once, with the final scoring's time after it (:func:`scoring_seconds`, from the
+    run ``cfg``'s method) and the sum: ``digits/0 con2/invert seed=0: epoch 1/10 ... ETA 1m05s + scoring
+    ~40s = ~1m45s left (log: PATH)``."""
     shown = False
 
     def hook(epoch: int) -> None:
@@ -104,11 +127,37 @@ def first_epoch_notice(log: str, run: str, console: TextIO) -> Callable[[int], N
             return
         shown = True
         sys.stdout.flush()
-        lines = [line for line in Path(log).read_text(errors="replace").splitlines() if line.startswith("epoch ")]
-        if lines:
-            print(f"{run}: {lines[-1]} (log: {log})", file=console, flush=True)
+        text = Path(log).read_text(errors="replace")
+        lines = [line for line in text.splitlines() if line.startswith("epoch ")]
+        if not lines:
+            return
+        print(f"{run}: {lines[-1]}{scoring_text(text, lines[-1], cfg)} (log: {log})", file=console, flush=True)
 
     return hook
+
+
+def scoring_text(log_text: str, epoch_line: str, cfg: RunConfig | None) -> str:
+    """`` + scoring ~40s = ~1m45s left`` after an epoch line's ETA (empty where the scoring cannot be priced)."""
+    if cfg is None:
+        return ""
+    from con2.grid.plan import measured_scoring_ratio, views_per_image  # lazy: read once a run has trained an epoch
+    from con2.training.engine import format_duration  # torch is loaded by now: the run is training
+
+    kind = "cuda" if str(cfg.device).startswith("cuda") else "cpu" if cfg.device == "cpu" else device_kind_now()
+    ratio = measured_scoring_ratio(kind)
+    seconds = scoring_seconds(log_text, views_per_image(cfg.method, cfg.params), ratio.ratio if ratio else None)
+    eta = EPOCH_PACE.search(epoch_line)
+    if seconds is None or eta is None:
+        return ""
+    training = 3600 * int(eta[2] or 0) + 60 * int(eta[3] or 0) + int(eta[4])
+    return f" + scoring ~{format_duration(seconds)} = ~{format_duration(training + seconds)} left"
+
+
+def device_kind_now() -> str:
+    """``cuda`` where this process can train on a GPU (``device: auto`` takes it), else ``cpu``."""
+    import torch  # loaded by now: the run is training
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
 
 
 def cmd_train(args: argparse.Namespace) -> int:
@@ -147,7 +196,7 @@ def _train(args: argparse.Namespace, cfg: RunConfig, rd: RunDir, console: TextIO
     complete: list[Path] = []
     where = f"{cfg.dataset}/{cfg.normal_class}" if cfg.normal_class is not None else cfg.dataset
     name = f"{where} {cfg.method}/{cfg.variant} seed={cfg.seed}"
-    notice = first_epoch_notice(args.log, name, console) if console is not None and cfg.progress else None
+    notice = first_epoch_notice(args.log, name, console, cfg) if console is not None and cfg.progress else None
     record = run(
         cfg,
         rd.path,

@@ -22,6 +22,7 @@ training-set sizes and a table of measured throughput; the command reads those a
 
 from __future__ import annotations
 
+import json
 import math
 from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
@@ -29,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from con2.config import dataclass_from_params
 from con2.data import default_data_dir
 from con2.errors import ConfigError
 from con2.grid.checks import GridError
@@ -101,6 +103,94 @@ def views_per_image(method: str, params: Mapping[str, Any]) -> int | None:
     ResNet152, which the ResNet18 throughput does not describe) or no method has that name."""
     specs = all_methods()
     return specs[method].training_views(params) if method in specs else None
+
+
+def scoring_views(method: str, params: Mapping[str, Any], tta: int) -> int:
+    """Test-time views per image a run's scoring pass encodes: the run's ``tta`` views (0: the identity view
+    alone, 1), except for a method whose ``Params`` has a boolean ``tta`` set false: one identity view (the
+    convention of the cards that score untrained: the floors, PANDA, CLIP-AD, I-JEPA zero-shot; e.g.
+    ``baselines/floors_spec.py``). An unknown method or params: the run's ``tta``."""
+    views = max(1, int(tta))
+    spec = all_methods().get(method)
+    if spec is None:
+        return views
+    try:
+        own = getattr(dataclass_from_params(spec.Params, dict(params), spec.name), "tta", None)
+    except (ConfigError, TypeError):
+        return views
+    return 1 if own is False else views
+
+
+# The scoring-to-training cost ratio below is read from these records (issue 58, item 3): finished runs
+# committed with the benchmarks (con2-bench checkout only; an installed wheel has none, and then no scoring is
+# priced before a run has finished).
+MEASURED_RECORDS = Path(__file__).resolve().parents[2] / "benchmarks" / "measured"
+
+
+@dataclass(frozen=True)
+class ScoringRatio:
+    """What a scoring view costs against a training view on one kind of device (``cpu`` or ``cuda``): the
+    median over ``records`` finished runs of (score seconds per scoring view) / (fit seconds per training
+    view), and where they are (``source``)."""
+
+    ratio: float
+    records: int
+    source: str
+
+
+def record_scoring_ratio(record: Mapping[str, Any]) -> float | None:
+    """One finished run's (score seconds / scoring views) / (fit seconds / training views): scoring views
+    :func:`scoring_views` x (training + test images), training views :func:`images_per_run` x
+    :func:`views_per_image`, both as its ``config`` has them; ``None`` where it trained nothing, lacks a
+    part or its method's views are unknown."""
+    try:
+        cfg, timing = record["config"], record["timing"]
+        fit, score = float(timing["fit_seconds"]), float(timing["score_seconds"])
+        n_train, n_test = int(record["n_train"]), int(record["n_test"])
+        images = images_per_run(
+            n_train, int(cfg["batch_size"]), int(cfg["epochs"]), cfg.get("max_steps"), bool(cfg.get("drop_last", True))
+        )
+        per_image = views_per_image(str(record["method"]), cfg.get("params") or {})
+        scored = (n_train + n_test) * scoring_views(str(record["method"]), cfg.get("params") or {}, int(cfg["tta"]))
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None
+    if not per_image or images <= 0 or fit <= 0 or score <= 0 or not math.isfinite(fit + score):
+        return None
+    return (score / scored) / (fit / (images * per_image))
+
+
+def scoring_ratio(records: Iterable[Mapping[str, Any]], device_kind: str, source: str = "") -> ScoringRatio | None:
+    """:class:`ScoringRatio` of the ``records`` trained on ``device_kind`` (their ``device``: ``cpu``,
+    ``cuda``): the median of :func:`record_scoring_ratio`; ``None`` without one."""
+    ratios = sorted(
+        r for rec in records if rec.get("device") == device_kind and (r := record_scoring_ratio(rec)) is not None
+    )
+    if not ratios:
+        return None
+    mid = len(ratios) // 2
+    median = ratios[mid] if len(ratios) % 2 else (ratios[mid - 1] + ratios[mid]) / 2
+    return ScoringRatio(median, len(ratios), source)
+
+
+_RATIOS: dict[tuple[Path, str], ScoringRatio | None] = {}
+
+
+def measured_scoring_ratio(device_kind: str, folder: Path = MEASURED_RECORDS) -> ScoringRatio | None:
+    """:func:`scoring_ratio` of the ``record.json`` files under ``folder`` (default: the benchmarks'
+    committed records, :data:`MEASURED_RECORDS`) for ``device_kind``, read once; ``None`` without any (an
+    install without the checkout, or no such record)."""
+    key = (folder, device_kind)
+    if key not in _RATIOS:
+        records = []
+        for path in sorted(folder.glob("**/record.json")) if folder.is_dir() else []:
+            try:
+                data = json.loads(path.read_text())
+            except (OSError, ValueError):
+                continue
+            if isinstance(data, dict):
+                records.append(data)
+        _RATIOS[key] = scoring_ratio(records, device_kind, str(folder))
+    return _RATIOS[key]
 
 
 def estimate_rate(rates: Sequence[Rate], image_size: int, width: int, batch_size: int) -> Estimate:

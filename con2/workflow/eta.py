@@ -4,9 +4,11 @@ Snakemake prints "N of M steps (x%) done" and each `con2 train` job its own ETA;
 the grid will be done. A run's time has three parts, and each is weighed by what drives it:
 
 - training (``timing.fit_seconds`` + ``curve_seconds``): its planned training views (`con2 plan`'s
-  arithmetic: images per run x encoder passes per image);
-- scoring (``score_seconds``): its scoring images, (training + test images) x test-time views
-  (``tta``): a digits run fits in 7 s and scores for 63 s, a zero-shot method trains nothing;
+  arithmetic: images per run x encoder passes per image); none for a run that trains nothing (a floor,
+  a zero-shot method: ``max_steps: 0``);
+- scoring (``score_seconds``): its scoring images, (training + test images) x the test-time views it
+  encodes (``tta``; one for a card whose ``params.tta`` is false: the floors,
+  :func:`con2.grid.plan.scoring_views`): a digits run fits in 7 s and scores for 63 s;
 
 both in units of a view at 28 px and width 16 (:func:`view_cost`), so the pace of the 16 px
 digits runs, which finish first, prices the 28 px BreastMNIST runs;
@@ -20,19 +22,25 @@ Each run not yet finished costs
     training views x training pace + scoring images x scoring pace + rest
 
 where each pace is measured on the finished runs (their records' ``timing``) of the same method at the
-same image size where there are such, else of the same method, else of all finished runs whose views
-are known (I-JEPA-AD's ViT, 325 s of scoring where a ResNet takes 48, never prices another method). A
+same image size where there are such, else of the same method, else of the finished runs of the same
+kind (trained, or scored untrained: a floor's 14-24 s never priced a CON2 run, nor a CON2 run's 200 s of
+scoring a floor: issue 58, item 3, where the ETA was 4x off) whose views are known, else the prior
+below, else of all finished runs whose views are known (I-JEPA-AD's ViT, 325 s of scoring where a
+ResNet takes 48, never prices another method). A
 run in flight costs what is left of it (its cost less the seconds since its job started, never below
 0). The seconds left are the time the parallel job slots take for these (:func:`makespan`): the runs
 in flight first, then the others, the longest first as the workflow's priorities start them, each on
 the slot that frees first; not the sum over the slots, which gave the last run of a grid half a slot
 and a run that had run for minutes its whole cost again. Before
 any run has finished, each run's planned seconds stand in: its training views at this device's
-measured throughput (``con2/resources/throughput.csv``, as `con2 plan` reads it; training steps
-alone, and nothing for a run whose views per image are unknown: a floor), where this device was
-measured; elsewhere the line says an ETA follows the first finished run. A method whose views per
-image are unknown (I-JEPA-AD's ViT, a baseline with its own rule) cannot be priced from the others
-(I-JEPA-AD's one run took 688 s where a ResNet pace said 30 s): its runs are left out of the sum
+measured throughput (``con2/resources/throughput.csv``, as `con2 plan` reads it) plus its scoring
+views at that throughput times the measured cost of a scoring view against a training view
+(:func:`con2.grid.plan.measured_scoring_ratio`: the median over the benchmarks' committed records of
+this kind of device, ``benchmarks/measured/**/record.json``; 0.69 on the CPU records at 9a00bcd and
+04996fb), nothing for the start-up, so "at least"; nothing for a run whose views per image are
+unknown, where this device was measured; elsewhere the line says an ETA follows the first finished run.
+A method whose views per image are unknown (I-JEPA-AD's ViT, a baseline with its own rule) cannot be
+priced from the others (I-JEPA-AD's one run took 688 s where a ResNet pace said 30 s): its runs are left out of the sum
 and named on the line until one of them has finished. The arithmetic is pure; the workflow
 (:class:`con2.workflow.progress.ProgressLine`) gathers the runs and prints :func:`eta_line` after each finished
 training job.
@@ -55,7 +63,17 @@ from pathlib import Path
 from typing import Any
 
 from con2.grid.cost_tables import SIZES_CSV, THROUGHPUT_CSV, Rate, held_out_sizes, read_rates, read_sizes, train_sizes
-from con2.grid.plan import device_matches, estimate_rate, images_per_run, setting_of, sized_runs, views_per_image
+from con2.grid.plan import (
+    device_matches,
+    estimate_rate,
+    images_per_run,
+    measured_scoring_ratio,
+    precision_of,
+    scoring_views,
+    setting_of,
+    sized_runs,
+    views_per_image,
+)
 
 __all__ = [
     "AfterRuns",
@@ -65,9 +83,11 @@ __all__ = [
     "Spent",
     "after_runs",
     "after_text",
+    "device_kind",
     "eta_line",
     "format_duration",
     "grid_eta",
+    "job_priority",
     "makespan",
     "pace_seconds",
     "weighed_run",
@@ -78,9 +98,12 @@ __all__ = [
 
 @dataclass(frozen=True)
 class WeighedRun:
-    """One training run of the grid: its key, method, weight (planned training views), planned
-    seconds at this device's measured throughput (``None``: not measured here), scoring images
-    ((training + test images) x test-time views) and setting (its image size: paces are shared within it)."""
+    """One run of the grid: its key, method, weight (planned training views: 0 for a run that trains
+    nothing), planned seconds at this device's measured throughput, training and scoring (``None``: not
+    measured here), scoring images ((training + test images) x the test-time views it encodes), setting
+    (its image size: paces are shared within it), whether it trains (``trains``: a floor or a zero-shot
+    method does not, and is priced by its own kind) and ``prior_scoring``, the part of ``prior_seconds``
+    that is its scoring."""
 
     key: str
     method: str
@@ -89,6 +112,8 @@ class WeighedRun:
     score_images: float = 0.0
     setting: str = ""
     priced: bool = True  # False: its views per image are unknown, its cost is its own method's pace only
+    trains: bool = True
+    prior_scoring: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -178,12 +203,16 @@ def weighed_run(
     n_train: int,
     views_per_s: float | None = None,
     n_test: int | None = None,
+    scoring_ratio: float | None = None,
 ) -> WeighedRun:
     """A run of the grid weighed by its planned training views and scoring images, each times
     :func:`view_cost` (``config``: its resolved RunConfig as a mapping, with ``epochs``, ``batch_size``,
     ``tta``, ``image_size``, ``width`` and ``params``; ``n_train``/``n_test``: its training and test
     images, ``n_test`` ``None``: unknown, taken as ``n_train``; ``views_per_s``: this device's measured
-    throughput at the run's setting, if any)."""
+    throughput at the run's setting, if any; ``scoring_ratio``: a scoring view's cost in training views
+    on this kind of device, :func:`con2.grid.plan.measured_scoring_ratio`, ``None``: its scoring is left
+    out of the planned seconds). A run that trains nothing (no training images: ``max_steps: 0``, the
+    floors) weighs 0 training views and is priced by its scoring alone."""
     images = images_per_run(
         n_train,
         int(config["batch_size"]),
@@ -191,13 +220,22 @@ def weighed_run(
         config.get("max_steps"),
         bool(config.get("drop_last", True)),
     )
-    views = 0 if images == 0 else views_per_image(method, config.get("params") or {})
-    planned_views = float(max(1, images * (views or 1)))
-    prior = planned_views / views_per_s if views is not None and views_per_s else None
-    scored = (n_train + (n_train if n_test is None else n_test)) * max(1, int(config.get("tta") or 1))
+    params = config.get("params") or {}
+    trains = images > 0
+    views = views_per_image(method, params) if trains else 0
+    planned_views = float(images * views) if views is not None else float(images)
+    scored = (n_train + (n_train if n_test is None else n_test)) * scoring_views(
+        method, params, int(config.get("tta") or 0)
+    )
+    prior, prior_scoring = None, 0.0
+    if views is not None and views_per_s:
+        prior_scoring = scored * scoring_ratio / views_per_s if scoring_ratio else 0.0
+        prior = planned_views / views_per_s + prior_scoring
     cost = view_cost(config)
     setting = f"{config.get('image_size', '')}px"
-    return WeighedRun(key, method, planned_views * cost, prior, scored * cost, setting, priced=views is not None)
+    return WeighedRun(
+        key, method, planned_views * cost, prior, scored * cost, setting, views is not None, trains, prior_scoring
+    )
 
 
 def measured_rates(device: str) -> list[Rate]:
@@ -207,6 +245,13 @@ def measured_rates(device: str) -> list[Rate]:
     waits for the first finished run)."""
     rows = [r for r in read_rates(THROUGHPUT_CSV) if device_matches(r.device, device)]
     return [r for r in rows if not r.compile] or rows
+
+
+def device_kind(device: str) -> str:
+    """``cpu`` for a CPU's name as the throughput table writes it (its precision in brackets,
+    :func:`con2.grid.plan.precision_of`: ``AMD EPYC (1 thread(s); bf16 autocast)``), else ``cuda`` (a GPU's
+    name from nvidia-smi): the ``device`` of the records a scoring ratio is read from."""
+    return "cpu" if precision_of(device) else "cuda"
 
 
 def weigh_runs(runs: Sequence[Any], data_dir: Path | None, device: str | None) -> dict[str, WeighedRun]:
@@ -219,17 +264,32 @@ def weigh_runs(runs: Sequence[Any], data_dir: Path | None, device: str | None) -
     n_train, _ = train_sizes(known, table, data_dir) if known else ({}, {})
     n_test = held_out_sizes(known, data_dir)
     rates = measured_rates(device) if device else []
+    ratio = measured_scoring_ratio(device_kind(rates[0].device)) if rates else None
     out: dict[str, WeighedRun] = {}
     for run in known:
         cfg = run.config
         views_per_s = estimate_rate(rates, *setting_of(cfg)).views_per_s if rates else None
         key = (run.dataset, run.normal_class)
-        out[run.key] = weighed_run(run.key, run.method, cfg, n_train[key], views_per_s, n_test.get(key))
+        out[run.key] = weighed_run(
+            run.key, run.method, cfg, n_train[key], views_per_s, n_test.get(key), ratio.ratio if ratio else None
+        )
     mean = sum(p.weight for p in out.values()) / len(out) if out else 1.0
     scored = sum(p.score_images for p in out.values()) / len(out) if out else 0.0
     for run in runs:
         out.setdefault(run.key, WeighedRun(run.key, run.method, mean, score_images=scored))
     return out
+
+
+def job_priority(p: WeighedRun) -> int:
+    """The Snakemake priority of ``p``'s training job: a run whose cost the ETA cannot price from the others
+    first, so that its pace is known early: a method whose views per image are unknown (I-JEPA-AD's ViT) and a
+    run that trains nothing (a floor: 14-24 s of scoring on CIFAR-10, docs/results.md, which no trained run's
+    pace describes; last in the grid, two floors were priced at 3 min 50 s with 1 min 03 s left, issue 58,
+    item 3); then the larger runs (training views plus scoring images) first, so the grid does not end on one
+    long job with a slot idle."""
+    if not p.priced or not p.trains:
+        return 1000
+    return int(round(10 * math.log10(1.0 + p.weight + p.score_images)))
 
 
 def pace_seconds(value: Any) -> float | None:
@@ -295,27 +355,46 @@ def grid_eta(
     # takes 48) is its own, never another method's
     comparable = [q for q in done if q.priced] or done
 
-    def pools(p: WeighedRun) -> list[list[WeighedRun]]:
-        """The finished runs whose pace ``p`` takes: same method and setting, same method, all priced."""
+    def pools(p: WeighedRun) -> tuple[list[list[WeighedRun]], list[WeighedRun]]:
+        """The finished runs whose pace ``p`` takes: same method and setting, same method, the same kind
+        (trained or not) and priced; then, after the prior, all priced."""
         same = [q for q in done if q.method == p.method]
-        return [[q for q in same if q.setting == p.setting], same, comparable]
+        kind = [q for q in comparable if q.trains == p.trains and q.priced]
+        return [[q for q in same if q.setting == p.setting], same, kind], comparable
+
+    def prior_pace(p: WeighedRun, part: str) -> float | None:
+        """Seconds per unit of ``part`` from ``p``'s planned seconds (this device's measured throughput)."""
+        if p.prior_seconds is None:
+            return None
+        if part == "train":
+            return (p.prior_seconds - p.prior_scoring) / p.weight if p.weight > 0 else None
+        return p.prior_scoring / p.score_images if p.prior_scoring > 0 and p.score_images > 0 else None
 
     def pace(p: WeighedRun, part: str, units: str) -> float:
-        for pool in pools(p):
+        own, last = pools(p)
+        for pool in own:
             n = sum(getattr(q, units) for q in pool)
             if n > 0:
                 return sum(getattr(measured[q.key], part) for q in pool) / n
-        return 0.0
+        prior = prior_pace(p, part)
+        if prior is not None:
+            from_prior.add(p.key)
+            return prior
+        n = sum(getattr(q, units) for q in last)
+        return sum(getattr(measured[q.key], part) for q in last) / n if n > 0 else 0.0
 
     def rest(p: WeighedRun) -> float:
-        pool = next(pool for pool in pools(p) if pool)
+        own, last = pools(p)
+        pool = next((pool for pool in own if pool), last)
         return sum(measured[q.key].rest for q in pool) / len(pool)
 
     def seconds(p: WeighedRun) -> float:
         if not done:
             return float(p.prior_seconds or 0.0)
-        return p.weight * pace(p, "train", "weight") + p.score_images * pace(p, "score", "score_images") + rest(p)
+        training = p.weight * pace(p, "train", "weight") if p.weight > 0 else 0.0
+        return training + p.score_images * pace(p, "score", "score_images") + rest(p)
 
+    from_prior: set[str] = set()  # runs priced (in part) at this device's throughput: no run of their kind yet
     finished_methods = {p.method for p in done}
     unpriced: dict[str, int] = {}
     flying, queued = [], []
@@ -327,8 +406,10 @@ def grid_eta(
             flying.append(max(0.0, seconds(p) - elapsed[p.key]))
         else:
             queued.append(seconds(p))
-    # "prior": the training steps alone at this device's throughput (no scoring, no data preparation)
+    # "prior": the training and scoring at this device's throughput (no start-up or data loading)
     basis = "prior" if not done else f"the pace of the {len(done)} finished run{'s' if len(done) != 1 else ''}"
+    if done and from_prior:
+        basis += f" and, for {len(from_prior)} of a kind none has finished, this device's measured throughput"
     total = makespan(flying, queued, slots) + after.seconds(slots)  # the steps after the runs wait for them all
     return GridEta(n_done, len(planned), total, basis, unpriced, after)
 
@@ -375,8 +456,9 @@ def eta_line(eta: GridEta, slots: int, unmeasured: str = "") -> str:
     after = f"; {after}" if after else ""
     if eta.basis == "prior":  # before any run finished: the training steps at this device's measured throughput
         return (
-            f"{head}; at least {format_duration(eta.seconds_left)} left ({slots} at a time: the training steps "
-            f"alone at this device's measured throughput; the pace of the finished runs from the first one on{after})"
+            f"{head}; at least {format_duration(eta.seconds_left)} left ({slots} at a time: training and scoring "
+            f"at this device's measured throughput, no start-up; the pace of the finished runs from the first one "
+            f"on{after})"
         )
     plus = ""
     if eta.unpriced:

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from con2.grid.plan import images_per_run, views_per_image
+from con2.grid.plan import images_per_run, measured_scoring_ratio, views_per_image
 from con2.workflow.console import GridProgress, install_grid_progress
 from con2.workflow.eta import (
     PRIOR_STEPS,
@@ -48,9 +48,11 @@ def reference_seconds(
 ) -> float:
     """Each unfinished run: its training views times the training seconds per view, its scoring images
     times the scoring seconds per image, plus the mean rest per run, each over the finished runs of its
-    method at its setting, else of its method, else of all finished runs of a method whose views are
-    known (for a pace: the first such group with units to divide by); before any run finished, its own
-    planned seconds; less the seconds it has been running. Then how long the slots take for them
+    method at its setting, else of its method, else of the finished runs of its kind (trained or not) whose
+    views are known, else its own planned seconds' pace (this device's throughput), else of all finished
+    runs of a method whose views are known (for a pace: the first such group with units to divide by); a
+    run that trains nothing has no training part; before any run finished, its own planned seconds; less
+    the seconds it has been running. Then how long the slots take for them
     (:func:`reference_makespan`). A float is a wall time, all training; a mapping a record's timing."""
 
     def parts(value: Any) -> tuple[float, float, float]:
@@ -69,21 +71,31 @@ def reference_seconds(
             assert p.prior_seconds is not None
             total = p.prior_seconds
         else:
+            priced = [q for q in done if q.priced] or done
             groups = [
                 [q for q in done if q.method == p.method and q.setting == p.setting],
                 [q for q in done if q.method == p.method],
-                [q for q in done if q.priced] or done,
+                [q for q in priced if q.trains == p.trains and q.priced],
             ]
-            train_pool = next(g for g in groups if sum(q.weight for q in g) > 0)
-            score_pool = next((g for g in groups if sum(q.score_images for q in g) > 0), [])
-            rest_pool = next(g for g in groups if g)
-            total = p.weight * sum(parts(finished[q.key])[0] for q in train_pool) / sum(q.weight for q in train_pool)
-            if score_pool:
-                total += (
-                    p.score_images
-                    * sum(parts(finished[q.key])[1] for q in score_pool)
-                    / sum(q.score_images for q in score_pool)
-                )
+            prior_train = prior_score = None
+            if p.prior_seconds is not None and p.weight > 0:
+                prior_train = (p.prior_seconds - p.prior_scoring) / p.weight
+            if p.prior_seconds is not None and p.prior_scoring > 0 and p.score_images > 0:
+                prior_score = p.prior_scoring / p.score_images
+
+            def per_unit(
+                index: int, units: str, prior: float | None, groups: list = groups, priced: list = priced
+            ) -> float:
+                pool = next((g for g in groups if sum(getattr(q, units) for q in g) > 0), None)
+                if pool is None and prior is not None:
+                    return prior
+                pool = pool or priced
+                n = sum(getattr(q, units) for q in pool)
+                return sum(parts(finished[q.key])[index] for q in pool) / n if n > 0 else 0.0
+
+            total = p.weight * per_unit(0, "weight", prior_train) if p.weight > 0 else 0.0
+            total += p.score_images * per_unit(1, "score_images", prior_score)
+            rest_pool = next((g for g in groups if g), priced)
             total += sum(parts(finished[q.key])[2] for q in rest_pool) / len(rest_pool)
         if p.key in running:
             flying.append(max(0.0, total - running[p.key]))
@@ -203,7 +215,11 @@ def test_a_method_of_unknown_cost_never_sets_the_pace_of_another() -> None:
     with_vit = grid_eta(runs, {"a": 30.0, "f": 700.0}, 1)
     assert with_vit.seconds_left == pytest.approx(grid_eta(grid(), {"a": 30.0}, 1).seconds_left)
     assert with_vit.seconds_left == pytest.approx(reference_seconds(runs, {"a": 30.0, "f": 700.0}, 1))
-    alone = grid_eta(runs, {"f": 700.0}, 1)  # the only pace there is: taken rather than none
+    # this device's measured throughput (the planned seconds) comes before another method's pace
+    alone = grid_eta(runs, {"f": 700.0}, 1)
+    assert alone.seconds_left == pytest.approx(4.0 + 12.0 + 8.0 + 2.0 + 3.0)
+    unmeasured = [WeighedRun(p.key, p.method, p.weight, priced=p.priced) for p in runs]
+    alone = grid_eta(unmeasured, {"f": 700.0}, 1)  # the only pace there is: taken rather than none
     assert alone.seconds_left == pytest.approx(7.0 * (100 + 300 + 200 + 50 + 80))
 
 
@@ -269,7 +285,10 @@ def test_without_a_measured_device_the_eta_waits_for_the_first_run_and_ends_at_z
 
 def test_the_line_says_what_the_estimate_rests_on() -> None:
     prior = eta_line(GridEta(0, 42, 1234.0, "prior"), 2)
-    assert prior.startswith("con2 grid: 0 of 42 training runs done; at least 21 min left (2 at a time: the training")
+    assert prior.startswith(
+        "con2 grid: 0 of 42 training runs done; at least 21 min left (2 at a time: training and scoring at this "
+        "device's measured throughput, no start-up;"
+    )
     paced = eta_line(GridEta(12, 42, 7300.0, "the pace of the 12 finished runs"), 2)
     assert paced == (
         "con2 grid: 12 of 42 training runs done; about 2 h 02 min left (2 at a time; from the pace of the 12 "
@@ -300,8 +319,13 @@ def test_runs_are_weighed_by_their_planned_views_and_the_device_throughput() -> 
     assert weights["s"].weight == images * 2
     assert weights["u"].weight == images and weights["u"].prior_seconds is None  # views unknown: its images
     assert not weights["u"].priced and weights["c"].priced
-    # the measured row: 207.7 images/s of 4 views each at 28 px, width 16, batch 64
-    assert weights["c"].prior_seconds == pytest.approx(images * 4 / (207.7 * 4))
+    # the measured row: 207.7 images/s of 4 views each at 28 px, width 16, batch 64; scoring (no tta: one view
+    # of the 399 training and, without a manifest, 399 test images) at the CPU records' scoring-view cost
+    ratio = measured_scoring_ratio("cpu")
+    assert ratio is not None and 0.3 < ratio.ratio < 1.5 and ratio.records >= 4
+    scoring = (399 + 399) * ratio.ratio / (207.7 * 4)
+    assert weights["c"].prior_scoring == pytest.approx(scoring)
+    assert weights["c"].prior_seconds == pytest.approx(images * 4 / (207.7 * 4) + scoring)
     assert weights["x"].weight == pytest.approx((images * 4 + images * 2 + images) / 3)  # unknown size: the mean
     assert all(p.prior_seconds is None for p in weigh_runs(runs[:2], None, "Intel Xeon").values())
     assert measured_rates("NVIDIA H200 NVL") and not measured_rates("Intel(R) Xeon(R) Platinum 8481C")

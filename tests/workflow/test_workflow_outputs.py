@@ -101,7 +101,11 @@ def test_console_has_one_line_per_finished_run_and_logs_one_per_epoch(tiny_run: 
     # the job's log (not a terminal) gets one line per epoch with its ETA, no carriage-return bar
     assert re.search(r"^epoch 1/1  loss=\S+.*  \d+ img/s  ETA \d+s$", log, re.M) and "\r" not in log, log
     # and the console the first epoch's line of each run, with its ETA and where its log is
-    started = re.findall(r"^digits/\d \S+/\S+ seed=\d: epoch 1/1 .* ETA \d+s \(log: (\S+)\)$", console, re.M)
+    started = re.findall(
+        r"^digits/\d \S+/\S+ seed=\d: epoch 1/1 .* ETA \d+s(?: \+ scoring ~\S+ = ~\S+ left)? \(log: (\S+)\)$",
+        console,
+        re.M,
+    )
     assert len(started) == 7 and log_file in started, console[-3000:]
 
 
