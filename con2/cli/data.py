@@ -20,19 +20,20 @@ from con2.text import terminal_safe
 
 def cmd_list(args: argparse.Namespace) -> int:
     """Print every registered dataset: family, source, present or not, prepared sizes, how to get it."""
-    from con2.data.cache import cache_root  # lazy: numpy, as the registry below
-    from con2.data.registry import (  # lazy: numpy and PIL stay off the start of `con2`
-        DATASETS,
-        dataset_status,
-    )
+    from con2.data import own_folder  # lazy: numpy and PIL stay off the start of `con2`
+    from con2.data.cache import cache_root
+    from con2.data.registry import DATASETS, dataset_status
 
-    data_dir = args.data_dir or default_data_dir()
-    shown = terminal_safe(str(Path(data_dir).resolve()))  # a folder's name, its escapes shown (as every line here)
-    print(f"data_dir: {shown}  ({data_dir_origin(args.data_dir)})")
+    given = args.data_dir or profile_data_dir(args)
+    # resolved once, so the header, the "looked only in" line and every fix command name the same folder
+    data_dir = Path(given or default_data_dir()).expanduser().resolve()
+    declared = register_profile(args, data_dir)
+    shown = terminal_safe(str(data_dir))  # a folder's name, its escapes shown (as every line here)
+    print(f"data_dir: {shown}  ({data_dir_origin(args.data_dir, given)})")
     cache = terminal_safe(str(cache_root(Path(data_dir))))
     print(f"cache:    {cache} (prepared arrays; user-wide, shared by every checkout: $CON2_CACHE_DIR)")
     print(f"{'name':22} {'family':8} {'source':12} {'present':8} {'prepared':14} normal classes")
-    missing, elsewhere = [], False
+    missing, elsewhere, counts = [], False, []
     for name in DATASETS:
         s = dataset_status(name, data_dir)
         info = DATASETS[name]
@@ -44,6 +45,12 @@ def cmd_list(args: argparse.Namespace) -> int:
         print(f"{name:22} {s['family']:8} {s['source']:12} {present:8} {prepared:14} {normals}")
         if not s["present"]:
             missing.append((name, s["problem"] if present == "BROKEN" else s["how_to_get"]))
+        elif name in declared:
+            counts.append(own_folder.counts_line(info, data_dir))
+    if counts:
+        print("\nDeclared folders (images per split and class):")
+        for line in counts:
+            print(f"  {terminal_safe(line)}")
     if elsewhere:
         print(
             "* prepared from another data folder (the cache above is shared by every checkout and data_dir); "
@@ -61,10 +68,43 @@ def cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
-def data_dir_origin(given: str | None) -> str:
-    """Where ``con2 data`` took its data folder from: ``--data-dir``, ``$CON2_DATA_DIR`` or the default ``./data``."""
+def profile_data_dir(args: argparse.Namespace) -> str | None:
+    """The ``data_dir`` of the profile ``--profile`` names (``None``: no profile, or it sets none).
+
+    Raises:
+        DataError: the profile cannot be read, one line.
+    """
+    if not getattr(args, "profile", None):
+        return None
+    from con2.data.own_folder import declarations  # noqa: PLC0415 (lazy: yaml, only with --profile)
+
+    return declarations(args.profile)[1]
+
+
+def register_profile(args: argparse.Namespace, data_dir: Path) -> list[str]:
+    """Register the folder datasets of the profile ``--profile`` names, their relative folders under
+    ``data_dir``; the names (none without ``--profile``).
+
+    Raises:
+        DataError: a bad declaration or a refused folder, one line.
+    """
+    if not getattr(args, "profile", None):
+        from con2.data.own_folder import DECLARED  # noqa: PLC0415 (declared by $CON2_DATASETS, if any)
+
+        return list(DECLARED)
+    from con2.data.own_folder import DECLARED, register_declared  # noqa: PLC0415
+
+    DECLARED.clear()  # the profile's own: a $CON2_DATASETS of another one would list its folders too
+    return register_declared(args.profile, data_dir)
+
+
+def data_dir_origin(given: str | None, used: str | None = None) -> str:
+    """Where ``con2 data`` took its data folder from: ``--data-dir``, the ``--profile``'s ``data_dir`` (``used``
+    without ``given``), ``$CON2_DATA_DIR`` or the default ``./data``."""
     if given:
         return "--data-dir"
+    if used:
+        return "the profile's data_dir"
     if os.environ.get("CON2_DATA_DIR"):
         return "$CON2_DATA_DIR"
     return "the default, ./data: neither --data-dir nor $CON2_DATA_DIR given"
@@ -93,8 +133,10 @@ def cmd_get(args: argparse.Namespace) -> int:
         source_of,
     )
 
+    given = args.data_dir or profile_data_dir(args)
+    data_dir = Path(given or default_data_dir()).expanduser().resolve()
+    declared = register_profile(args, data_dir)
     info = get_info(args.name)
-    data_dir = args.data_dir or default_data_dir()
     sizes = args.size or [source_of(info).default_size(info)]
     check_sizes(sizes)
     for size in tqdm(sizes, desc=f"{info.name}", unit="size", disable=len(sizes) < 2):
@@ -104,12 +146,22 @@ def cmd_get(args: argparse.Namespace) -> int:
         print(terminal_safe(f"{info.name} {size}px: {len(prep.images)} images {shape} in {where}"))
         source = prep.manifest["source"].get("location") or f"{info.source} (no files)"
         print(terminal_safe(f"  source {source}, images sha256 {prep.manifest['images_sha256']}"))
+        if info.name in declared:
+            from con2.data.own_folder import counts_line  # noqa: PLC0415 (a declared folder's counts)
+
+            print(terminal_safe(f"  {counts_line(info, data_dir)}"))
         data = load_one_class(info.name, data_dir, None, 0, size)
         print(
             f"  normal class {data.normal_class}: {len(data.train)} train, test {data.n_normal_test} normal + "
             f"{data.n_anomalous} anomalous (split sha256 {data.manifest['split_sha256'][:16]})"  # type: ignore[index]
         )
     return 0
+
+
+PROFILE_HELP = (
+    "a workflow profile whose datasets.<name>.folder entries declare your own images (docs/own_data.md); its "
+    "data_dir unless --data-dir is given"
+)
 
 
 def add_data_subcommands(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -119,6 +171,7 @@ def add_data_subcommands(subparsers: argparse._SubParsersAction) -> argparse.Arg
     sub.required = True
     p_list = sub.add_parser("list", help="registered datasets, what is present, how to get what is missing")
     p_list.add_argument("--data-dir", default=None, help="data folder (default: $CON2_DATA_DIR or ./data)")
+    p_list.add_argument("--profile", default=None, help=PROFILE_HELP)
     p_list.set_defaults(func=cmd_list)
     p_get = sub.add_parser("get", help="locate or download a dataset, verify it, prepare it")
     p_get.add_argument("name", help="a registered dataset (`con2 data list` lists them)")
@@ -129,6 +182,7 @@ def add_data_subcommands(subparsers: argparse._SubParsersAction) -> argparse.Arg
         "--size", type=int, action="append", help="prepared size; repeatable (default: MedMNIST 28, else the paper's)"
     )
     p_get.add_argument("--no-download", action="store_true", help="only use what is on disk")
+    p_get.add_argument("--profile", default=None, help=PROFILE_HELP)
     p_get.set_defaults(func=cmd_get)
     return data
 

@@ -353,9 +353,14 @@ def prepare(
             except (OSError, ValueError, SyntaxError, Image.DecompressionBombError) as exc:  # a bomb: no traceback
                 if isinstance(exc, OSError) and exc.errno in (errno.EACCES, errno.EPERM, errno.EIO):
                     raise  # the file cannot be read (Source.prepare says so), which is no sign of damage
+                fix = (
+                    "replace that file by a readable image, or move it out of the folder (your own images: nothing "
+                    "downloads them again)"
+                    if table.settings
+                    else f"delete that file or the dataset folder and run `con2 data get {table.dataset}`."
+                )
                 raise DataError(
-                    f"{table.dataset}: cannot decode {table.ids[i]} in {table.location} ({exc}). "
-                    f"Fix: delete that file or the dataset folder and run `con2 data get {table.dataset}`."
+                    f"{table.dataset}: cannot decode {terminal_safe(table.ids[i])} in {table.location} ({exc}). Fix: {fix}"
                 ) from exc
         out.flush()
         del out

@@ -416,7 +416,8 @@ def how_to_get_text(spec: FolderSpec, data_dir: Path) -> str:
     return (
         f"Fix: put the images in {terminal_safe(str(root))} (one of the layouts mvtec, normal_anomalous, "
         f"class_folders: docs/own_data.md), then run "
-        f"`{shell_command('con2', 'data', 'get', spec.name, '--data-dir', data_dir)}` with {ENV} naming the profile"
+        f"`{shell_command('con2', 'data', 'get', spec.name, '--data-dir', data_dir)} --profile PROFILE` (PROFILE: "
+        "the profile that declares it)"
     )
 
 
@@ -600,7 +601,7 @@ def export(spec: FolderSpec) -> None:
         declared = {}
     if not isinstance(declared, dict):
         declared = {}
-    entry = {k: v for k, v in asdict(spec).items() if k != "name"}
+    entry = {k: v for k, v in asdict(spec).items() if k != "name" and v != ""}  # "": the default, recognised again
     entry["classes"] = list(spec.classes)
     declared[spec.name] = entry
     os.environ[ENV] = json.dumps(declared, sort_keys=True)
@@ -637,6 +638,18 @@ def declarations(text: str) -> tuple[dict[str, Mapping[str, Any]], str | None]:
     return {str(k): v for k, v in value.items() if isinstance(v, Mapping) and "folder" in v}, data_dir
 
 
+def register_declared(text: str, data_dir: Path | None = None) -> list[str]:
+    """Register the folder datasets ``text`` declares (as ``$CON2_DATASETS``: :func:`declarations`), their
+    relative folders under ``data_dir`` (``None``: the profile's ``data_dir``, else the default); the names.
+
+    Raises:
+        DataError: a bad declaration or a refused folder, one line.
+    """
+    declared, profile_dir = declarations(text)
+    base = data_dir if data_dir is not None else (Path(profile_dir) if isinstance(profile_dir, str) else None)
+    return [register_spec(read_spec(name, settings), base).name for name, settings in declared.items()]
+
+
 def register_from_environment() -> list[str]:
     """Register the folder datasets ``$CON2_DATASETS`` declares (see :func:`declarations`); the names registered.
 
@@ -644,8 +657,21 @@ def register_from_environment() -> list[str]:
         DataError: a bad variable or declaration, one line.
     """
     text = os.environ.get(ENV, "")
-    if not text.strip():
-        return []
-    declared, data_dir = declarations(text)
-    base = Path(data_dir) if isinstance(data_dir, str) else None
-    return [register_spec(read_spec(name, settings), base).name for name, settings in declared.items()]
+    return register_declared(text) if text.strip() else []
+
+
+def counts_line(info: DatasetInfo, data_dir: Path) -> str:
+    """``con2 data list``'s line on a declared folder: its layout, then images per split and class
+    (``train: good 20; test: good 5, bar 5, disc 5``).
+
+    Raises:
+        DataError: the folder is missing or refused (:func:`list_folder`).
+    """
+    listing = list_folder(spec_of(info), data_dir)
+    per: dict[str, dict[str, int]] = {}
+    for split, cls, _ in listing.rows:
+        per.setdefault(split, {}).setdefault(cls, 0)
+        per[split][cls] += 1
+    splits = "; ".join(f"{split}: " + ", ".join(f"{c} {n}" for c, n in classes.items()) for split, classes in per.items())
+    drawn = f", test split drawn by a seeded hash ({info.test_fraction:g})" if listing.protocol == "holdout" else ""
+    return f"{info.name} ({listing.layout}{drawn}): {splits}"
