@@ -48,6 +48,15 @@ TINY = {
 WORKFLOW_SESSION_FIXTURES = ("tiny_run", "labelled_reports")
 
 
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    """The installed torch in the session's header and, outside pyproject.toml's supported range, the one line
+    that says so with the fix (con2/torch_support.py; tests/project/test_torch_support.py fails on it)."""
+    from con2.torch_support import installed_torch, torch_problem  # lazy: read once per session, not per worker
+
+    problem = torch_problem()
+    return [f"torch {installed_torch()}: " + (problem or "in the supported range (pyproject.toml)")]
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """The files in the order pytest-xdist's ``--dist loadfile`` should start them (``--no-loadscope-reorder``
     keeps it), longest first as far as the suite knows, so that no long file starts last and leaves the other

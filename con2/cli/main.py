@@ -44,6 +44,7 @@ from con2.run.rundir import RunDir, unfinished_rescore
 from con2.run.runner import rescore, run
 from con2.run.signals import sigterm_as_interrupt
 from con2.text import shell_command, terminal_safe
+from con2.torch_support import warn_if_unsupported
 from con2.yaml_files import read_text_file, read_yaml_mapping
 
 # Start-up imports only the standard library, yaml and con2's light modules (config, errors,
@@ -466,8 +467,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The ``con2`` command: one warning line first where the installed torch is outside the supported range
+    (:mod:`con2.torch_support`: the line names the version and the install command), then the subcommand."""
     if argv is None:  # the `con2` command (not a call from Python): SIGTERM stops it as Ctrl-C does
         sigterm_as_interrupt()
+    warn_if_unsupported()
     return run_command(build_parser().parse_args(argv))
 
 

@@ -16,7 +16,15 @@ BASELINES = ROOT / "baselines"  # the methods layer's other half: the baselines,
 
 # Lowest first: a module may import its own layer and the layers below it, never one above.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("con2.errors", "con2.atomic", "con2.faults", "con2.resources", "con2.text", "con2.yaml_files"),
+    (
+        "con2.errors",
+        "con2.atomic",
+        "con2.faults",
+        "con2.resources",
+        "con2.text",
+        "con2.torch_support",
+        "con2.yaml_files",
+    ),
     ("con2.config", "con2.paths", "con2.paper_names", "con2.source_formats", "con2.maths", "con2.transforms"),
     ("con2.data", "con2.weights"),
     ("con2.training",),
