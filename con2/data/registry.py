@@ -420,6 +420,9 @@ def load_one_class(
         ids[val_idx].tolist(),
         pixels_digest(val) if len(val_idx) else None,
     )
+    if source.get("format") == "folder" and str(source.get("settings", "")).startswith("layout=mvtec"):
+        # a declared mvtec tree: each test image's anomaly kind (its class folder), for per-kind AUROC columns
+        manifest["test_kinds"] = [info.classes[int(c)] for c in labels[test_idx]]
     if directory is not None:
         try:
             write_manifest(manifest, directory / "splits" / manifest_filename(normal_name, seed))
@@ -464,8 +467,7 @@ def _register_declared() -> None:
     workflow starts (``con2 train``, its scripts) know a profile's own datasets as the workflow does."""
     from con2.data import own_folder  # noqa: PLC0415 (it imports this module: registered once both exist)
 
-    register_source(own_folder.SOURCE)
-    own_folder.register_from_environment()
+    own_folder.register_from_environment()  # its source is registered with the first declared folder
 
 
 _register_declared()

@@ -513,6 +513,7 @@ def write_run(
         data_source=data_source(manifest),
         rescored=trained.rescored,
         files_sha256={name: sha for name, sha in files.items() if sha is not None},
+        test_kinds=manifest.get("test_kinds"),  # anomaly kinds of a declared mvtec tree: per-kind AUROC columns
     )
     rd.write_record(record)
     return record

@@ -12,7 +12,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -269,6 +269,33 @@ def timing_value(key: str, value: float | bool | None) -> float | bool | int | N
     return int(value) if key in INTEGER_TIMING else float(value)
 
 
+def auroc_by_kind(
+    labels: np.ndarray, scores: Mapping[str, np.ndarray], kinds: Sequence[str]
+) -> dict[str, dict[str, float]]:
+    """The MVTec convention: per anomaly kind, the AUROC of every score column over the normal test images and
+    that kind's anomalies alone (``{kind: {column: AUROC in %}}``), so a table shows which defects a method misses.
+
+    Args:
+        labels: ``[M]`` test labels, 1 = anomaly.
+        scores: ``{column: [M]}`` anomaly scores.
+        kinds: ``[M]`` the anomaly kind of each test image (its class folder; a normal image's is ignored).
+    """
+    import numpy as np  # noqa: PLC0415 (lazy, as in build_record)
+
+    from con2.maths.metrics import auroc  # noqa: PLC0415
+
+    labels = np.asarray(labels)
+    kinds_a = np.asarray([str(k) for k in kinds])
+    if kinds_a.shape != labels.shape:
+        raise RecordError(f"test kinds: {kinds_a.shape} for {labels.shape} test labels")
+    normal = labels == 0
+    out: dict[str, dict[str, float]] = {}
+    for kind in sorted(set(kinds_a[labels == 1].tolist())):
+        keep = normal | ((labels == 1) & (kinds_a == kind))
+        out[kind] = {k: auroc(labels[keep], np.asarray(v)[keep]) for k, v in scores.items()}
+    return out
+
+
 def build_record(
     *,
     dataset: str,
@@ -297,6 +324,7 @@ def build_record(
     data_source: Mapping[str, str | None] | None = None,
     rescored: Mapping[str, Any] | None = None,
     files_sha256: Mapping[str, str] | None = None,
+    test_kinds: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """The one-run record (schema: :data:`con2.run.records.RECORD_SCHEMA`) of any run, ours or external.
 
@@ -323,6 +351,8 @@ def build_record(
         rescored: a re-scoring's checkpoint (``checkpoint_epoch``, ``checkpoint_step``, ``planned_epochs``,
             ``unfinished``); ``None``: the run trained here.
         files_sha256: the sha256 of each score file written beside the record (``{"scores.csv": hex, ...}``).
+        test_kinds: ``[M]`` each test image's anomaly kind (a declared mvtec tree): ``metrics.auroc_by_kind``
+            (:func:`auroc_by_kind`); ``None``: none.
 
     Raises:
         RecordError: no scores, a score of another length than ``labels``, labels of one class, or
@@ -360,6 +390,7 @@ def build_record(
             "auroc": {k: auroc(labels, np.asarray(v)) for k, v in scores.items()},
             "auroc_ci": auroc_intervals(labels, scores),  # 95% DeLong interval per column (con2.maths.stats)
             **(extras or {}),
+            **({"auroc_by_kind": auroc_by_kind(labels, scores, test_kinds)} if test_kinds is not None else {}),
         },
         "timing": {k: timing_value(k, v) for k, v in times.items()},
         "peak_memory_mb": peak_memory_mb,

@@ -21,7 +21,7 @@ from PIL import Image
 
 from con2.cli.data import main
 from con2.data import own_folder
-from con2.data.registry import DATASETS, load_one_class
+from con2.data.registry import DATASETS, SOURCES, load_one_class
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -31,10 +31,12 @@ def _private(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """A private cache, no declarations from the environment, and the registry as it was afterwards."""
     monkeypatch.setenv("CON2_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.delenv(own_folder.ENV, raising=False)
-    before, declared = dict(DATASETS), dict(own_folder.DECLARED)
+    before, sources, declared = dict(DATASETS), dict(SOURCES), dict(own_folder.DECLARED)
     yield
     DATASETS.clear()
     DATASETS.update(before)
+    SOURCES.clear()
+    SOURCES.update(sources)
     own_folder.DECLARED.clear()
     own_folder.DECLARED.update(declared)
 
@@ -73,6 +75,23 @@ def test_an_mvtec_tree_is_one_normal_class_and_its_anomaly_kinds(tmp_path: Path)
     assert data.train.shape == (8, 24, 24, 3) and data.test.shape == (7, 24, 24, 3) and data.n_anomalous == 4
     assert data.manifest["test_ids"][:3] == ["test/good/000.png", "test/good/001.png", "test/good/002.png"]
     assert data.manifest["source"]["format"] == "folder"
+
+
+def test_an_mvtec_split_names_each_test_image_kind_and_the_record_has_an_auroc_per_kind(tmp_path: Path) -> None:
+    from con2.run.records import auroc_by_kind
+
+    mvtec_tree(tmp_path / "data" / "parts", n_train=6, n_good=3, n_kind=2)
+    own_folder.register_folder_dataset("parts", {"folder": "parts"}, {"data_dir": str(tmp_path / "data")})
+    data = load_one_class("parts", tmp_path / "data", size=16)
+    assert data.manifest["test_kinds"] == ["good"] * 3 + ["bar"] * 2 + ["disc"] * 2
+    scores = {"s": np.array([0.1, 0.2, 0.3, 0.9, 0.8, 0.25, 0.05])}  # bar found, disc missed
+    assert auroc_by_kind(data.test_labels, scores, data.manifest["test_kinds"]) == {
+        "bar": {"s": 100.0},
+        "disc": {"s": pytest.approx(100 / 3)},  # 0.25 above two of three normals, 0.05 above none
+    }
+    class_folders_tree(tmp_path / "data" / "flat", n=5)
+    own_folder.register_folder_dataset("flat", {"folder": "flat"}, {"data_dir": str(tmp_path / "data")})
+    assert "test_kinds" not in load_one_class("flat", tmp_path / "data", size=16).manifest  # kinds: mvtec only
 
 
 def test_normal_and_anomalous_folders_are_split_by_a_seeded_hash_of_the_file_ids(tmp_path: Path) -> None:
