@@ -27,7 +27,8 @@ def test_every_table_builds_and_writes(runs: pd.DataFrame, paper: pd.DataFrame, 
         assert "\\toprule" in tex and "\\bottomrule" in tex, name
         assert table.rows or (name == "missing" and "Nothing is missing" in table.markdown()), f"{name} has no rows"
     table = per_class_table(inputs_of(runs, paper, config, dataset="cifar10"))
-    assert [r[0] for r in table.rows] == ["airplane", "cat", "mean"]
+    # each class with several seeds, then its seed-0 row (issue 58, item 6)
+    assert [r[0] for r in table.rows] == ["airplane", "airplane (seed 0)", "cat", "cat (seed 0)", "mean"]
 
 
 def test_tables_use_headline_scores_and_tolerate_extra_readings(
