@@ -360,6 +360,31 @@ def test_a_cli_error_names_a_hostile_path_escaped(tmp_path: Path, capsys) -> Non
     assert err.count("\n") == 1 and "e\\x1b[2J\\x1b]0;T\\x07\\u202eX\\x0bFAKE LINE.yaml" in err, err
 
 
+def test_every_workflow_script_logs_through_the_escaping_log(tmp_path: Path) -> None:
+    """workflow/scripts/*.py: each script runs its work inside ``_log.logged``, whose log escapes every line a
+    script or a library prints (a marker's reason naming a hostile folder, a table's path, a traceback)."""
+    import ast
+    import importlib.util
+    from types import SimpleNamespace
+
+    scripts = Path(__file__).resolve().parents[2] / "workflow" / "scripts"
+    for script in sorted(scripts.glob("*.py")):
+        if script.name == "_log.py":
+            continue
+        withs = [n for n in ast.walk(ast.parse(script.read_text())) if isinstance(n, ast.With)]
+        assert any(ast.unparse(i.context_expr) == "logged(snakemake)" for w in withs for i in w.items), script.name
+    spec = importlib.util.spec_from_file_location("_log_under_test", scripts / "_log.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    log = tmp_path / "logs" / "rule.log"
+    with module.logged(SimpleNamespace(log=[str(log)])):
+        print(f"cifar10/{NAME} px: skipped ({NAME})")
+        print("second line")
+    text = log.read_text()
+    _escaped(text)
+    assert text.splitlines()[1] == "second line" and "\\x1b[2J" in text and "\\u202eX\\x0bFAKE LINE" in text, text
+
+
 # Every module that writes to a terminal or a log (print, a logger, sys.stdout/stderr.write), found by reading the
 # code, and the test that plants the corpus in what it prints (``::name``: in this file); a new writer fails the
 # test below until it has one.
@@ -374,6 +399,11 @@ COVERED = {
     "con2/workflow/startup.py": "::test_the_report_names_a_hostile_given_as_line_escaped",
     "workflow/scripts/aggregate.py": "::test_the_aggregation_log_and_the_last_lines",
     "workflow/scripts/prepare_data.py": "::test_the_duplicate_note_names_hostile_files_escaped",
+    "workflow/scripts/_log.py": "::test_every_workflow_script_logs_through_the_escaping_log",
+    "workflow/scripts/data_status.py": "::test_every_workflow_script_logs_through_the_escaping_log",
+    "workflow/scripts/make_figure.py": "::test_every_workflow_script_logs_through_the_escaping_log",
+    "workflow/scripts/make_table.py": "::test_every_workflow_script_logs_through_the_escaping_log",
+    "workflow/scripts/score_runtime.py": "::test_every_workflow_script_logs_through_the_escaping_log",
 }
 # Writers without a corpus test yet, each with why (issue 57, item 2 left open): to be moved to COVERED.
 NOT_YET = {
@@ -385,11 +415,7 @@ NOT_YET = {
     "con2/training/engine.py": "the checkpoint path on resume (con2/training is another helper's)",
     "con2/workflow/console.py": "Snakemake's rerun reasons (paths of the grid's validated names)",
     "con2/workflow/progress.py": "the last lines (con2.grid.status, tests/report/test_escaping.py) at exit",
-    "workflow/scripts/_log.py": "copies other writers' lines to the rule's log",
-    "workflow/scripts/data_status.py": "the data markers' reasons (DataError messages)",
-    "workflow/scripts/make_figure.py": "the output paths of validated names",
-    "workflow/scripts/make_table.py": "the table's Markdown (markdown_text escapes its controls)",
-    "workflow/scripts/score_runtime.py": "timing rows of validated names",
+    "con2/torch_support.py": "torch's own version string and the pip command (no user text)",
 }
 _LOGGING = {"debug", "info", "warning", "error", "exception", "critical"}
 _STREAMS = {"sys.stdout", "sys.stderr", "sys.__stdout__", "sys.__stderr__"}
