@@ -1,8 +1,8 @@
 """Small image trees of the three layouts a profile may declare (issue 59; tests/data/test_own_folder.py,
 tests/workflow/test_own_data_workflow.py, docs/own_data.md's worked example).
 
-Normal images are smooth noise of one hue; anomalies are the same with a drawn shape (a bar, a disc, a
-cross) on top, so a method that looks at the images can tell them apart and the floor is not at 50.
+Normal images are smooth noise of one hue; anomalies are the same with a drawn shape on top: a dark bar or a
+red cross (plain to see) or a small, faint disc (easy to miss), so the per-kind AUROCs of an mvtec tree differ.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ SIDE = 40
 
 def image(rng: np.random.Generator, kind: str = "", side: int = SIDE, hue: int = 0) -> Image.Image:
     """One RGB ``side`` x ``side`` image: a soft gradient of ``hue`` with noise; ``kind`` draws a shape on it
-    (``bar``, ``disc``, ``cross``; ``""``: none)."""
+    (``bar``, ``disc``: small and faint, ``cross``; ``""``: none)."""
     y, x = np.mgrid[0:side, 0:side] / side
     base = np.stack([0.5 + 0.3 * np.sin(3 * x + hue), 0.5 + 0.3 * np.cos(2 * y + hue), 0.5 + 0.2 * x * y], -1)
     arr = np.clip(base + rng.normal(0, 0.05, base.shape), 0, 1)
@@ -26,8 +26,10 @@ def image(rng: np.random.Generator, kind: str = "", side: int = SIDE, hue: int =
     a, b = (int(v) for v in rng.integers(4, side // 2, 2))
     if kind == "bar":
         draw.rectangle((a, b, a + side // 3, b + 4), fill=(20, 20, 20))
-    elif kind == "disc":
-        draw.ellipse((a, b, a + side // 4, b + side // 4), fill=(250, 250, 40))
+    elif kind == "disc":  # small and faint: the kind a method may miss
+        r = side // 10
+        colour = tuple(int(v) + 25 for v in np.asarray(img)[b, a])
+        draw.ellipse((a, b, a + r, b + r), fill=colour)
     elif kind == "cross":
         draw.line((a, b, a + 10, b + 10), fill=(200, 0, 0), width=3)
         draw.line((a + 10, b, a, b + 10), fill=(200, 0, 0), width=3)

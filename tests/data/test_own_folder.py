@@ -305,3 +305,29 @@ def test_a_bad_setting_is_refused_naming_the_key(tmp_path: Path, capsys: pytest.
     class_folders_tree(tmp_path / "data" / "shapes", n=4)
     line = refused(tmp_path, capsys, "shapes", {"shapes": {"folder": "shapes", "channels": "cmyk"}})
     assert "datasets.shapes.channels: 'cmyk' is not one of rgb, grey. Fix: channels: rgb" in line
+
+
+# --------------------------------------------------------------------------- docs/own_data.md
+
+
+def test_the_docs_worked_example_is_a_valid_overlay_on_the_tree_the_tests_build(tmp_path: Path) -> None:
+    """docs/own_data.md's profile passes the workflow's schema merged onto the test profile (as Snakemake merges
+    two --configfile), and declares the default mvtec tree of own_data_trees.py with the counts the page prints."""
+    import re
+
+    from con2.data.profile_datasets import register_profile_datasets
+    from con2.grid.experiments import deep_merge
+    from con2.workflow import startup
+
+    page = (ROOT / "docs" / "own_data.md").read_text()
+    block = re.search(r"The profile, `own.yaml`.*?```yaml\n(.*?)```", page, re.S)
+    assert block, "no own.yaml block in docs/own_data.md"
+    overlay = yaml.safe_load(block.group(1))
+    cfg = deep_merge(yaml.safe_load((ROOT / "workflow/config/test.yaml").read_text()), overlay)
+    cfg.update(data_dir=str(tmp_path / "data"), only_datasets="parts")
+    startup.check_profile(cfg, ROOT / "workflow/schemas/config.schema.yaml")
+    mvtec_tree(tmp_path / "data" / "parts")
+    assert "mvtec_tree(Path('data/parts'))" in page
+    assert register_profile_datasets(cfg) == ["parts"]
+    line = own_folder.counts_line(DATASETS["parts"], tmp_path / "data")
+    assert line == "parts (mvtec): train: good 24; test: good 6, bar 6, disc 6" and line in page

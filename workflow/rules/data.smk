@@ -1,7 +1,9 @@
 # Data: find (or download) each dataset of the grid once, at each size its runs need, before any
 # run reads it. Local rules: on a cluster they run on the submit host, the one with a network.
 # A dataset that cannot be had is skipped (its runs are left out and listed at the end), or, with
-# `strict: true`, fails here naming it.
+# `strict: true`, fails here naming it. A dataset the profile declares by folder (docs/own_data.md) is
+# known to the script through $CON2_DATASETS (see train.smk); a refused folder stops the workflow on its one
+# line before any job (con2/data/profile_datasets.py).
 
 
 rule prepare_data:

@@ -9,6 +9,10 @@
 # run's log gets everything, one line per epoch (`tail -f` it); the console gets two lines per run:
 # the first epoch's line with the run's ETA, and the result. Every path and value in
 # the shell command is quoted (`:q`), and every name in it matches con2.paths.NAME_PATTERN.
+# A dataset the profile declares by folder (docs/own_data.md) reaches `con2 train` in the environment:
+# common.smk's register_profile_datasets sets $CON2_DATASETS when the Snakefile is read (on a cluster, the
+# job's own Snakemake reads it again), and con2.data.registry registers it on import. No param and no run
+# config key: a built-in dataset's run config hash is unchanged; a declared image_size is its runs' image_size.
 
 
 rule run_config:
