@@ -446,6 +446,7 @@ def live_elements(page: str) -> dict[str, int]:
     return counts
 
 
+@pytest.mark.slow  # its set-up builds labelled_reports: two workflow runs and reports, 163 s (issue 58, item 6)
 def test_the_report_and_markdown_tables_hold_no_tag_or_link_a_hostile_label_brings(
     labelled_reports: dict[str, Any], tmp_path: Path
 ) -> None:
