@@ -27,7 +27,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     given = args.data_dir or profile_data_dir(args)
     # resolved once, so the header, the "looked only in" line and every fix command name the same folder
     data_dir = Path(given or default_data_dir()).expanduser().resolve()
-    declared = register_profile(args, data_dir)
+    declared = register_profile(args, data_dir, strict=False)  # a refused folder: listed as BROKEN with its line
     shown = terminal_safe(str(data_dir))  # a folder's name, its escapes shown (as every line here)
     print(f"data_dir: {shown}  ({data_dir_origin(args.data_dir, given)})")
     cache = terminal_safe(str(cache_root(Path(data_dir))))
@@ -81,12 +81,13 @@ def profile_data_dir(args: argparse.Namespace) -> str | None:
     return declarations(args.profile)[1]
 
 
-def register_profile(args: argparse.Namespace, data_dir: Path) -> list[str]:
+def register_profile(args: argparse.Namespace, data_dir: Path, strict: bool = True) -> list[str]:
     """Register the folder datasets of the profile ``--profile`` names, their relative folders under
-    ``data_dir``; the names (none without ``--profile``).
+    ``data_dir``; the names (none without ``--profile``). ``strict``: a refused folder raises (else it is
+    registered, to be shown broken: :func:`con2.data.own_folder.register_spec`).
 
     Raises:
-        DataError: a bad declaration or a refused folder, one line.
+        DataError: a bad declaration or (``strict``) a refused folder, one line.
     """
     if not getattr(args, "profile", None):
         from con2.data.own_folder import DECLARED  # noqa: PLC0415 (declared by $CON2_DATASETS, if any)
@@ -95,7 +96,7 @@ def register_profile(args: argparse.Namespace, data_dir: Path) -> list[str]:
     from con2.data.own_folder import DECLARED, register_declared  # noqa: PLC0415
 
     DECLARED.clear()  # the profile's own: a $CON2_DATASETS of another one would list its folders too
-    return register_declared(args.profile, data_dir)
+    return register_declared(args.profile, data_dir, strict)
 
 
 def data_dir_origin(given: str | None, used: str | None = None) -> str:

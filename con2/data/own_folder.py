@@ -550,12 +550,15 @@ def _info(spec: FolderSpec, listing: Listing | None) -> DatasetInfo:
     )
 
 
-def register_spec(spec: FolderSpec, data_dir: Path | None) -> DatasetInfo:
+def register_spec(spec: FolderSpec, data_dir: Path | None, strict: bool = True) -> DatasetInfo:
     """Register ``spec`` (its folder listed and checked under ``data_dir`` unless it carries its classes).
 
+    ``strict``: a refused folder raises (the workflow stops on it); else it is registered from its declaration
+    alone, and ``con2 data list`` shows it broken with its one line.
+
     Raises:
-        DataError: a built-in dataset's name, or the folder's refusal (a missing folder is registered: it
-            shows as missing).
+        DataError: a built-in dataset's name, or (``strict``) the folder's refusal (a missing folder is
+            registered: it shows as missing).
     """
     from con2.data import registry  # noqa: PLC0415 (registry imports this module at its end)
 
@@ -569,6 +572,10 @@ def register_spec(spec: FolderSpec, data_dir: Path | None) -> DatasetInfo:
         try:
             listing = list_folder(spec, data_dir if data_dir is not None else default_data_dir())
         except DatasetMissing:
+            listing = None
+        except FolderError:
+            if strict:
+                raise
             listing = None
     info = _info(spec, listing)
     if listing is not None:
@@ -638,16 +645,17 @@ def declarations(text: str) -> tuple[dict[str, Mapping[str, Any]], str | None]:
     return {str(k): v for k, v in value.items() if isinstance(v, Mapping) and "folder" in v}, data_dir
 
 
-def register_declared(text: str, data_dir: Path | None = None) -> list[str]:
+def register_declared(text: str, data_dir: Path | None = None, strict: bool = True) -> list[str]:
     """Register the folder datasets ``text`` declares (as ``$CON2_DATASETS``: :func:`declarations`), their
     relative folders under ``data_dir`` (``None``: the profile's ``data_dir``, else the default); the names.
+    ``strict``: as :func:`register_spec`.
 
     Raises:
-        DataError: a bad declaration or a refused folder, one line.
+        DataError: a bad declaration or (``strict``) a refused folder, one line.
     """
     declared, profile_dir = declarations(text)
     base = data_dir if data_dir is not None else (Path(profile_dir) if isinstance(profile_dir, str) else None)
-    return [register_spec(read_spec(name, settings), base).name for name, settings in declared.items()]
+    return [register_spec(read_spec(name, settings), base, strict).name for name, settings in declared.items()]
 
 
 def register_from_environment() -> list[str]:

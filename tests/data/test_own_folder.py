@@ -226,6 +226,10 @@ def test_a_layout_that_matches_none_of_the_three_is_refused(tmp_path: Path, caps
     write_images(tmp_path / "data" / "odd" / "images", 3, np.random.default_rng(0))
     line = refused(tmp_path, capsys, "odd", {"odd": {"folder": "odd"}})
     assert "matches none of the three layouts (it holds images)" in line and "Fix: lay" in line
+    assert main(["data", "list", "--profile", str(tmp_path / "mine.yaml")]) == 0  # listed broken, its line below
+    out = capsys.readouterr().out
+    assert any(line.split()[:4] == ["odd", "own", "folder", "BROKEN"] for line in out.splitlines()), out
+    assert "  odd: odd: " in out and "matches none of the three layouts" in out
 
 
 def test_an_empty_normal_folder_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

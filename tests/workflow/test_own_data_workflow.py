@@ -107,3 +107,18 @@ def test_one_folder_per_class_runs_each_named_class_as_normal_to_table_1(tmp_pat
     assert header(table)[-1] == "shapes", table
     recs = check_records(wd, "shapes", 4, "layout=class_folders channels=rgb resize=keep test_fraction=0.2")
     assert {r["normal_class"] for r in recs} == {"plain", "barred"}
+
+
+def test_a_refused_folder_stops_the_workflow_on_one_line_before_any_job(tmp_path: Path) -> None:
+    """Issue 59, item 4: a declared folder the data layer refuses (here a file name with an escape sequence) stops
+    the launch with its one line, escaped, and nothing is prepared or written under results/."""
+    root = mvtec_tree(tmp_path / "data" / "parts", n_train=4, n_good=2, n_kind=2)
+    (root / "test" / "bar" / "000.png").rename(root / "test" / "bar" / "x\x1b[2J.png")
+    wd = copy_workflow(tmp_path / "wd")
+    prof = own_profile(wd, "parts", {"folder": "parts", "image_size": 16})
+    done = snakemake(wd, "--cores", "1", "all", "--configfile", prof, "--config", f"data_dir={tmp_path / 'data'}")
+    assert done.returncode != 0
+    lines = [line for line in done.stderr.splitlines() if "control character" in line]
+    assert len(lines) == 1 and "x\\x1b[2J.png has a control character in its name" in lines[0], done.stderr[-2000:]
+    assert lines[0].startswith("invalid workflow config: parts: ") and "\x1b" not in done.stderr
+    assert not (wd / "results").exists() and not (wd / ".con2-cache").exists()
