@@ -256,9 +256,10 @@ def device_kind(device: str) -> str:
 
 def weigh_runs(runs: Sequence[Any], data_dir: Path | None, device: str | None) -> dict[str, WeighedRun]:
     """{run key: WeighedRun} of ``runs`` (:class:`con2.grid.experiments.Run`), sized as `con2 plan`
-    sizes them (split manifests under ``data_dir``, else the sizes table); a dataset of unknown size
-    weighs as the mean of the others. ``device``: the name this device's throughput was measured
-    under (a CPU's model name, a GPU's name), or ``None``."""
+    sizes them (split manifests under ``data_dir``, else the sizes table); a run of a dataset of unknown
+    size weighs as the mean of the others that train (0 where it trains nothing) and scores their mean.
+    ``device``: the name this device's throughput was measured under (a CPU's model name, a GPU's name), or
+    ``None``."""
     table = read_sizes(SIZES_CSV)
     known, _ = sized_runs(runs, table, data_dir)
     n_train, _ = train_sizes(known, table, data_dir) if known else ({}, {})
@@ -273,10 +274,14 @@ def weigh_runs(runs: Sequence[Any], data_dir: Path | None, device: str | None) -
         out[run.key] = weighed_run(
             run.key, run.method, cfg, n_train[key], views_per_s, n_test.get(key), ratio.ratio if ratio else None
         )
-    mean = sum(p.weight for p in out.values()) / len(out) if out else 1.0
+    trained = [p.weight for p in out.values() if p.trains]
+    mean = sum(trained) / len(trained) if trained else 1.0
     scored = sum(p.score_images for p in out.values()) / len(out) if out else 0.0
-    for run in runs:
-        out.setdefault(run.key, WeighedRun(run.key, run.method, mean, score_images=scored))
+    for run in runs:  # a run that trains nothing (max_steps 0: a floor) weighs no training views there either
+        trains = run.config.get("max_steps") != 0
+        out.setdefault(
+            run.key, WeighedRun(run.key, run.method, mean if trains else 0.0, score_images=scored, trains=trains)
+        )
     return out
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from con2.cli.main import first_epoch_notice, scoring_seconds
 from con2.grid.plan import measured_scoring_ratio, record_scoring_ratio, scoring_ratio, scoring_views
-from con2.workflow.eta import WeighedRun, grid_eta, job_priority, weighed_run
+from con2.workflow.eta import WeighedRun, grid_eta, job_priority, weigh_runs, weighed_run
 
 # a CIFAR-10 run of the overlay (workflow/config/cifar10.yaml): 32 px, width 16, 5 epochs of 64, 4 test views
 CIFAR = {"epochs": 5, "batch_size": 64, "image_size": 32, "width": 16, "tta": 4}
@@ -59,7 +59,8 @@ def test_a_floor_is_priced_by_its_scoring_alone_and_far_below_a_trained_run() ->
     assert not floor.trains and con2.trains and floor.weight == 0 and con2.weight > 0
     # one identity view (params.tta false) of the 15,000 images, where CON2 encodes 4 views of each
     assert floor.score_images * 4 == pytest.approx(con2.score_images)
-    assert floor.prior_seconds == pytest.approx(floor.prior_scoring) and con2.prior_seconds > con2.prior_scoring > 0
+    assert floor.prior_seconds == pytest.approx(floor.prior_scoring)
+    assert con2.prior_seconds is not None and con2.prior_seconds > con2.prior_scoring > 0
     others = [cifar_run("f2", "floor_pixels", max_steps=0), cifar_run("c2", "con2")]
     # a trained run finished: the floor takes its scoring pace for its own one view, never its training
     after_con2 = {"c": timing(*TRUE["con2"])}
@@ -198,3 +199,15 @@ def test_a_runs_own_line_adds_its_scoring_to_the_training_eta(tmp_path: Path) ->
         f"~{seconds // 60}m{seconds % 60:02d}s = ~{total // 60}m{total % 60:02d}s left (log: {log})\n"
     )
     assert console.read_text() == expected
+
+
+def test_a_floor_of_a_dataset_of_unknown_size_weighs_no_training_either() -> None:
+    def run(key: str, method: str, dataset: str, **config: Any) -> SimpleNamespace:
+        cfg = {**CIFAR, "params": {}, **config}
+        return SimpleNamespace(key=key, method=method, dataset=dataset, normal_class="1", data_size=32, config=cfg)
+
+    runs = [run("c", "simclr", "cifar10"), run("f", "floor_pixels", "cifar10", max_steps=0)]
+    runs += [run("xf", "floor_pixels", "no_such_dataset", max_steps=0), run("xs", "simclr", "no_such_dataset")]
+    weights = weigh_runs(runs, None, None)
+    assert weights["xf"].weight == 0 and not weights["xf"].trains and weights["xs"].trains
+    assert weights["xs"].weight == weights["c"].weight  # the mean of the runs that train
