@@ -24,9 +24,12 @@ if shutil.which("snakemake") is None and subprocess.run([*SNAKEMAKE, "--version"
     pytest.skip("snakemake is not installed (pip install -e '.[workflow]')", allow_module_level=True)
 
 
-def own_profile(wd: Path, name: str, declaration: dict, classes: list[str] | None = None) -> str:
-    """The tiny profile with one declared folder dataset, the floor and CON2 (invert) on it, its row in Table 1
-    (written into ``wd``)."""
+def own_profile(
+    wd: Path, name: str, declaration: dict, classes: list[str] | None = None, natural: bool = False
+) -> str:
+    """The tiny profile with one declared folder dataset, the floor and CON2 (invert) on it, its column in
+    Table 1 or (``natural``) in the natural-image summary with a per-class table, as CIFAR-10's (written into
+    ``wd``)."""
     cfg = yaml.safe_load((wd / TEST_CONFIG).read_text())
     entry = dict(declaration)
     if classes:
@@ -35,19 +38,23 @@ def own_profile(wd: Path, name: str, declaration: dict, classes: list[str] | Non
     cfg["run"].update(batch_size=16)
     cfg["variants"]["floor"] = {"max_steps": 0, "tta": 0}
     cfg["experiments"] = {"main": {"datasets": [name], "methods": {"floor_pixels": ["floor"], "con2": ["invert"]}}}
-    cfg["report"].update(medical=[name], natural=[], per_class=[], comparisons=[], pca=[], curves=[])
+    tables = {"medical": [], "natural": [name], "per_class": [name]} if natural else {"medical": [name], "natural": [], "per_class": []}
+    cfg["report"].update(**tables, comparisons=[], pca=[], curves=[])
     cfg["report"].update(floors=["floor_pixels"], main_variants={"con2": "invert", "floor_pixels": "floor"})
     (wd / "own.yaml").write_text(yaml.safe_dump(cfg))
     return "own.yaml"
 
 
-def run_own(tmp_path: Path, name: str, declaration: dict, classes: list[str] | None = None) -> tuple[Path, str]:
-    """Run ``all`` on the profile of :func:`own_profile`; the workflow's folder and Table 1's text."""
+def run_own(
+    tmp_path: Path, name: str, declaration: dict, classes: list[str] | None = None, natural: bool = False
+) -> tuple[Path, str]:
+    """Run ``all`` on the profile of :func:`own_profile`; the workflow's folder and Table 1's (or, ``natural``,
+    the natural-image summary's) text."""
     wd = copy_workflow(tmp_path / "wd")
-    prof = own_profile(wd, name, declaration, classes)
+    prof = own_profile(wd, name, declaration, classes, natural)
     done = snakemake(wd, "--cores", "2", "all", "--configfile", prof, "--config", f"data_dir={tmp_path / 'data'}")
     assert done.returncode == 0, (done.stdout[-3000:], done.stderr[-3000:])
-    table = (wd / "results/tables/table1_medical.md").read_text()
+    table = (wd / f"results/tables/{'natural_summary' if natural else 'table1_medical'}.md").read_text()
     return wd, table
 
 
@@ -100,11 +107,15 @@ def test_normal_and_anomalous_folders_with_a_seeded_test_split_run_to_table_1(tm
     assert all(r["n_test"] == 8 + 6 for r in recs), [r.get("n_test") for r in recs]
 
 
-def test_one_folder_per_class_runs_each_named_class_as_normal_to_table_1(tmp_path: Path) -> None:
+def test_one_folder_per_class_runs_each_named_class_as_normal_to_the_per_class_table(tmp_path: Path) -> None:
     class_folders_tree(tmp_path / "data" / "shapes", n=25)
     declaration = {"folder": "shapes", "resize": "keep", "image_size": 40, "layout": "class_folders"}
-    wd, table = run_own(tmp_path, "shapes", declaration, classes=["plain", "barred"])
-    assert header(table)[-1] == "shapes", table
+    wd, table = run_own(tmp_path, "shapes", declaration, classes=["plain", "barred"], natural=True)
+    assert header(table)[-1] == "shapes" and row_of(table, "CON2 (NND) | ours").rstrip(" |").endswith("[2×1]"), table
+    per_class = (wd / "results/tables/per_class_shapes.md").read_text().splitlines()
+    for cls in ("barred", "plain"):  # one row per normal class, the floor's and CON2's cells, as CIFAR-10's
+        cells = next(line for line in per_class if line.startswith(f"| {cls} |")).strip(" |").split(" | ")
+        assert len(cells) == 4 and all(c.endswith("[1×1]") for c in cells[1:]), per_class
     recs = check_records(wd, "shapes", 4, "layout=class_folders channels=rgb resize=keep test_fraction=0.2")
     assert {r["normal_class"] for r in recs} == {"plain", "barred"}
 
