@@ -422,7 +422,7 @@ def load_one_class(
     )
     if source.get("format") == "folder" and str(source.get("settings", "")).startswith("layout=mvtec"):
         # a declared mvtec tree: each test image's anomaly kind (its class folder), for per-kind AUROC columns
-        manifest["test_kinds"] = [info.classes[int(c)] for c in labels[test_idx]]
+        manifest["test_kinds"] = [prep.classes[int(c)] for c in labels[test_idx]]
     if directory is not None:
         try:
             write_manifest(manifest, directory / "splits" / manifest_filename(normal_name, seed))
