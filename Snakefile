@@ -1,15 +1,21 @@
 # con2-bench: the paper's experiment grid, every table and figure, one command.
 #
-#   snakemake --cores 2 all                                            # default profile (laptop CPU)
+#   snakemake --cores 2 all --configfile workflow/config/default.yaml  # the default profile (laptop CPU)
 #   snakemake --cores 2 all --config data_dir=../shared/data           # data elsewhere (or set CON2_DATA_DIR)
 #   snakemake --cores 2 --configfile workflow/config/paper.yaml \
 #       --config data_dir=/data device=cuda                             # the paper's grid (GPU)
+#   snakemake --cores 2 all --configfile workflow/config/default.yaml workflow/config/cifar10.yaml \
+#       --config only_datasets=cifar10 only_classes=airplane,automobile \
+#       only_methods=floor_pixels,con2/invert,simclr only_seeds=0      # part of a grid: six runs
 #   snakemake --cores 2 results/tables/table1_medical.md               # one artefact from the records on disk (trains nothing)
-#   snakemake --report results/report.html                             # HTML report of the last run's profile
+#   snakemake --report results/report.html                             # HTML report: what is built, and what is not
 #
 # Profiles live in workflow/config/ and are validated against workflow/schemas/config.schema.yaml.
-# Without --configfile the default profile is used; `--config key=value` overrides scalars
-# (data_dir, device, threads, only_datasets=a,b, download=false, strict=true). Missing datasets are
+# Without --configfile a command uses the profile of the last run in this folder (results/last_profile.yaml,
+# said in its first line), else the default profile; `--config key=value` overrides scalars
+# (data_dir, device, threads, download=false, strict=true) and selects part of the grid: only_datasets=a,b,
+# only_classes=c,d, only_methods=m,m/variant (a method alone: all its variants), only_seeds=0,1; a name the
+# grid lacks stops the launch naming the ones it has. Missing datasets are
 # downloaded where no credentials are needed (Kaggle ones with credentials); what cannot be had is
 # skipped and listed at the very end (strict=true: an error instead).
 
@@ -22,14 +28,16 @@ from con2.workflow import startup as X  # what this file does before the rules a
 min_version("9.0")
 
 
-# Without --configfile: the default profile, or for `snakemake --report` the last run's here (results/last_profile.yaml),
-# read as data into config (never as a configfile: Snakemake runs YTE templates; its rule files are checked)
+# Without --configfile: the last run's profile here (results/last_profile.yaml; every command, said in its first
+# line), read as data into config (never as a configfile: Snakemake runs YTE templates; its rule files are
+# checked), else the default profile
 _profile, _recalled = X.profile_to_read(
     config,
     sys.argv,
     f"{workflow.basedir}/workflow/config/default.yaml",
     workflow.basedir,
     dict(workflow.config_settings.overwrite_config or {}),
+    workflow.config_settings.configfiles,  # an overlay given alone extends the default profile
 )
 if _profile is not None:
 
@@ -43,7 +51,8 @@ X.check_profile(config, f"{workflow.basedir}/workflow/schemas/config.schema.yaml
 include: "workflow/rules/common.smk"
 
 
-X.check_report_files(sys.argv, W.report_files(), _recalled)  # a report of files never built: one line
+# A report of a partial grid shows what is built and lists the rest on its first page (nothing built: one line)
+X.prepare_report(config, sys.argv, W.report_files(), _recalled, W.built)
 
 
 report: "workflow/report/workflow.rst"
@@ -67,11 +76,11 @@ rule all:
     trained by `snakemake studies` or by naming their table."""
     localrule: True
     input:
-        W.table_files,
-        W.study_files,  # as their records stand: a study table never shows an older profile's runs
-        W.figure_files,
-        W.aggregate_files,  # a deleted or never-written aggregate is rebuilt (con2.workflow.session says why)
-        W.study_aggregate_files,
+        W.on_disk(W.table_files),  # on_disk: all of them, but in a report (which builds nothing) those built
+        W.on_disk(W.study_files),  # as their records stand: a study table never shows an older profile's runs
+        W.on_disk(W.figure_files),
+        W.on_disk(W.aggregate_files),  # a deleted or never-written aggregate is rebuilt (con2.workflow.session says why)
+        W.on_disk(W.study_aggregate_files),
         W.grid_records.ready,  # a deleted run's record: trained again (con2.workflow.session, `grid_records` says why)
         W.grid_records.checked,
     message:
@@ -83,9 +92,9 @@ rule studies:
     study's curves), each training only its own runs."""
     localrule: True
     input:
-        W.study_files,
-        W.study_figure_files,  # the figures that draw a study's table (the length study's curves)
-        W.study_aggregate_files,  # as in `all`
+        W.on_disk(W.study_files),  # as in `all`
+        W.on_disk(W.study_figure_files),  # the figures that draw a study's table (the length study's curves)
+        W.on_disk(W.study_aggregate_files),  # as in `all`
         W.study_records.ready,  # as in `all`
         W.study_records.checked,
     message:
@@ -118,7 +127,8 @@ for _rule_file in W.own_rule_files:
 
 
 # Before the first job: SIGTERM and SIGINT stop the jobs (each leaving its checkpoint) and then Snakemake, the
-# profile is remembered for `snakemake --report`, the grid's ETA and a heartbeat (con2/workflow/startup.py).
+# profile is remembered for the next command without --configfile, the grid's ETA and a heartbeat
+# (con2/workflow/startup.py).
 onstart:
     X.on_start(
         snakemake_logger,
@@ -126,6 +136,7 @@ onstart:
         workflow.config_settings.configfiles,
         dict(workflow.config_settings.config or {}),
         PROGRESS,
+        _recalled,
     )
 
 

@@ -1,13 +1,15 @@
-"""The profile of the last workflow run in this folder, which ``snakemake --report`` reports (issue 46, point 1).
+"""The profile of the last workflow run in this folder, which a command without ``--configfile`` uses (issue 46,
+point 1; issue 58, item 4).
 
-Without ``--configfile`` the Snakefile reads the default profile, so after the test profile the README's
-``snakemake --report results/report.html`` looked for the default profile's tables, which were never
-built, and failed after 70 warnings. Each run (the Snakefile's ``onstart``: never a dry run) now writes
-its whole profile, the merged config with every ``--config`` value, to :data:`LAST_PROFILE`, its first
-line saying how it was given; a ``--report`` without ``--configfile`` reads that file instead of the
-default profile (:func:`recalled_profile`), so the report shows what the folder holds, whatever the
-profile. Where a file the report embeds is missing all the same (results of an older version, or
-another profile named), :func:`report_missing` makes it one line naming the profile to give.
+Each run (the Snakefile's ``onstart``: never a dry run) writes its whole profile, the merged config with
+every ``--config`` value, to :data:`LAST_PROFILE`, its first lines saying how it was given. A command
+without ``--configfile`` reads that file instead of the default profile (:func:`recalled_profile`) and says
+so in its first line: after the test profile, ``snakemake --report`` reported the default profile's tables,
+never built, and the README's table rebuild read the default profile (7 records "outside this profile's
+grid", 67 runs "have no record yet") while ``--report`` read the last one. One rule now: the folder's last
+profile, else the default profile. Where none of the files a report embeds exists all the same (results of
+an older version, or another profile named), :func:`report_missing` makes it one line naming the profile
+to give; where some exist, the report shows them and lists the others (con2/workflow/startup.py).
 
 A results folder is copied and shared, so that file is read as data, never handed to Snakemake as a
 configfile (issue 57, item 1): Snakemake's own reader runs YTE templates (``__use_yte__: true`` evaluates
@@ -20,7 +22,7 @@ from __future__ import annotations
 
 import os
 import shlex
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -39,10 +41,12 @@ __all__ = [
     "remember_profile",
     "report_missing",
     "report_mode",
+    "report_partial",
+    "unbuilt",
 ]
 
 LAST_PROFILE = Path("results/last_profile.yaml")
-HEAD = "# The profile of the last snakemake run in this folder; `snakemake --report` without --configfile reports it.\n"
+HEAD = "# The profile of the last snakemake run in this folder; a command without --configfile uses it.\n"
 GIVEN = "# Given as: "
 
 
@@ -51,15 +55,18 @@ def report_mode(argv: Sequence[str]) -> bool:
     return any(a == "--report" or a.startswith("--report=") for a in argv)
 
 
-def given_text(configfiles: Sequence[str | Path], overrides: Mapping[str, Any]) -> str:
+def given_text(configfiles: Sequence[str | Path], overrides: Mapping[str, Any], recalled_as: str = "") -> str:
     """How a profile was given on the command line: ``--configfile A B --config k=v`` (``(the default
-    profile)`` without a file)."""
+    profile)`` without a file); ``recalled_as``: how the last run's profile, which this one used for want of a
+    ``--configfile``, was given (:func:`given_as`), the ``--config`` values of this one added to it."""
     named = [
         shlex.quote(os.path.relpath(f) if Path(f).is_absolute() and _inside(Path(f)) else str(f)) for f in configfiles
     ]
-    files = f"--configfile {' '.join(named)}" if named else "(the default profile)"
+    files = f"--configfile {' '.join(named)}" if named else (recalled_as or "(the default profile)")
     values = " ".join(shlex.quote(f"{k}={v}") for k, v in overrides.items())
-    return f"{files} --config {values}" if values else files
+    if not values:
+        return files
+    return f"{files} {values}" if not named and " --config " in f" {files} " else f"{files} --config {values}"
 
 
 def _inside(path: Path) -> bool:
@@ -72,12 +79,13 @@ def remember_profile(
     configfiles: Sequence[str | Path],
     overrides: Mapping[str, Any],
     path: Path = LAST_PROFILE,
+    recalled_as: str = "",
 ) -> None:
     """Write the run's merged ``config`` to ``path`` (atomically), with how it was given (``configfiles``,
-    the ``--config`` ``overrides``) in its first lines."""
+    the ``--config`` ``overrides``; ``recalled_as``: :func:`given_text`) in its first lines."""
     body = yaml.safe_dump(_plain(config), sort_keys=False, allow_unicode=True)
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(path, HEAD + GIVEN + given_text(configfiles, overrides) + "\n" + body)
+    write_text_atomic(path, HEAD + GIVEN + given_text(configfiles, overrides, recalled_as) + "\n" + body)
 
 
 def _plain(value: Any) -> Any:
@@ -101,10 +109,10 @@ def given_as(path: Path = LAST_PROFILE) -> str:
     return terminal_safe(next((line[len(GIVEN) :] for line in lines if line.startswith(GIVEN)), ""))
 
 
-def recalled_profile(argv: Sequence[str], path: Path = LAST_PROFILE) -> Path | None:
-    """The profile file a ``snakemake --report`` without ``--configfile`` reads: the last run's
-    (:data:`LAST_PROFILE`) where one was written, else ``None`` (the default profile)."""
-    return path if report_mode(argv) and path.is_file() else None
+def recalled_profile(path: Path = LAST_PROFILE) -> Path | None:
+    """The profile file a command without ``--configfile`` reads (a run, a dry run, a table rebuild, a
+    report): the last run's (:data:`LAST_PROFILE`) where one was written, else ``None`` (the default profile)."""
+    return path if path.is_file() else None
 
 
 #: The one key by which Snakemake's config reader runs a file as a YTE template (Python expressions).
@@ -143,11 +151,19 @@ def read_last_profile(path: Path, checkout: Path) -> dict[str, Any]:
     return profile
 
 
-def report_missing(files: Collection[str], recalled: Path | None) -> str | None:
-    """One line for a report whose embedded files do not all exist (``files``: the tables' HTML pages and
-    the figures' PNGs of the profile), naming the profile to give; ``None`` when they all exist."""
-    missing = sorted(f for f in files if not Path(f).is_file())
-    if not missing:
+def unbuilt(files: Collection[str], built: Callable[[str], bool] = os.path.isfile) -> list[str]:
+    """The ``files`` that are not ``built`` (default: on disk), sorted."""
+    return sorted({f for f in files if not built(f)})
+
+
+def report_missing(
+    files: Collection[str], recalled: Path | None, built: Callable[[str], bool] = os.path.isfile
+) -> str | None:
+    """One line for a report none of whose embedded files is ``built`` (``files``: the tables' HTML pages and
+    the figures' PNGs of the profile), naming the profile to give; ``None`` when one of them is (the
+    report shows what is built and lists the rest: :func:`report_partial`)."""
+    missing = unbuilt(files, built)
+    if not missing or len(missing) < len(set(files)):
         return None
     more = f" (and {len(missing) - 1} more of this profile's report files)" if len(missing) > 1 else ""
     which = f"the profile of the last run, {given_as(recalled)}" if recalled else "the default profile"
@@ -155,4 +171,23 @@ def report_missing(files: Collection[str], recalled: Path | None) -> str | None:
         f"snakemake --report: {missing[0]}{more} does not exist: this report is of {which}. Fix: build it first "
         "(`snakemake --cores 2 all` with the same profile), or name the profile the results were built with "
         "(`snakemake --report results/report.html --configfile workflow/config/<profile>.yaml`)"
+    )
+
+
+def report_partial(
+    files: Collection[str], recalled: Path | None, built: Callable[[str], bool] = os.path.isfile
+) -> str | None:
+    """One line for a report of a partial grid (some of ``files`` ``built``, not all): how many are missing, the
+    first of them, that the report shows the others and lists these, and the command that builds them;
+    ``None`` when every file or none is built."""
+    missing = unbuilt(files, built)
+    total = len(set(files))
+    if not missing or len(missing) == total:
+        return None
+    which = f"the last run's profile, {given_as(recalled)}" if recalled else "the default profile"
+    more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
+    return (
+        f"con2 report: {len(missing)} of the {total} report files of {which} are not built yet ({missing[0]}{more}): "
+        f"the report shows the {total - len(missing)} that are and lists the others on its first page; "
+        "`snakemake --cores 2 all` with the same profile builds them"
     )

@@ -39,7 +39,7 @@ from con2.grid import experiments as E
 from con2.grid.checks import check_data_dir
 from con2.grid.status import awaits_training, unknown_class
 from con2.grid.workflow_grid import workflow_grid
-from con2.report.artefacts import TABLES, figure_targets, study_figures, table_targets
+from con2.report.artefacts import FIGURES, TABLES, figure_targets, study_figures, table_targets
 from con2.run.rundir import SCORES, VALIDATION, score_file_state
 from con2.workflow.console import HashedDict, HashedList, hashed
 from con2.workflow.data_check import DATA_STATUS as DATA_STATUS  # the rules' S.DATA_STATUS
@@ -54,6 +54,8 @@ SCORES_BUNDLE = P.scores_bundle(RUNS_CSV)  # the per-image scores of the runs of
 SCOPES_ROOT = "results/evaluation/scopes"  # a study's aggregate: <scope>.csv, .skipped.csv, .scores.json.gz
 SCOPE_AGGREGATE_SUFFIXES = (".csv", ".skipped.csv", ".scores.json.gz")
 SCORE_RUNTIME_CSV = "results/score_runtime/score_runtime.csv"
+TABLES_ROOT, FIGURES_ROOT = "results/tables", "results/figures"  # where table_targets and figure_targets write
+TABLE_SUFFIXES = ("csv", "md", "tex", "html")  # the files of one table's job (workflow/rules/tables.smk)
 DATA_PRIORITY = 2000  # above every train priority: a dataset is checked and prepared before training starts
 
 
@@ -116,6 +118,8 @@ class Session:
         basedir: the workflow's folder (where ``workflow/rules/methods/`` lives).
         targets: the targets named on the command line (empty: `all`), asked when the DAG is built.
         data_status: the data-status checkpoint's content, ``{"<dataset>/<size>": marker}``.
+        report: the invocation is ``snakemake --report``: it trains nothing (:class:`Targets`), and `all` and
+            `studies` ask only for what is on disk (:meth:`on_disk`), so a partial grid's report shows what exists.
 
     Raises:
         GridError: the profile names something that does not exist, or a run's config is invalid.
@@ -127,8 +131,10 @@ class Session:
         basedir: str | Path,
         targets: Callable[[], Sequence[str]],
         data_status: Callable[[], Mapping[str, Any]],
+        report: bool = False,
     ) -> None:
         self.config = config
+        self.reporting = report
         self.basedir = Path(basedir)
         check_data_dir(os.path.abspath(os.path.expanduser(config["data_dir"])))  # too long: one line, not a traceback
         self.started = time.time()
@@ -190,7 +196,47 @@ class Session:
     @property
     def targets(self) -> Targets:
         """What the named targets train (read when the DAG is built: Snakemake sets them after parsing)."""
-        return Targets(self._targets(), self.scopes)
+        return Targets(self._targets(), self.scopes, self.reporting)
+
+    def on_disk(self, files: Sequence[str]) -> list[str]:
+        """``files`` as inputs of `all` and `studies`: all of them, but in a report only those :meth:`built`. A
+        report builds nothing, and Snakemake refuses one whose DAG holds a report file not built (issue 58, item
+        2: a partial grid's report stopped on its first missing figure); :func:`con2.workflow.startup.prepare_report`
+        lists the others on the report's first page."""
+        return [f for f in files if self.built(f)] if self.reporting else list(files)
+
+    def built(self, path: str) -> bool:
+        """Whether ``path`` and every other output of its table's or figure's job (the same name with another
+        suffix: CSV, Markdown, LaTeX, HTML; PNG, PDF) are on disk, and for a figure that draws a table's CSV,
+        every output of that table's job too: a job with one of them missing would be in a report's DAG, and
+        Snakemake refuses a report whose DAG holds a report file not built."""
+        stem = os.path.splitext(path)[0]
+        drawn = self._drawn_from.get(stem)
+        table = [f"{drawn}.{suffix}" for suffix in TABLE_SUFFIXES] if drawn else []
+        return all(os.path.isfile(f) for f in (*self._artefact_outputs.get(stem, [path]), *table))
+
+    @cached_property
+    def _drawn_from(self) -> dict[str, str]:
+        """``{a figure's path without suffix: that of the table whose CSV it draws}`` (the figure's rule reads it)."""
+        out: dict[str, str] = {}
+        for figure in FIGURES.values():
+            if figure.table is None:
+                continue
+            table = TABLES[figure.table]
+            for stem in figure.stems(self.report):
+                dataset = stem[len(figure.name) + 1 :] if figure.each else ""
+                out[f"{FIGURES_ROOT}/{stem}"] = (
+                    f"{TABLES_ROOT}/{table.name}_{dataset}" if table.each else (f"{TABLES_ROOT}/{table.name}")
+                )
+        return out
+
+    @cached_property
+    def _artefact_outputs(self) -> dict[str, list[str]]:
+        """``{path without suffix: the files of the profile's tables and figures with that name}``."""
+        groups: dict[str, list[str]] = {}
+        for f in (*self.table_files, *self.study_files, *self.figure_files, *self.study_figure_files):
+            groups.setdefault(os.path.splitext(f)[0], []).append(f)
+        return groups
 
     def run_of(self, wildcards: Wildcards, method: str | None = None) -> E.Run:
         """The grid's Run for a job's wildcards (``method`` for rules whose output names it literally)."""

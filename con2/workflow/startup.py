@@ -1,14 +1,15 @@
 """What the Snakefile does before its rules and before the first job, typed and tested here, so that the
-Snakefile itself holds no logic (issue 45, item 6): which profile file it reads, the one check of the
-profile Snakemake merged (:func:`check_profile`), the report's missing files, and the ``onstart`` handler
-(:func:`on_start`).
+Snakefile itself holds no logic (issue 45, item 6): which profile file it reads (:func:`profile_to_read`: the
+last run's here without ``--configfile``), the one check of the profile Snakemake merged (:func:`check_profile`),
+the report's files not built yet (:func:`prepare_report`), and the ``onstart`` handler (:func:`on_start`).
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import sys
-from collections.abc import Mapping, MutableMapping, Sequence
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,10 +29,12 @@ from con2.workflow.last_profile import (
     remember_profile,
     report_missing,
     report_mode,
+    report_partial,
+    unbuilt,
 )
 from con2.workflow.progress import ProgressLine
 
-__all__ = ["FLAGS", "check_profile", "check_report_files", "on_start", "profile_to_read"]
+__all__ = ["FLAGS", "UNBUILT_KEY", "check_profile", "on_start", "prepare_report", "profile_to_read"]
 
 #: the profile keys `--config key=true` sets, which arrive as the strings "true" / "false"
 FLAGS = ("download", "strict", "progress", "compile")
@@ -43,28 +46,36 @@ def profile_to_read(
     default: str,
     checkout: str | Path = ".",
     overrides: Mapping[str, Any] | None = None,
+    configfiles: Sequence[str | Path] = (),
 ) -> tuple[str | None, Path | None]:
     """``(profile file the Snakefile reads, recalled profile)`` when no ``--configfile`` gave a profile (``config``
-    has no ``experiments``): ``(default, None)``, or for ``snakemake --report`` the last run's profile here
-    (con2/workflow/last_profile.py; said on stderr), read as data into ``config`` by
-    :func:`~con2.workflow.last_profile.read_last_profile` (never Snakemake's ``configfile``, which runs YTE
-    templates), then the ``--config`` ``overrides`` over it, as Snakemake merges them: ``(None, recalled)``.
-    ``checkout``: the workflow's folder, where the profile's rule files must lie. ``(None, None)`` when a
-    profile was given.
+    has no ``experiments``): the last run's profile here (con2/workflow/last_profile.py), for every command (a
+    run, a dry run, a table rebuild, ``--report``), said in the first line the workflow prints (stderr), read as
+    data into ``config`` by :func:`~con2.workflow.last_profile.read_last_profile` (never Snakemake's
+    ``configfile``, which runs YTE templates), then the ``--config`` ``overrides`` over it, as Snakemake merges
+    them: ``(None, recalled)``; without one, ``(default, None)``. ``checkout``: the workflow's folder, where the
+    profile's rule files must lie. ``(None, None)`` when a profile was given; ``(default, None)`` when the
+    ``configfiles`` given hold no ``experiments`` (an overlay such as docs/methods.md's ``my.yaml`` extends the
+    default profile, as documented, whatever ran here last).
 
     Raises:
         WorkflowError: the recalled profile is too large, not YAML, or would run code (one line).
     """
     if "experiments" in config:
         return None, None
-    recalled = recalled_profile(argv)
+    recalled = None if configfiles else recalled_profile()
     if recalled is None:
         return default, None
     try:
         profile = read_last_profile(recalled, Path(checkout))
     except ConfigError as exc:
         raise WorkflowError(str(exc)) from None
-    print(f"con2 report: the profile of the last run here, {given_as(recalled)} ({recalled})", file=sys.stderr)
+    who = "con2 report" if report_mode(argv) else "con2 workflow"
+    print(
+        f"{who}: the profile of the last run here, {given_as(recalled)} ({recalled}): no --configfile was given "
+        "(name one to use another profile)",
+        file=sys.stderr,
+    )
     update_config(config, profile)
     update_config(config, dict(overrides or {}))
     return None, recalled
@@ -110,17 +121,36 @@ def _selection_as_given(config: MutableMapping[str, Any]) -> None:
         config["only_seeds"] = [int(s) if isinstance(s, str) and s.strip().isdigit() else s for s in seeds]
 
 
-def check_report_files(argv: Sequence[str], files: Sequence[str], recalled: Path | None) -> None:
-    """For ``snakemake --report``: one line naming the profile to give when a file the report embeds
-    (``files``) was never built, instead of Snakemake's warnings and traceback.
+#: the config key that hands the report's landing text (workflow/report/workflow.rst) the files not built yet
+UNBUILT_KEY = "con2_report_unbuilt"
+
+
+def prepare_report(
+    config: MutableMapping[str, Any],
+    argv: Sequence[str],
+    files: Sequence[str],
+    recalled: Path | None,
+    built: Callable[[str], bool] = os.path.isfile,
+) -> list[str]:
+    """For ``snakemake --report``: the report files of the profile (``files``) that are not ``built`` (their
+    artefact whole on disk: :meth:`con2.workflow.session.Session.built`), said in one line on stderr and handed
+    to the report's landing text under :data:`UNBUILT_KEY` of ``config``, which lists them (a partial grid: the
+    report shows what exists, as the tables do); ``[]`` for any other command.
 
     Raises:
-        WorkflowError: :func:`con2.workflow.last_profile.report_missing`'s line.
+        WorkflowError: none of ``files`` is built (:func:`con2.workflow.last_profile.report_missing`'s line: a
+            report of nothing is another profile's, or of results never built).
     """
-    if report_mode(argv):
-        missing = report_missing(files, recalled)
-        if missing:
-            raise WorkflowError(missing)
+    if not report_mode(argv):
+        return []
+    nothing = report_missing(files, recalled, built)
+    if nothing:
+        raise WorkflowError(nothing)
+    partial = report_partial(files, recalled, built)
+    if partial:
+        print(partial, file=sys.stderr)
+    config[UNBUILT_KEY] = unbuilt(files, built)
+    return config[UNBUILT_KEY]
 
 
 def on_start(
@@ -129,6 +159,7 @@ def on_start(
     configfiles: Sequence[str | Path],
     overrides: Mapping[str, Any],
     progress: ProgressLine,
+    recalled: Path | None = None,
 ) -> None:
     """The Snakefile's ``onstart``: after Snakemake's signal handlers, before the first job (never in a dry run).
 
@@ -138,12 +169,13 @@ def on_start(
     ignored, ``snakemake ... &`` in a script, stays ignored). The run's whole profile is written for
     ``snakemake --report`` (con2/workflow/last_profile.py), the grid's ETA goes under Snakemake's progress
     (con2/workflow/eta.py) and is printed once before the first job, and a heartbeat names each running job
-    after 45 s without a line. ``configfiles``, ``overrides``: how the profile was given.
+    after 45 s without a line. ``configfiles``, ``overrides``: how the profile was given; ``recalled``: the
+    last run's profile file, which this run read for want of a ``--configfile`` (:func:`profile_to_read`).
     """
     terminate_jobs_on_sigterm()
     terminate_jobs_on_sigint()
     try:
-        remember_profile(config, configfiles, overrides)
+        remember_profile(config, configfiles, overrides, recalled_as=given_as(recalled) if recalled else "")
     except OSError as exc:  # a results/ that cannot be written fails its jobs, with their own error: not here
         logger.warning(f"con2 report: results/last_profile.yaml not written ({exc})")
     grid = install_grid_progress(logger, progress.line, progress.job_started)

@@ -3,7 +3,8 @@
 `all`, `runs`, a record or any other target train the grid's runs; `studies` or a study's table
 (a scope of ``report.scopes``) train that study's runs; a table, figure or aggregate named alone
 trains nothing: a rebuild reads the records on disk and never trains, checks or downloads data,
-whatever ``data_dir`` says (issue 36, point 4).
+whatever ``data_dir`` says (issue 36, point 4). Nor does ``snakemake --report``, whatever its targets: it
+reads what is on disk (issue 58, item 2).
 
 Example:
     >>> t = Targets(["results/tables/table1_medical.md"], scoped=["fidelity"])
@@ -29,11 +30,13 @@ def relative_targets(targets: Iterable[str]) -> list[str]:
 
 
 class Targets:
-    """The named targets of one invocation (none: `all`) and the studies of the profile."""
+    """The named targets of one invocation (none: `all`) and the studies of the profile; ``report``: the
+    invocation is ``snakemake --report``, which trains nothing."""
 
-    def __init__(self, targets: Iterable[str], scoped: Collection[str]) -> None:
+    def __init__(self, targets: Iterable[str], scoped: Collection[str], report: bool = False) -> None:
         self.targets = relative_targets(targets)
         self.scoped = set(scoped)
+        self.report = report
 
     def scope_of(self, target: str) -> str | None:
         """The study (a scope of ``report.scopes``) a target trains, or None."""
@@ -53,12 +56,14 @@ class Targets:
 
     @property
     def trains_grid(self) -> bool:
-        """True if the grid's runs train (`all`, `runs`, a record, any other target)."""
+        """True if the grid's runs train (`all`, `runs`, a record, any other target; never in a report)."""
+        if self.report:
+            return False
         return not all(self.is_artefact(t) or self.scope_of(t) or t == "studies" for t in self.targets or ["all"])
 
     def trains_scope(self, scope: str) -> bool:
-        """True if a study's runs train: `studies`, or the study's table named."""
-        return any(t == "studies" or self.scope_of(t) == scope for t in self.targets)
+        """True if a study's runs train: `studies`, or the study's table named (never in a report)."""
+        return not self.report and any(t == "studies" or self.scope_of(t) == scope for t in self.targets)
 
     @property
     def trains_anything(self) -> bool:

@@ -22,22 +22,35 @@ SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"
 DEFAULT = "workflow/config/default.yaml"
 
 
-def test_profile_to_read_is_the_given_one_the_default_or_for_a_report_the_last_run(tmp_path, monkeypatch, capsys):
+def test_profile_to_read_is_the_given_one_else_the_last_run_for_every_command_else_the_default(
+    tmp_path, monkeypatch, capsys
+):
+    """Issue 58, item 4: a command without --configfile (a run, a dry run, a table rebuild, a report) uses the
+    folder's last profile and says so; with none remembered, the default profile."""
     monkeypatch.chdir(tmp_path)
     assert startup.profile_to_read({"experiments": {}}, ["snakemake", "--report"], DEFAULT) == (None, None)
     default = (DEFAULT, None)
     assert startup.profile_to_read({}, ["snakemake", "all"], DEFAULT) == default
     assert startup.profile_to_read({}, ["snakemake", "--report", "r.html"], DEFAULT) == default  # none remembered yet
+    assert capsys.readouterr().err == ""  # the default profile, as before: nothing said
     LAST_PROFILE.parent.mkdir()
     LAST_PROFILE.write_text("# x\n# Given as: --configfile workflow/config/test.yaml\nexperiments: {}\n")
-    assert startup.profile_to_read({}, ["snakemake", "all"], DEFAULT) == default  # a run reads the default profile
-    config: dict[str, Any] = {"data_dir": "given"}  # a --config value, merged over the file as Snakemake merges
-    assert startup.profile_to_read(config, ["snakemake", "--report=r.html"], DEFAULT, tmp_path, config) == (
-        None,
-        LAST_PROFILE,
-    )  # read here, as data: never handed to Snakemake as a configfile (issue 57, item 1)
-    assert config == {"experiments": {}, "data_dir": "given"}
-    assert "the profile of the last run here, --configfile workflow/config/test.yaml" in capsys.readouterr().err
+    for argv, who in (
+        (["snakemake", "--cores", "2", "results/tables/table1_medical.md"], "con2 workflow"),
+        (["snakemake", "-n"], "con2 workflow"),
+        (["snakemake", "--report=r.html"], "con2 report"),
+    ):
+        config: dict[str, Any] = {"data_dir": "given"}  # a --config value, merged over the file as Snakemake merges
+        assert startup.profile_to_read(config, argv, DEFAULT, tmp_path, config) == (None, LAST_PROFILE)
+        assert config == {"experiments": {}, "data_dir": "given"}  # read here, as data: never a configfile (57/1)
+        said = capsys.readouterr().err.splitlines()
+        assert said == [
+            f"{who}: the profile of the last run here, --configfile workflow/config/test.yaml "
+            "(results/last_profile.yaml): no --configfile was given (name one to use another profile)"
+        ]
+    # an overlay given alone (no experiments: docs/methods.md's my.yaml) extends the default profile, as documented
+    overlay = startup.profile_to_read({"extra_methods": ["x"]}, ["snakemake", "-n"], DEFAULT, tmp_path, {}, ["my.yaml"])
+    assert overlay == default and capsys.readouterr().err == ""
 
 
 def test_check_profile_sets_data_dir_and_flags_and_fills_the_schema_defaults(tmp_path, monkeypatch):
@@ -78,14 +91,34 @@ def test_check_profile_refuses_in_one_line_naming_the_key(change, message):
     assert text.startswith(message) and "\n" not in text, text[:500]
 
 
-def test_check_report_files_speaks_only_for_a_report_of_missing_files(tmp_path, monkeypatch):
+def test_prepare_report_lists_what_is_not_built_and_refuses_only_a_report_of_nothing(tmp_path, monkeypatch, capsys):
+    """Issue 58, item 2: a report of a partial grid shows what is built and lists the rest (the landing text
+    reads them from the config), one line on stderr; only a report with nothing built stops, in one line."""
     monkeypatch.chdir(tmp_path)
     built = tmp_path / "built.html"
     built.write_text("x")
-    startup.check_report_files(["snakemake", "all"], ["never/built.html"], None)  # not a report: nothing to say
-    startup.check_report_files(["snakemake", "--report", "r.html"], [str(built)], None)  # every file there
-    with pytest.raises(WorkflowError, match=r"never/built.html does not exist: this report is of the default profile"):
-        startup.check_report_files(["snakemake", "--report", "r.html"], [str(built), "never/built.html"], None)
+    config: dict[str, Any] = {}
+    assert startup.prepare_report(config, ["snakemake", "all"], ["never/built.html"], None) == []  # not a report
+    assert config == {} and capsys.readouterr().err == ""
+    assert startup.prepare_report(config, ["snakemake", "--report", "r.html"], [str(built)], None) == []
+    assert config == {startup.UNBUILT_KEY: []} and capsys.readouterr().err == ""  # every file there: nothing said
+    files = [str(built), "never/b.png", "never/a.html"]
+    assert startup.prepare_report(config, ["snakemake", "--report", "r.html"], files, None) == [
+        "never/a.html",
+        "never/b.png",
+    ]
+    assert config[startup.UNBUILT_KEY] == ["never/a.html", "never/b.png"]
+    assert capsys.readouterr().err.splitlines() == [
+        "con2 report: 2 of the 3 report files of the default profile are not built yet (never/a.html and 1 more): "
+        "the report shows the 1 that are and lists the others on its first page; `snakemake --cores 2 all` with "
+        "the same profile builds them"
+    ]
+    whole = startup.prepare_report({}, ["snakemake", "--report", "r.html"], files, None, lambda f: f != str(built))
+    assert whole == [str(built)]  # `built` decides (the Session's: every output of the artefact's job on disk)
+    with pytest.raises(
+        WorkflowError, match=r"never/a.html \(and 1 more.*does not exist: this report is of the default"
+    ):
+        startup.prepare_report({}, ["snakemake", "--report", "r.html"], ["never/a.html", "never/b.png"], None)
 
 
 class Progress:
@@ -118,8 +151,15 @@ def test_on_start_stops_jobs_on_signals_remembers_the_profile_and_prints_the_eta
     logger = logging.getLogger("test_startup")
     with caplog.at_level(logging.INFO, logger="test_startup"):
         startup.on_start(logger, {"seeds": [0]}, ["workflow/config/test.yaml"], {"device": "cpu"}, Progress(line))
-    assert calls == ["sigterm", "sigint", "heartbeat"]
+    assert calls[:3] == ["sigterm", "sigint", "heartbeat"]
     assert "# Given as: --configfile workflow/config/test.yaml --config device=cpu" in LAST_PROFILE.read_text()
+    # a run without --configfile, of the profile recalled from that file: how that one was given, kept
+    recalled = tmp_path / "recalled.yaml"
+    LAST_PROFILE.rename(recalled)
+    with caplog.at_level(logging.INFO, logger="test_startup"):
+        startup.on_start(logger, {"seeds": [0]}, [], {"threads": 2}, Progress(line), recalled)
+    given = "# Given as: --configfile workflow/config/test.yaml --config device=cpu threads=2"
+    assert given in LAST_PROFILE.read_text()
     assert [f for f in logger.filters if isinstance(f, GridProgress)][0].last == said
     assert said in caplog.text
     for f in list(logger.filters):

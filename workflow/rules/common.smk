@@ -5,6 +5,7 @@
 
 import json
 import os  # the rules' own lambdas use it
+import sys
 from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
@@ -18,6 +19,7 @@ from con2.workflow import session as S
 from con2.workflow.artefact_rules import ArtefactRules
 from con2.workflow.console import install_grid_progress, install_short_reasons
 from con2.workflow.heartbeat import start_heartbeat
+from con2.workflow.last_profile import report_mode
 from con2.workflow.progress import ProgressLine, end_lines, print_at_exit
 
 # A job's `Reason:` lists at most a few files per part, params that hold profiles print as a hash
@@ -37,7 +39,7 @@ def data_status():
 
 try:
     register_profile_datasets(config)  # datasets the profile declares by folder (con2/data/profile_datasets.py)
-    W = S.Session(config, workflow.basedir, named_targets, data_status)
+    W = S.Session(config, workflow.basedir, named_targets, data_status, report_mode(sys.argv))  # a report trains nothing
 except GridError as exc:
     raise WorkflowError(f"invalid workflow config: {exc}") from None
 A = ArtefactRules(W)
