@@ -217,6 +217,9 @@ def test_the_schema_takes_the_declaration_keys_and_refuses_a_setting_without_a_f
     cfg["datasets"]["parts"] = {"folder": "parts", "resize": "squash"}
     with pytest.raises(Exception, match="squash"):
         startup.check_profile(cfg, ROOT / "workflow/schemas/config.schema.yaml")
+    cfg["datasets"]["parts"] = {"channels": "grey"}  # a built-in dataset's images are not re-declared
+    with pytest.raises(Exception, match="datasets.parts: 'folder' is a dependency of 'channels'"):
+        startup.check_profile(cfg, ROOT / "workflow/schemas/config.schema.yaml")
 
 
 # --------------------------------------------------------------------------- item 4: one line, nothing prepared
