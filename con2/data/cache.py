@@ -359,9 +359,9 @@ def prepare(
                     if table.settings
                     else f"delete that file or the dataset folder and run `con2 data get {table.dataset}`."
                 )
-                raise DataError(
-                    f"{table.dataset}: cannot decode {terminal_safe(table.ids[i])} in {table.location} ({exc}). Fix: {fix}"
-                ) from exc
+                name = terminal_safe(table.ids[i])
+                problem = f"cannot decode {name} in {table.location} ({exc})"
+                raise DataError(f"{table.dataset}: {problem}. Fix: {fix}") from exc
         out.flush()
         del out
         sha = file_digest(tmp, "sha256")

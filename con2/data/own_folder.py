@@ -244,7 +244,9 @@ def how_to_lay_out(spec: FolderSpec, root: Path) -> str:
 
 def _subfolders(folder: Path) -> list[str]:
     """The names of ``folder``'s visible subfolders, sorted."""
-    return sorted(p.name for p in folder.iterdir() if p.is_dir() and not p.name.startswith(".") and p.name != "__MACOSX")
+    return sorted(
+        p.name for p in folder.iterdir() if p.is_dir() and not p.name.startswith(".") and p.name != "__MACOSX"
+    )
 
 
 def detect_layout(spec: FolderSpec, root: Path) -> str:
@@ -628,7 +630,9 @@ def declarations(text: str) -> tuple[dict[str, Mapping[str, Any]], str | None]:
         try:
             value = json.loads(text)
         except ValueError as exc:
-            raise DataError(f"${ENV} is not the JSON the workflow writes ({exc}). Fix: unset it, or name a profile") from None
+            raise DataError(
+                f"${ENV} is not the JSON the workflow writes ({exc}). Fix: unset it, or name a profile"
+            ) from None
         data_dir = None
     else:
         try:
@@ -680,6 +684,8 @@ def counts_line(info: DatasetInfo, data_dir: Path) -> str:
     for split, cls, _ in listing.rows:
         per.setdefault(split, {}).setdefault(cls, 0)
         per[split][cls] += 1
-    splits = "; ".join(f"{split}: " + ", ".join(f"{c} {n}" for c, n in classes.items()) for split, classes in per.items())
+    splits = "; ".join(
+        f"{split}: " + ", ".join(f"{c} {n}" for c, n in classes.items()) for split, classes in per.items()
+    )
     drawn = f", test split drawn by a seeded hash ({info.test_fraction:g})" if listing.protocol == "holdout" else ""
     return f"{info.name} ({listing.layout}{drawn}): {splits}"

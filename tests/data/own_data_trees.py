@@ -36,7 +36,9 @@ def image(rng: np.random.Generator, kind: str = "", side: int = SIDE, hue: int =
     return img
 
 
-def write_images(folder: Path, n: int, rng: np.random.Generator, kind: str = "", hue: int = 0, side: int = SIDE) -> None:
+def write_images(
+    folder: Path, n: int, rng: np.random.Generator, kind: str = "", hue: int = 0, side: int = SIDE
+) -> None:
     """``n`` PNG images ``000.png ...`` into ``folder`` (created)."""
     folder.mkdir(parents=True, exist_ok=True)
     for i in range(n):
@@ -62,7 +64,9 @@ def normal_anomalous_tree(root: Path, n_normal: int = 30, n_anomalous: int = 8, 
     return root
 
 
-def class_folders_tree(root: Path, classes: tuple[str, ...] = ("plain", "barred", "dotted"), n: int = 30, seed: int = 2) -> Path:
+def class_folders_tree(
+    root: Path, classes: tuple[str, ...] = ("plain", "barred", "dotted"), n: int = 30, seed: int = 2
+) -> Path:
     """``root/<class>/`` for each class (layout ``class_folders``, no split of its own): one hue and shape each."""
     rng = np.random.default_rng(seed)
     shapes = ("", "bar", "disc", "cross")

@@ -70,7 +70,12 @@ def refused(tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, datas
 def test_an_mvtec_tree_is_one_normal_class_and_its_anomaly_kinds(tmp_path: Path) -> None:
     mvtec_tree(tmp_path / "data" / "parts", n_train=8, n_good=3, n_kind=2)
     info = own_folder.register_folder_dataset("parts", {"folder": "parts"}, {"data_dir": str(tmp_path / "data")})
-    assert (info.classes, info.normals, info.protocol, info.source) == (("good", "bar", "disc"), ("good",), "official", "folder")
+    assert (info.classes, info.normals, info.protocol, info.source) == (
+        ("good", "bar", "disc"),
+        ("good",),
+        "official",
+        "folder",
+    )
     data = load_one_class("parts", tmp_path / "data", size=24)
     assert data.train.shape == (8, 24, 24, 3) and data.test.shape == (7, 24, 24, 3) and data.n_anomalous == 4
     assert data.manifest["test_ids"][:3] == ["test/good/000.png", "test/good/001.png", "test/good/002.png"]
@@ -138,7 +143,9 @@ def test_resize_policies_and_channels_prepare_what_they_say(tmp_path: Path) -> N
     stretched = load_one_class("wide", tmp_path / "data", "a", size=20)
     assert stretched.train.shape[1:] == (20, 20, 1)  # the cache of other settings is prepared again
     assert stretched.train[0, :, 0].max() < 50 and stretched.train[0, :, 10].min() > 200
-    assert stretched.manifest["source"]["settings"] == "layout=class_folders channels=grey resize=resize test_fraction=0.2"
+    assert (
+        stretched.manifest["source"]["settings"] == "layout=class_folders channels=grey resize=resize test_fraction=0.2"
+    )
 
 
 def test_duplicates_within_and_across_splits_and_classes_are_reported_not_refused(
@@ -160,7 +167,9 @@ def test_data_list_shows_the_folder_source_and_counts_per_split_and_class(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     mvtec_tree(tmp_path / "data" / "parts", n_train=4, n_good=2, n_kind=3)
-    prof = profile(tmp_path, {"parts": {"folder": "parts"}, "later": {"folder": "not-yet", "layout": "normal_anomalous"}})
+    prof = profile(
+        tmp_path, {"parts": {"folder": "parts"}, "later": {"folder": "not-yet", "layout": "normal_anomalous"}}
+    )
     assert main(["data", "list", "--profile", str(prof)]) == 0
     out = capsys.readouterr().out
     assert f"data_dir: {tmp_path / 'data'}  (the profile's data_dir)" in out
@@ -200,7 +209,10 @@ def test_the_workflow_hook_sets_the_declared_image_size_for_the_runs_and_refuses
     from con2.grid.checks import GridError
 
     mvtec_tree(tmp_path / "data" / "parts", n_train=4, n_good=2, n_kind=2)
-    config = {"data_dir": str(tmp_path / "data"), "datasets": {"digits": None, "parts": {"folder": "parts", "image_size": 32}}}
+    config = {
+        "data_dir": str(tmp_path / "data"),
+        "datasets": {"digits": None, "parts": {"folder": "parts", "image_size": 32}},
+    }
     assert register_profile_datasets(config) == ["parts"]
     assert config["datasets"]["parts"]["run"] == {"image_size": 32} and config["datasets"]["digits"] is None
     config["datasets"]["cifar10"] = {"folder": "parts"}
@@ -212,7 +224,13 @@ def test_the_schema_takes_the_declaration_keys_and_refuses_a_setting_without_a_f
     from con2.workflow import startup
 
     cfg = yaml.safe_load((ROOT / "workflow/config/test.yaml").read_text())
-    cfg["datasets"]["parts"] = {"folder": "parts", "layout": "mvtec", "channels": "grey", "resize": "keep", "image_size": 32}
+    cfg["datasets"]["parts"] = {
+        "folder": "parts",
+        "layout": "mvtec",
+        "channels": "grey",
+        "resize": "keep",
+        "image_size": 32,
+    }
     startup.check_profile(cfg, ROOT / "workflow/schemas/config.schema.yaml")
     cfg["datasets"]["parts"] = {"folder": "parts", "resize": "squash"}
     with pytest.raises(Exception, match="squash"):
@@ -258,7 +276,10 @@ def test_mixed_sizes_under_keep_are_refused_naming_the_file(tmp_path: Path, caps
     root = class_folders_tree(tmp_path / "data" / "shapes", n=4)
     image(np.random.default_rng(0), side=48).save(root / "plain" / "big.png")
     line = refused(tmp_path, capsys, "shapes", {"shapes": {"folder": "shapes", "resize": "keep"}}, "--size", "40")
-    assert f"{root / 'plain' / 'big.png'} is 48x48, not 40x40: `resize: keep`" in line and "Fix: datasets.shapes.resize" in line
+    assert (
+        f"{root / 'plain' / 'big.png'} is 48x48, not 40x40: `resize: keep`" in line
+        and "Fix: datasets.shapes.resize" in line
+    )
 
 
 def test_an_unreadable_image_is_refused_naming_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -301,7 +322,9 @@ def test_two_class_folders_that_are_one_are_refused(tmp_path: Path, capsys: pyte
     assert "is the same folder as" in line
 
 
-def test_a_class_folder_name_that_cannot_be_a_class_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_class_folder_name_that_cannot_be_a_class_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     root = class_folders_tree(tmp_path / "data" / "shapes", n=4)
     (root / "plain").rename(root / "plain one")
     line = refused(tmp_path, capsys, "shapes", {"shapes": {"folder": "shapes"}})

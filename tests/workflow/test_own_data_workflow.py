@@ -24,9 +24,7 @@ if shutil.which("snakemake") is None and subprocess.run([*SNAKEMAKE, "--version"
     pytest.skip("snakemake is not installed (pip install -e '.[workflow]')", allow_module_level=True)
 
 
-def own_profile(
-    wd: Path, name: str, declaration: dict, classes: list[str] | None = None, natural: bool = False
-) -> str:
+def own_profile(wd: Path, name: str, declaration: dict, classes: list[str] | None = None, natural: bool = False) -> str:
     """The tiny profile with one declared folder dataset, the floor and CON2 (invert) on it, its column in
     Table 1 or (``natural``) in the natural-image summary with a per-class table, as CIFAR-10's (written into
     ``wd``)."""
@@ -38,7 +36,11 @@ def own_profile(
     cfg["run"].update(batch_size=16)
     cfg["variants"]["floor"] = {"max_steps": 0, "tta": 0}
     cfg["experiments"] = {"main": {"datasets": [name], "methods": {"floor_pixels": ["floor"], "con2": ["invert"]}}}
-    tables = {"medical": [], "natural": [name], "per_class": [name]} if natural else {"medical": [name], "natural": [], "per_class": []}
+    tables = (
+        {"medical": [], "natural": [name], "per_class": [name]}
+        if natural
+        else {"medical": [name], "natural": [], "per_class": []}
+    )
     cfg["report"].update(**tables, comparisons=[], pca=[], curves=[])
     cfg["report"].update(floors=["floor_pixels"], main_variants={"con2": "invert", "floor_pixels": "floor"})
     (wd / "own.yaml").write_text(yaml.safe_dump(cfg))
