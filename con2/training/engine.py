@@ -336,6 +336,206 @@ def save_atomic(obj: dict, path: Path) -> None:
     save_checkpoint(obj, path)
 
 
+def _resume(
+    checkpoint_path: Path | None,
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    scheduler: torch.optim.lr_scheduler.LRScheduler,
+    settings: TrainSettings,
+    device: torch.device,
+) -> tuple[int, int, SpentTime]:
+    """Load the checkpoint at ``checkpoint_path`` into the model, optimiser and schedule, if there is one;
+    return ``(epoch, step, time spent)`` it was written at (``(0, 0, nothing)`` without one).
+
+    Raises:
+        ConfigError: the checkpoint was written by another configuration (``settings.fingerprint``).
+    """
+    if checkpoint_path is None or not checkpoint_path.is_file():
+        return 0, 0, SpentTime()
+    state = load_checkpoint(checkpoint_path, device)
+    if state.get("fingerprint") != settings.fingerprint:
+        raise ConfigError(
+            f"checkpoint {checkpoint_path} was written by another configuration; rerun with --replace-stale "
+            f"(or --force) to retrain, or use a new run directory"
+        )
+    model.load_state_dict(state["model"])
+    optimizer.load_state_dict(state["optimizer"])
+    scheduler.load_state_dict(state["scheduler"])
+    start_epoch, step = state["epoch"], state["step"]
+    if settings.progress or start_epoch:
+        print(f"resuming from {checkpoint_path} at epoch {start_epoch} (step {step})", flush=True)
+    return start_epoch, step, SpentTime.from_state(state.get("timing"))
+
+
+@dataclass
+class _Session:
+    """One training session of :func:`fit`: what it trains with, how far it is, and what it has cost.
+
+    ``step`` counts optimiser steps over the whole run (a resumed run's included); the times are this
+    process's (``t0``: its start; ``hook_seconds``: in ``on_epoch_trained``), ``before`` the earlier sessions'.
+    """
+
+    model: nn.Module
+    settings: TrainSettings
+    optimizer: torch.optim.Optimizer
+    scheduler: torch.optim.lr_scheduler.LRScheduler
+    resident: Tensor  # the whole uint8 training set, on the device
+    batch: int
+    total_steps: int
+    per_epoch: int
+    autocast: bool
+    guard_first_step: bool  # the first step checks the shapes that bf16 on the CPU gets wrong
+    step: int
+    before: SpentTime
+    last_checkpoint: float
+    t0: float
+    trained_images: int = 0
+    hook_seconds: float = 0.0
+    terms: dict[str, float] = field(default_factory=dict)  # the last loss terms read from the device
+    pending: list[tuple[int, int, dict[str, Tensor]]] = field(default_factory=list)  # not yet read
+
+    def progress(self) -> float:
+        """How far training is at the current step, 0 to 1 (the progress a method's loss is given)."""
+        return self.step / max(1, self.total_steps)
+
+    def train_epoch(self, epoch: int) -> None:
+        """The steps of ``epoch`` (0-based) on a shuffle seeded by ``(seed, epoch)``, its loss terms read."""
+        n, device = len(self.resident), self.resident.device
+        seed = derived_seed(self.settings.seed, epoch)
+        order = torch.randperm(n, generator=torch.Generator().manual_seed(seed)).to(device)
+        for b in range(self.per_epoch):
+            if self.step >= self.total_steps:
+                break
+            x = self.resident[order[b * self.batch : (b + 1) * self.batch]]
+            torch.manual_seed(derived_seed(self.settings.seed, 1_000_003, self.step))
+            out = self.guarded_step(x)
+            self.pending.append((epoch, self.step, {k: v.detach() for k, v in out.items()}))
+            self.step += 1
+            self.trained_images += len(x)
+            if len(self.pending) >= self.settings.finite_check_every:
+                self.terms, self.pending = read_terms(self.pending), []
+        if self.pending:
+            self.terms, self.pending = read_terms(self.pending), []
+
+    def guarded_step(self, x: Tensor) -> dict[str, Tensor]:
+        """:func:`train_step` on ``x``, the first one of the process under the CPU bf16 guard.
+
+        Raises:
+            ConfigError: ``torch.compile`` failed on this machine (``compile=true``).
+        """
+        guard = refuse_broken_cpu_bf16_convolutions(self.model) if self.guard_first_step else nullcontext()
+        self.guard_first_step = False
+        try:
+            with guard:
+                return train_step(self.model, x, self.progress(), self.optimizer, self.scheduler, self.autocast)
+        except Exception as exc:
+            if self.settings.compile and isinstance(exc, torch._dynamo.exc.TorchDynamoException):
+                first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+                raise ConfigError(
+                    f"compile=true failed on this machine ({type(exc).__name__}: {first}); set compile=false"
+                ) from exc
+            raise
+
+    def shown_terms(self) -> dict[str, float]:
+        """The loss terms and a method's loss weights at this point of training (CON2's alpha; host floats:
+        shown, not summed)."""
+        weights = getattr(self.model, "progress_weights", None)
+        return {**self.terms, **(weights(self.progress()) if callable(weights) else {})}
+
+    def spent(self) -> SpentTime:
+        """The time of the sessions before this one plus this one's so far."""
+        return self.before.plus(
+            time.perf_counter() - self.t0 - self.hook_seconds, self.hook_seconds, self.trained_images
+        )
+
+    def checkpoint(self, epoch: int, path: Path | None, fixed: Mapping[str, str] | None) -> None:
+        """Write the checkpoint of ``epoch`` (1-based) to ``path`` (none: only restart the time floor)."""
+        self.last_checkpoint = time.perf_counter()
+        if path is None:
+            return
+        save_atomic(
+            {
+                "epoch": epoch,
+                "step": self.step,
+                "model": self.model.state_dict(),
+                "optimizer": self.optimizer.state_dict(),
+                "scheduler": self.scheduler.state_dict(),
+                "fingerprint": self.settings.fingerprint,
+                **({"config": self.settings.config} if self.settings.config else {}),
+                **dict(fixed or {}),
+                "timing": self.spent().as_state(),
+            },
+            path,
+        )
+        fault_point("after_checkpoint", epoch=epoch)  # tests: a Ctrl-C or kill right here
+
+    def checkpoint_due(self, done: int, epochs: int) -> bool:
+        """Whether epoch ``done`` (1-based) writes a checkpoint: the last one always; else every
+        ``checkpoint_every`` epochs, but no sooner than ``checkpoint_seconds`` after the last one."""
+        every = self.settings.checkpoint_every
+        due = every and done % every == 0
+        return done == epochs or bool(
+            due and time.perf_counter() - self.last_checkpoint >= self.settings.checkpoint_seconds
+        )
+
+    def result(self, epochs: int, start_epoch: int) -> TrainResult:
+        """What the whole run measured, every session's time included."""
+        total = self.spent()
+        return TrainResult(
+            epochs=epochs,
+            steps=self.step,
+            fit_seconds=total.fit_seconds,
+            images_per_second=total.images / total.fit_seconds if total.fit_seconds > 0 else float("nan"),
+            resumed_from_epoch=start_epoch,
+            last_terms=self.terms,
+            precision="bfloat16-autocast" if self.autocast else "float32",
+            hook_seconds=total.curve_seconds,
+            sessions=total.sessions,
+        )
+
+
+def _start_session(
+    model: nn.Module, images: Tensor, settings: TrainSettings, device: torch.device, checkpoint_path: Path | None
+) -> tuple[_Session, int, int]:
+    """Seed, put the model and the training set on the device, build the optimiser and its schedule, resume
+    from the checkpoint if there is one; return the session, the epoch it starts at and the run's epochs.
+
+    Raises:
+        ValueError: ``images`` are not uint8 ``[N, C, H, W]``.
+    """
+    if images.dtype != torch.uint8 or images.ndim != 4:
+        raise ValueError(f"expected uint8 images [N, C, H, W], got {images.dtype} {tuple(images.shape)}")
+    n = len(images)
+    total_steps, per_epoch, epochs = planned_steps(n, settings)
+    seed_everything(settings.seed)
+    prepare_model(model, settings, device)
+    resident = images.to(device)  # the whole uint8 training set, moved once
+    optimizer, scheduler = make_optimizer(model, settings, device, total_steps)
+    start_epoch, step, before = _resume(checkpoint_path, model, optimizer, scheduler, settings, device)
+    last_checkpoint = time.perf_counter()
+    if settings.compile:
+        compile_submodules(model)
+    autocast = autocast_enabled(device, settings.amp)
+    session = _Session(
+        model,
+        settings,
+        optimizer,
+        scheduler,
+        resident,
+        batch=min(settings.batch_size, n),
+        total_steps=total_steps,
+        per_epoch=per_epoch,
+        autocast=autocast,
+        # compiled graphs skip the hooks the guard sets
+        guard_first_step=autocast and device.type == "cpu" and not settings.compile,
+        step=step,
+        before=before,
+        last_checkpoint=last_checkpoint,
+        t0=time.perf_counter(),
+    )
+    return session, start_epoch, epochs
+
+
 def fit(
     model: nn.Module,
     images: Tensor,
@@ -359,67 +559,7 @@ def fit(
     :meth:`con2.methods.base.Method.fixed_state`). Each checkpoint also keeps the time spent so far
     (:class:`SpentTime`), so the result of a resumed run counts every session's seconds and images.
     """
-    if images.dtype != torch.uint8 or images.ndim != 4:
-        raise ValueError(f"expected uint8 images [N, C, H, W], got {images.dtype} {tuple(images.shape)}")
-    n = len(images)
-    batch = min(settings.batch_size, n)
-    total_steps, per_epoch, epochs = planned_steps(n, settings)
-
-    seed_everything(settings.seed)
-    prepare_model(model, settings, device)
-    resident = images.to(device)  # the whole uint8 training set, moved once
-    optimizer, scheduler = make_optimizer(model, settings, device, total_steps)
-
-    start_epoch, step, before = 0, 0, SpentTime()
-    if checkpoint_path is not None and checkpoint_path.is_file():
-        state = load_checkpoint(checkpoint_path, device)
-        if state.get("fingerprint") != settings.fingerprint:
-            raise ConfigError(
-                f"checkpoint {checkpoint_path} was written by another configuration; rerun with --replace-stale "
-                f"(or --force) to retrain, or use a new run directory"
-            )
-        model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        scheduler.load_state_dict(state["scheduler"])
-        start_epoch, step = state["epoch"], state["step"]
-        before = SpentTime.from_state(state.get("timing"))
-        if settings.progress or start_epoch:
-            print(f"resuming from {checkpoint_path} at epoch {start_epoch} (step {step})", flush=True)
-
-    last_checkpoint = time.perf_counter()
-
-    def checkpoint(epoch: int) -> None:
-        nonlocal last_checkpoint
-        last_checkpoint = time.perf_counter()
-        if checkpoint_path is not None:
-            save_atomic(
-                {
-                    "epoch": epoch,
-                    "step": step,
-                    "model": model.state_dict(),
-                    "optimizer": optimizer.state_dict(),
-                    "scheduler": scheduler.state_dict(),
-                    "fingerprint": settings.fingerprint,
-                    **({"config": settings.config} if settings.config else {}),
-                    **dict(fixed or {}),
-                    "timing": spent().as_state(),
-                },
-                checkpoint_path,
-            )
-            fault_point("after_checkpoint", epoch=epoch)  # tests: a Ctrl-C or kill right here
-
-    def spent() -> SpentTime:
-        """The time of the sessions before this one plus this one's so far."""
-        return before.plus(time.perf_counter() - t0 - hook_seconds, hook_seconds, trained_images)
-
-    if settings.compile:
-        compile_submodules(model)
-    autocast = autocast_enabled(device, settings.amp)
-    # the first step of this process checks the shapes that bf16 on the CPU gets wrong (compiled graphs skip hooks)
-    guard_first_step = autocast and device.type == "cpu" and not settings.compile
-    terms: dict[str, float] = {}
-    pending: list[tuple[int, int, dict[str, Tensor]]] = []  # loss terms not yet read from the device
-    trained_images, t0, hook_seconds = 0, time.perf_counter(), 0.0
+    session, start_epoch, epochs = _start_session(model, images, settings, device, checkpoint_path)
     lines = settings.progress and not on_terminal()  # a log file: one line per epoch, not a redrawn bar
     model.train()
     bar = tqdm(
@@ -432,66 +572,26 @@ def fit(
         dynamic_ncols=True,
     )
     for epoch in bar:
-        t_epoch, epoch_images = time.perf_counter(), trained_images
-        order = torch.randperm(n, generator=torch.Generator().manual_seed(derived_seed(settings.seed, epoch))).to(
-            device
-        )
-        for b in range(per_epoch):
-            if step >= total_steps:
-                break
-            x = resident[order[b * batch : (b + 1) * batch]]
-            torch.manual_seed(derived_seed(settings.seed, 1_000_003, step))
-            guard = refuse_broken_cpu_bf16_convolutions(model) if guard_first_step else nullcontext()
-            guard_first_step = False
-            try:
-                with guard:
-                    out = train_step(model, x, step / max(1, total_steps), optimizer, scheduler, autocast)
-            except Exception as exc:
-                if settings.compile and isinstance(exc, torch._dynamo.exc.TorchDynamoException):
-                    first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-                    raise ConfigError(
-                        f"compile=true failed on this machine ({type(exc).__name__}: {first}); set compile=false"
-                    ) from exc
-                raise
-            pending.append((epoch, step, {k: v.detach() for k, v in out.items()}))
-            step += 1
-            trained_images += len(x)
-            if len(pending) >= settings.finite_check_every:
-                terms, pending = read_terms(pending), []
-        if pending:
-            terms, pending = read_terms(pending), []
-        # a method's loss weights at this point of training (CON2's alpha), host floats: shown, not summed
-        weights = getattr(model, "progress_weights", None)
-        shown = {**terms, **(weights(step / max(1, total_steps)) if callable(weights) else {})}
+        t_epoch, epoch_images = time.perf_counter(), session.trained_images
+        session.train_epoch(epoch)
+        shown = session.shown_terms()
         bar.set_postfix({k: f"{v:.3f}" for k, v in shown.items()})
         done = epoch + 1
         t_hook = time.perf_counter()
         if on_epoch_trained is not None:
             on_epoch_trained(done)
-            hook_seconds += time.perf_counter() - t_hook
+            session.hook_seconds += time.perf_counter() - t_hook
         if lines:
             now = time.perf_counter()
             train_seconds = t_hook - t_epoch
-            ips = (trained_images - epoch_images) / train_seconds if train_seconds > 0 else float("nan")
-            eta = (now - t0) / (done - start_epoch) * (epochs - done)
+            ips = (session.trained_images - epoch_images) / train_seconds if train_seconds > 0 else float("nan")
+            eta = (now - session.t0) / (done - start_epoch) * (epochs - done)
             print(epoch_line(done, epochs, shown, ips, eta), flush=True)
-        due = settings.checkpoint_every and done % settings.checkpoint_every == 0
-        if done == epochs or (due and time.perf_counter() - last_checkpoint >= settings.checkpoint_seconds):
-            checkpoint(done)
+        if session.checkpoint_due(done, epochs):
+            session.checkpoint(done, checkpoint_path, fixed)
         if on_epoch_end is not None:
             on_epoch_end(done)
-    total = spent()
-    return TrainResult(
-        epochs=epochs,
-        steps=step,
-        fit_seconds=total.fit_seconds,
-        images_per_second=total.images / total.fit_seconds if total.fit_seconds > 0 else float("nan"),
-        resumed_from_epoch=start_epoch,
-        last_terms=terms,
-        precision="bfloat16-autocast" if autocast else "float32",
-        hook_seconds=total.curve_seconds,
-        sessions=total.sessions,
-    )
+    return session.result(epochs, start_epoch)
 
 
 def load_weights(model: nn.Module, checkpoint_path: Path, device: torch.device) -> None:
