@@ -62,6 +62,7 @@ from con2.data.folders import (
     outside,
 )
 from con2.data.source import DatasetInfo, Source
+from con2.errors import read_failure
 from con2.paths import is_name
 from con2.text import shell_command, terminal_safe
 
@@ -331,8 +332,17 @@ def list_folder(spec: FolderSpec, data_dir: Path) -> Listing:
         DatasetMissing: the folder is not there (the message says where it was looked for);
         FolderError: a layout that matches none of the three, an empty normal folder, a test split
             without anomalies, a file that is not an image, a name with a control character, a link
-            leading out of the folder, two class folders that are one, a class name that cannot be one.
+            leading out of the folder, two class folders that are one, a class name that cannot be one,
+            a folder that cannot be listed (no permission: nothing is said to be wrong with it).
     """
+    try:
+        return _list_folder(spec, data_dir)
+    except OSError as exc:  # a folder that cannot be listed: a read, never a write
+        raise FolderError(f"{spec.name}: {terminal_safe(read_failure(exc))}") from exc
+
+
+def _list_folder(spec: FolderSpec, data_dir: Path) -> Listing:
+    """:func:`list_folder` but for a folder that cannot be listed (an ``OSError``)."""
     root = spec.root(data_dir)
     if not root.is_dir():
         raise DatasetMissing(

@@ -361,3 +361,20 @@ def test_the_docs_worked_example_is_a_valid_overlay_on_the_tree_the_tests_build(
     assert register_profile_datasets(cfg) == ["parts"]
     line = own_folder.counts_line(DATASETS["parts"], tmp_path / "data")
     assert line == "parts (mvtec): train: good 24; test: good 6, bar 6, disc 6" and line in page
+
+
+def test_a_class_folder_that_cannot_be_listed_is_one_line_and_not_called_damaged(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No permission (as a user other than root meets it: the tests may run as root, so listing is denied here)."""
+    root = class_folders_tree(tmp_path / "data" / "shapes", n=4)
+    real = Path.iterdir
+
+    def denied(self: Path) -> Iterator[Path]:
+        if self == root / "plain":
+            raise PermissionError(13, "Permission denied", str(self))
+        return real(self)
+
+    monkeypatch.setattr(Path, "iterdir", denied)
+    line = refused(tmp_path, capsys, "shapes", {"shapes": {"folder": "shapes"}})
+    assert f"cannot read {root / 'plain'}: permission denied" in line and "do not delete it" in line
