@@ -3,44 +3,70 @@ score-runtime measurements of ``workflow/scripts/score_runtime.py``."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 
 from con2.paper_names import dataset_label, dataset_names
 from con2.report.artefacts import ReportInputs
 from con2.report.format import MISSING, Table
+from con2.report.methods import Methods
 from con2.report.select import ordered_datasets, report_block
 
 LOADED_CPU_SHARE = 0.8  # a training job that got less of the CPU it asked for ran under load
+
+# the frame's columns, one row per (dataset, method, variant, device)
+_COLUMNS = [
+    "dataset",
+    "method",
+    "variant",
+    "device",
+    "runs",
+    "epochs",
+    "fit_min",
+    "score_s",
+    "wall_min",
+    "peak_mb",
+    "bench_max_rss_mb",
+    "cpu_share",
+    "load_average",
+    "s_per_epoch",
+    "h_at_paper_epochs",
+    "paper_gpu_h",
+]
 
 
 def compute_cost(inputs: ReportInputs) -> Table:
     """Compute per run: training and scoring time, peak memory, the load they were measured under;
     extrapolated to the paper's epochs (with a warning when the measurements were taken under load)."""
     runs, config, hours = inputs.frame("runs"), inputs.config, inputs.hours
-    rep = report_block(config)
-    dmap = dataset_names(config)
-    names = inputs.names
-    cols = [
-        "dataset",
-        "method",
-        "variant",
-        "device",
-        "runs",
-        "epochs",
-        "fit_min",
-        "score_s",
-        "wall_min",
-        "peak_mb",
-        "bench_max_rss_mb",
-        "cpu_share",
-        "load_average",
-        "s_per_epoch",
-        "h_at_paper_epochs",
-        "paper_gpu_h",
-    ]
+    rep, dmap, names = report_block(config), dataset_names(config), inputs.names
     if runs.empty:
-        return Table("compute_cost", "Compute cost per run", cols, [], pd.DataFrame(columns=cols))
+        return Table("compute_cost", "Compute cost per run", list(_COLUMNS), [], pd.DataFrame(columns=_COLUMNS))
+    frame = _sorted(_cost_frame(runs, rep, dmap, names, hours), rep)
+    rows, flagged = [], []
+    for r in frame.to_dict("records"):
+        mark = _load_mark(r["cpu_share"], r["load_average"])
+        if mark and pd.notna(r["h_at_paper_epochs"]):
+            flagged.append(f"{dataset_label(r['dataset'])} {r['method']} {r['variant']}")
+        rows.append(_shown_row(r, mark))
+    return Table(
+        "compute_cost",
+        "Compute cost per run (means over seeds and normal classes)",
+        _header(rep["paper_epochs"]),
+        rows,
+        frame,
+        _notes(rep["paper_epochs"], flagged),
+    )
+
+
+def _cost_frame(
+    runs: pd.DataFrame, rep: dict[str, Any], dmap: dict[str, str], names: Methods, hours: pd.DataFrame | None
+) -> pd.DataFrame:
+    """One row of :data:`_COLUMNS` per (dataset, method, variant, device): means over its runs (each run
+    once, whatever its score columns), its seconds per epoch extrapolated to the paper's epochs (``rep``), the
+    paper's GPU hours (``hours``, under the paper's names: ``dmap``, ``names``) beside them."""
     per_run = runs.drop_duplicates(subset=["dataset", "normal_class", "method", "variant", "seed"])
     per_run = per_run.assign(device=per_run["machine"].fillna(per_run["device"]))  # the CPU model or GPU name
     data = []
@@ -73,46 +99,57 @@ def compute_cost(inputs: ReportInputs) -> Table:
                 "paper_gpu_h": ph,
             }
         )
-    frame = pd.DataFrame(data, columns=cols)
+    return pd.DataFrame(data, columns=_COLUMNS)
+
+
+def _sorted(frame: pd.DataFrame, rep: dict[str, Any]) -> pd.DataFrame:
+    """The rows in the report's dataset order (the medical datasets, then the natural), then by method and variant."""
     order = {
         d: i
         for i, d in enumerate(ordered_datasets(list(dict.fromkeys(frame["dataset"])), rep["medical"], rep["natural"]))
     }
-    frame = frame.sort_values(
+    return frame.sort_values(
         by=["dataset", "method", "variant"], key=lambda s: s.map(order) if s.name == "dataset" else s
     )
-    rows, flagged = [], []
 
-    def num(x: float, digits: int = 1) -> str:
-        return MISSING if pd.isna(x) else f"{x:.{digits}f}"
 
-    for r in frame.to_dict("records"):
-        loaded = pd.notna(r["cpu_share"]) and r["cpu_share"] < LOADED_CPU_SHARE
-        unknown = pd.isna(r["cpu_share"]) and pd.isna(r["load_average"])
-        mark = "*" if loaded else ("?" if unknown else "")
-        if mark and pd.notna(r["h_at_paper_epochs"]):
-            flagged.append(f"{dataset_label(r['dataset'])} {r['method']} {r['variant']}")
-        rows.append(
-            [
-                dataset_label(r["dataset"]),
-                r["method"],
-                r["variant"],
-                str(r["device"]),
-                str(r["runs"]),
-                num(r["epochs"], 0),
-                num(r["fit_min"], 2),
-                num(r["score_s"]),
-                num(r["wall_min"], 2),
-                num(r["peak_mb"], 0),
-                num(r["bench_max_rss_mb"], 0),
-                num(r["cpu_share"], 2) + mark,
-                num(r["load_average"], 1),
-                num(r["s_per_epoch"], 2) + mark,
-                num(r["h_at_paper_epochs"]) + mark,
-                num(r["paper_gpu_h"]),
-            ]
-        )
-    header = [
+def _load_mark(cpu_share: float, load_average: float) -> str:
+    """``*``: measured under load (a CPU share under :data:`LOADED_CPU_SHARE`); ``?``: under an unknown load."""
+    if pd.notna(cpu_share) and cpu_share < LOADED_CPU_SHARE:
+        return "*"
+    return "?" if pd.isna(cpu_share) and pd.isna(load_average) else ""
+
+
+def _num(x: float, digits: int = 1) -> str:
+    """``x`` with ``digits`` decimals; a missing number as :data:`~con2.report.format.MISSING`."""
+    return MISSING if pd.isna(x) else f"{x:.{digits}f}"
+
+
+def _shown_row(r: dict, mark: str) -> list[str]:
+    """One row of the table as shown; ``mark`` (:func:`_load_mark`) beside every number the load changes."""
+    return [
+        dataset_label(r["dataset"]),
+        r["method"],
+        r["variant"],
+        str(r["device"]),
+        str(r["runs"]),
+        _num(r["epochs"], 0),
+        _num(r["fit_min"], 2),
+        _num(r["score_s"]),
+        _num(r["wall_min"], 2),
+        _num(r["peak_mb"], 0),
+        _num(r["bench_max_rss_mb"], 0),
+        _num(r["cpu_share"], 2) + mark,
+        _num(r["load_average"], 1),
+        _num(r["s_per_epoch"], 2) + mark,
+        _num(r["h_at_paper_epochs"]) + mark,
+        _num(r["paper_gpu_h"]),
+    ]
+
+
+def _header(paper_epochs: object) -> list[str]:
+    """The shown columns' names, one per entry of :data:`_COLUMNS`."""
+    return [
         "Dataset",
         "Method",
         "Variant",
@@ -127,27 +164,30 @@ def compute_cost(inputs: ReportInputs) -> Table:
         "CPU share",
         "Load (1 min)",
         "s / epoch",
-        f"h at {rep['paper_epochs']} ep",
+        f"h at {paper_epochs} ep",
         "Paper GPU h",
     ]
+
+
+def _notes(paper_epochs: object, flagged: list[str]) -> list[str]:
+    """Where the numbers come from and what the marks mean; a warning naming the ``flagged`` rows, whose
+    extrapolation rests on times measured under load or under an unknown load."""
     notes = [
         "Fit, score and peak memory from the run records; RSS and CPU time from Snakemake's benchmark files. "
         "CPU share = CPU seconds / (wall seconds x threads) of the training job (approximate: sampled every 30 s): "
         f"about 1 on an idle machine; * marks < {LOADED_CPU_SHARE} (the job waited for the CPU: measured under load), "
         "? an unknown load. Load (1 min): the system load average the record gives, where it gives one. "
-        f"'h at {rep['paper_epochs']} ep' extrapolates the measured seconds per epoch on the same device; paper GPU "
+        f"'h at {paper_epochs} ep' extrapolates the measured seconds per epoch on the same device; paper GPU "
         "hours as reported (single RTX 2080Ti/3090/4090, 2048 epochs).",
     ]
     if flagged:
         notes.append(
-            f"WARNING: 'h at {rep['paper_epochs']} ep' of {len(flagged)} row(s) ({', '.join(flagged[:6])}"
+            f"WARNING: 'h at {paper_epochs} ep' of {len(flagged)} row(s) ({', '.join(flagged[:6])}"
             f"{', ...' if len(flagged) > 6 else ''}) is extrapolated from fit times measured under load or under an "
             "unknown load: an upper bound, not the cost on an idle machine (measure it idle, e.g. "
             "benchmarks/throughput.py)."
         )
-    return Table(
-        "compute_cost", "Compute cost per run (means over seeds and normal classes)", header, rows, frame, notes
-    )
+    return notes
 
 
 def score_runtime(inputs: ReportInputs) -> Table:
