@@ -223,6 +223,7 @@ class ScoringSpec:
 
 
 def _accumulate(sums: dict[str, Tensor], col: str, value: Tensor) -> None:
+    """Add ``value`` to ``sums[col]`` (the first value: itself)."""
     sums[col] = sums[col] + value if col in sums else value
 
 
@@ -259,6 +260,191 @@ class Scorable(Protocol):
     def diagnostics(self, identity_features: Mapping[tuple[str, int], Mapping[str, Tensor]]) -> dict[str, float]: ...
 
 
+_Features = dict[str, Tensor]
+"""One split's features under one view and context: feature space -> ``[N, d]``."""
+
+
+def _feature_spaces(method: Scorable, spec: ScoringSpec) -> dict[str, nn.Module | None]:
+    """The feature spaces the readings score (and ``encoder``, always), in the readings' order.
+
+    Raises:
+        ValueError: a reading names a feature space the method does not declare.
+    """
+    spaces_all = method.feature_spaces()
+    unknown = sorted({r.feature for r in spec.readings} - set(spaces_all))
+    if unknown:
+        raise ValueError(
+            f"{method.name}: readings name feature spaces {unknown} it does not declare ({sorted(spaces_all)})"
+        )
+    spaces = {name: spaces_all[name] for name in dict.fromkeys(r.feature for r in spec.readings)}
+    spaces.setdefault("encoder", None)
+    return spaces
+
+
+@dataclass(frozen=True)
+class _Encoder:
+    """One encoder pass: the features of a split's images under one view and context, every feature space
+    of the readings from that pass (:func:`~con2.methods.features.features`)."""
+
+    method: Scorable
+    device: torch.device
+    spaces: dict[str, nn.Module | None]
+    size: int
+    batch_size: int
+    channels_last: bool
+    context_after_views: bool
+
+    def __call__(self, imgs: Tensor, view: FixedView | PerImageViews, ctx: ContextFn) -> _Features:
+        return features(
+            self.method.encoder,
+            imgs,
+            view,
+            ctx,
+            self.size,
+            self.device,
+            self.spaces,
+            self.batch_size,
+            self.channels_last,
+            self.context_after_views,
+        )
+
+
+def _csi_draws(
+    method: Scorable, spec: ScoringSpec, n_contexts: int, train: Tensor, test: Tensor, val: Tensor | None
+) -> list[Sequence[PerImageViews]]:
+    """CSI's views per context: per-image random views, image i's seeded by i (whatever the split or the batch),
+    drawn by ``spec.image_views`` or else :func:`~con2.methods.features.csi_image_views`."""
+    cfg = method.cfg
+    height, width = train.shape[-2:]
+    n_images = max(len(train), len(test), 0 if val is None else len(val))
+
+    def default_draw(n: int, h: int, w: int, c: int) -> Sequence[PerImageViews]:
+        return csi_image_views(n, cfg.csi_views, h, w, method.view_params, cfg.tta_seed, c)
+
+    draw = spec.image_views or default_draw
+    return [draw(n_images, height, width, c) for c in range(n_contexts)]
+
+
+class _Passes:
+    """Counts the encoder passes of one :func:`score_method` and tells its :func:`scoring_progress` listener."""
+
+    def __init__(self, total: int) -> None:
+        self.done, self.total, self.report = 0, total, _PROGRESS.get()
+
+    def passed(self) -> None:
+        """One more pass done."""
+        self.done += 1
+        if self.report is not None:
+            self.report(self.done, self.total)
+
+
+@dataclass
+class _Scoring:
+    """One :func:`score_method` call: the score columns summed over the test views (``sums``; the
+    validation images' in ``val_sums``), and what each sum is divided by (``divisor``)."""
+
+    spec: ScoringSpec
+    encode: _Encoder
+    train: Tensor
+    test: Tensor
+    val: Tensor | None
+    need_original: bool  # a reading compares non-identity views with the training set in the original context
+    passes: _Passes
+    sums: dict[str, Tensor] = field(default_factory=dict)
+    val_sums: dict[str, Tensor] = field(default_factory=dict)
+    divisor: dict[str, int] = field(default_factory=dict)
+
+    def add(
+        self,
+        sums: dict[str, Tensor],
+        readings: Sequence[Reading],
+        te: Mapping[str, Tensor],
+        tr: Mapping[str, Tensor],
+        tr_orig: Mapping[str, Tensor],
+        context: int,
+    ) -> None:
+        """Add every ``tta`` scorer's scores of test features ``te`` against the training features (``tr``
+        under ``matched``, ``tr_orig`` under ``original``) in ``context`` to ``sums``, per reading."""
+        for reading in readings:
+            ref = tr if reading.reference == "matched" else tr_orig
+            for score, scorer in self.spec.scorers.items():
+                if scorer.tta:
+                    s = scorer.fn(te[reading.feature], ref[reading.feature], context).double().cpu()
+                    _accumulate(sums, self.spec.column(score, reading), s)
+
+    def fixed_views(self, test_views: Sequence[TestView], readings: Sequence[Reading]) -> None:
+        """Score ``readings`` (the fixed-view ones) on every test view: one encoder pass per split and view."""
+        for tv in test_views:
+            te, tr = self.encode(self.test, tv.view, tv.pixels), self.encode(self.train, tv.view, tv.pixels)
+            tr_orig = self.encode(self.train, tv.view, tv.original) if self.need_original and tv.context != 0 else tr
+            self.add(self.sums, readings, te, tr, tr_orig, tv.context)
+            if self.val is not None:
+                self.add(self.val_sums, readings, self.encode(self.val, tv.view, tv.pixels), tr, tr_orig, tv.context)
+            self.passes.passed()
+        self.divisor.update({self.spec.column(s, r): len(test_views) for r in readings for s in self.spec.scorers})
+
+    def csi_views(
+        self, contexts: Sequence[ContextFn], draws: Sequence[Sequence[PerImageViews]], readings: Sequence[Reading]
+    ) -> None:
+        """Score ``readings`` (the CSI-view ones) per context on the features averaged over its per-image views."""
+        for c, (fn, views) in enumerate(zip(contexts, draws)):
+            mean = self.mean_features(c, fn, views)
+            self.add(self.sums, readings, mean["te"], mean["tr"], mean.get("tr_orig", mean["tr"]), c)
+            if self.val is not None:
+                self.add(self.val_sums, readings, mean["va"], mean["tr"], mean.get("tr_orig", mean["tr"]), c)
+        self.divisor.update({self.spec.column(s, r): len(contexts) for r in readings for s in self.spec.scorers})
+
+    def mean_features(
+        self, context: int, fn: ContextFn, views: Sequence[PerImageViews]
+    ) -> dict[str, dict[str, Tensor]]:
+        """Each split's features in ``context`` (``fn``), averaged over ``views``: ``te``, ``tr``, ``va`` (with
+        validation images) and ``tr_orig`` (the training set in the original context, where a reading needs it)."""
+        summed: dict[str, dict[str, Tensor]] = {}
+        for v in views:
+            parts = {"te": self.encode(self.test, v, fn), "tr": self.encode(self.train, v, fn)}
+            if self.val is not None:
+                parts["va"] = self.encode(self.val, v, fn)
+            if self.need_original and context != 0:
+                parts["tr_orig"] = self.encode(self.train, v, identity)
+            for key, feats in parts.items():
+                acc = summed.setdefault(key, {})
+                for name, f in feats.items():
+                    _accumulate(acc, name, f)
+            self.passes.passed()
+        return {key: {k: f / len(views) for k, f in feats.items()} for key, feats in summed.items()}
+
+    def identity_features(
+        self, contexts: Sequence[ContextFn]
+    ) -> tuple[dict[tuple[str, int], _Features], _Features | None]:
+        """Identity views in every context, for ``tta=False`` scorers, diagnostics and ``features.npz``:
+        ``(split, context) -> features`` of the training and test images, and the validation images' in the
+        original context (None without them)."""
+        ident = {
+            (split, c): self.encode(imgs, IDENTITY_VIEW, fn)
+            for split, imgs in (("train", self.train), ("test", self.test))
+            for c, fn in enumerate(contexts)
+        }
+        val_ident = self.encode(self.val, IDENTITY_VIEW, contexts[0]) if self.val is not None else None
+        self.passes.passed()
+        return ident, val_ident
+
+    def columns(
+        self, summed: dict[str, Tensor], ident_test: _Features, ident_train: _Features
+    ) -> dict[str, np.ndarray]:
+        """Every score column in the order of ``scores.csv``: a ``tta`` scorer's summed scores over their
+        divisor, the others computed on the identity features (``ident_test`` against ``ident_train``)."""
+        out: dict[str, np.ndarray] = {}
+        for reading in self.spec.all_readings():
+            for score, scorer in self.spec.scorers.items():
+                col = self.spec.column(score, reading)
+                if scorer.tta:
+                    out[col] = (summed[col] / self.divisor[col]).float().numpy()
+                elif self.spec.computes(score, reading):
+                    feat = reading.feature
+                    out[col] = scorer.fn(ident_test[feat], ident_train[feat], 0).float().cpu().numpy()
+        return {col: out[col] for col in self.spec.columns()}
+
+
 @torch.no_grad()
 def score_method(
     method: Scorable, train: Tensor, test: Tensor, device: torch.device, validation: Tensor | None = None
@@ -276,117 +462,24 @@ def score_method(
     """
     cfg = method.cfg
     spec = replace(method.scoring(), csi=getattr(cfg, "csi_views", 0) > 0)
-    spaces_all = method.feature_spaces()
-    unknown = sorted({r.feature for r in spec.readings} - set(spaces_all))
-    if unknown:
-        raise ValueError(
-            f"{method.name}: readings name feature spaces {unknown} it does not declare ({sorted(spaces_all)})"
-        )
-    spaces = {name: spaces_all[name] for name in dict.fromkeys(r.feature for r in spec.readings)}
-    spaces.setdefault("encoder", None)
-    size, bs, cl = cfg.image_size, cfg.eval_batch_size, cfg.channels_last
+    spaces = _feature_spaces(method, spec)
     after = method.context_after_views()
-
-    def run(imgs: Tensor, view: FixedView | PerImageViews, ctx: ContextFn) -> dict[str, Tensor]:
-        return features(method.encoder, imgs, view, ctx, size, device, spaces, bs, cl, after)
-
+    encode = _Encoder(method, device, spaces, cfg.image_size, cfg.eval_batch_size, cfg.channels_last, after)
     readings = spec.all_readings()
-    fixed = [r for r in readings if r.views == "fixed"]
-    need_original = any(r.reference == "original" for r in readings)
-
-    def add(
-        sums: dict[str, Tensor],
-        rs: Sequence[Reading],
-        te: Mapping[str, Tensor],
-        tr: Mapping[str, Tensor],
-        tr_orig: Mapping[str, Tensor],
-        context: int,
-    ) -> None:
-        for reading in rs:
-            ref = tr if reading.reference == "matched" else tr_orig
-            for score, scorer in spec.scorers.items():
-                if scorer.tta:
-                    s = scorer.fn(te[reading.feature], ref[reading.feature], context).double().cpu()
-                    _accumulate(sums, spec.column(score, reading), s)
-
     val = validation if validation is not None and len(validation) else None
     test_views = method.test_views()
     csi = [r for r in readings if r.views == "csi"]
     contexts = method.test_contexts()
-    csi_draws: list[Sequence[PerImageViews]] = []
-    if csi:  # CSI's views: per-image random views, image i's seeded by i (whatever the split or the batch)
-        height, width = train.shape[-2:]
-        n_images = max(len(train), len(test), 0 if val is None else len(val))
-
-        def default_draw(n: int, h: int, w: int, c: int) -> Sequence[PerImageViews]:
-            return csi_image_views(n, cfg.csi_views, h, w, method.view_params, cfg.tta_seed, c)
-
-        draw = spec.image_views or default_draw
-        csi_draws = [draw(n_images, height, width, c) for c in range(len(contexts))]
-    report = _PROGRESS.get()
-    total = len(test_views) + sum(len(views) for views in csi_draws) + 1
-    done = 0
-
-    def passed() -> None:
-        nonlocal done
-        done += 1
-        if report is not None:
-            report(done, total)
-
-    sums: dict[str, Tensor] = {}
-    val_sums: dict[str, Tensor] = {}
-    for tv in test_views:
-        te, tr = run(test, tv.view, tv.pixels), run(train, tv.view, tv.pixels)
-        tr_orig = run(train, tv.view, tv.original) if need_original and tv.context != 0 else tr
-        add(sums, fixed, te, tr, tr_orig, tv.context)
-        if val is not None:
-            add(val_sums, fixed, run(val, tv.view, tv.pixels), tr, tr_orig, tv.context)
-        passed()
-    divisor = {spec.column(s, r): len(test_views) for r in fixed for s in spec.scorers}
-
+    csi_draws = _csi_draws(method, spec, len(contexts), train, test, val) if csi else []
+    passes = _Passes(len(test_views) + sum(len(views) for views in csi_draws) + 1)
+    need_original = any(r.reference == "original" for r in readings)
+    scoring = _Scoring(spec, encode, train, test, val, need_original, passes)
+    scoring.fixed_views(test_views, [r for r in readings if r.views == "fixed"])
     if csi:  # CSI's views: per-image random views, features averaged over them, per context
-        for c, (fn, views) in enumerate(zip(contexts, csi_draws)):
-            mean: dict[str, dict[str, Tensor]] = {}
-            for v in views:
-                parts = {"te": run(test, v, fn), "tr": run(train, v, fn)}
-                if val is not None:
-                    parts["va"] = run(val, v, fn)
-                if need_original and c != 0:
-                    parts["tr_orig"] = run(train, v, identity)
-                for key, feats in parts.items():
-                    acc = mean.setdefault(key, {})
-                    for name, f in feats.items():
-                        acc[name] = acc[name] + f if name in acc else f
-                passed()
-            mean = {key: {k: f / len(views) for k, f in feats.items()} for key, feats in mean.items()}
-            add(sums, csi, mean["te"], mean["tr"], mean.get("tr_orig", mean["tr"]), c)
-            if val is not None:
-                add(val_sums, csi, mean["va"], mean["tr"], mean.get("tr_orig", mean["tr"]), c)
-        divisor.update({spec.column(s, r): len(contexts) for r in csi for s in spec.scorers})
-
-    # Identity views in every context: tta=False scorers, diagnostics and features.npz.
-    ident = {
-        (split, c): run(imgs, IDENTITY_VIEW, fn)
-        for split, imgs in (("train", train), ("test", test))
-        for c, fn in enumerate(contexts)
-    }
-    val_ident = run(val, IDENTITY_VIEW, contexts[0]) if val is not None else None
-    passed()
-
-    def columns(summed: dict[str, Tensor], ident_test: dict[str, Tensor]) -> dict[str, np.ndarray]:
-        out: dict[str, np.ndarray] = {}
-        for reading in readings:
-            for score, scorer in spec.scorers.items():
-                col = spec.column(score, reading)
-                if scorer.tta:
-                    out[col] = (summed[col] / divisor[col]).float().numpy()
-                elif spec.computes(score, reading):
-                    feat = reading.feature
-                    out[col] = scorer.fn(ident_test[feat], ident["train", 0][feat], 0).float().cpu().numpy()
-        return {col: out[col] for col in spec.columns()}
-
-    scores = columns(sums, ident["test", 0])
-    val_scores = columns(val_sums, val_ident) if val_ident is not None else {}
+        scoring.csi_views(contexts, csi_draws, csi)
+    ident, val_ident = scoring.identity_features(contexts)
+    scores = scoring.columns(scoring.sums, ident["test", 0], ident["train", 0])
+    val_scores = scoring.columns(scoring.val_sums, val_ident, ident["train", 0]) if val_ident is not None else {}
     arrays = {
         f"{split}_context{c}": F.normalize(feats["encoder"], dim=1).cpu().numpy().astype(np.float16)
         for (split, c), feats in ident.items()
