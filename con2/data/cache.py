@@ -396,6 +396,8 @@ def prepare(
     }
     manifest["duplicates_across_classes"] = duplicates_across_classes(manifest)
     manifest["duplicates_across_splits"] = duplicates_across_splits(manifest)
+    if table.settings:  # a declared folder of your own: copies inside one class folder are named too
+        manifest["duplicates_within_splits"] = duplicates_within_splits(manifest)
     for line in duplicate_lines(manifest, directory / "manifest.json"):
         print(f"note: {table.dataset}: {line}", file=sys.stderr, flush=True)
     with atomic_path(mpath) as tmp:
@@ -448,6 +450,27 @@ def duplicates_across_splits(manifest: dict[str, Any]) -> list[list[str]]:
     return sorted(out)
 
 
+def duplicates_within_splits(manifest: dict[str, Any]) -> list[list[str]]:
+    """The groups of sample ids of one class and one source split (``train``, ``val`` or ``test``: a split the
+    harness divides itself is :func:`duplicates_across_splits`'s) whose files are byte-identical: an image counted
+    twice. Each group sorted, the groups sorted; ``[]`` without per-file hashes."""
+    out = []
+    for group in _identical_files(manifest):
+        for label, split in sorted({(c, sp) for _, sp, c in group if sp != "all"}):
+            same = [s for s, sp, c in group if c == label and sp == split]
+            if len(same) > 1:
+                out.append(sorted(same))
+    return sorted(out)
+
+
+def within_duplicate_note(group: list[str]) -> str:
+    """One line on a group of :func:`duplicates_within_splits`, its file names escaped as in :func:`duplicate_note`."""
+    return (
+        f"{' = '.join(terminal_safe(s) for s in group)} are byte-identical files of one class in one split: the "
+        "image counts more than once (kept as the folders say; delete the extra copies)"
+    )
+
+
 def duplicate_note(group: list[str]) -> str:
     """One line on a group of :func:`duplicates_across_classes`, its file names escaped for a terminal and a
     log (:func:`con2.text.terminal_safe`: a name may hold a line break or an escape sequence)."""
@@ -472,7 +495,11 @@ def duplicate_lines(manifest: dict[str, Any], where: Path) -> list[str]:
     :data:`MAX_DUPLICATE_LINES` of each, then one line counting the rest and naming ``where`` (the manifest
     that lists them all)."""
     lines = []
-    kinds = (("duplicates_across_classes", duplicate_note), ("duplicates_across_splits", split_duplicate_note))
+    kinds = (
+        ("duplicates_across_classes", duplicate_note),
+        ("duplicates_across_splits", split_duplicate_note),
+        ("duplicates_within_splits", within_duplicate_note),
+    )
     for key, note in kinds:
         groups = manifest.get(key) or []
         lines += [note(g) for g in groups[:MAX_DUPLICATE_LINES]]

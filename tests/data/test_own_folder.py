@@ -154,8 +154,10 @@ def test_duplicates_within_and_across_splits_and_classes_are_reported_not_refuse
     root = mvtec_tree(tmp_path / "data" / "parts", n_train=6, n_good=3, n_kind=3)
     (root / "test" / "good" / "copy.png").write_bytes((root / "train" / "good" / "000.png").read_bytes())
     (root / "test" / "bar" / "copy.png").write_bytes((root / "train" / "good" / "001.png").read_bytes())
+    (root / "train" / "good" / "twice.png").write_bytes((root / "train" / "good" / "002.png").read_bytes())
     assert get(tmp_path, "parts", {"parts": {"folder": "parts"}}, "--size", "16") == 0
     err = capsys.readouterr().err
+    assert "train/good/002.png = train/good/twice.png are byte-identical files of one class in one split" in err
     assert "test/bar/copy.png = train/good/001.png are byte-identical files in different class folders" in err
     assert "test/good/copy.png = train/good/000.png are byte-identical files of one class in more than one split" in err
 
