@@ -78,7 +78,7 @@ CHANNELS = {"rgb": 3, "grey": 1}
 KEYS = ("folder", "layout", "normal", "anomalous", "test_fraction", "image_size", "channels", "resize", "title")
 #: The environment variable that carries the declarations to other processes.
 ENV = "CON2_DATASETS"
-#: The folder names of an MVTec AD tree that are no class (its masks).
+#: The folder names of an MVTec AD tree that are no class (its masks), beside ``train/`` and ``test/``.
 MVTEC_IGNORED = ("ground_truth",)
 _PROFILE_KEYS = ("normal_classes", "run", "resources")
 
@@ -291,6 +291,21 @@ def _check_name(spec: FolderSpec, path: Path, root: Path) -> None:
         )
 
 
+def _no_other_folders(spec: FolderSpec, root: Path, expected: tuple[str, ...], fix: str) -> None:
+    """Refuse a folder beside the layout's own at ``root`` (e.g. a ``validation/``): its images would be left out
+    without a word.
+
+    Raises:
+        FolderError: naming the folders found and the fix.
+    """
+    other = [n for n in _subfolders(root) if n not in expected]
+    if other:
+        raise FolderError(
+            f"{spec.name}: {terminal_safe(str(root))} holds {', '.join(terminal_safe(n) for n in other[:5])} beside "
+            f"{', '.join(expected)}: its images would be left out. {fix}"
+        )
+
+
 def _class_images(spec: FolderSpec, folder: Path, root: Path, cls: str, what: str) -> list[Path]:
     """The images of one class folder, checked: its name, no link leading out, images only, at least one.
 
@@ -357,6 +372,7 @@ def _list_folder(spec: FolderSpec, data_dir: Path) -> Listing:
         for split in ("train", "test"):
             if not (root / split).is_dir():
                 raise FolderError(f"{spec.name}: {terminal_safe(str(root / split))} is missing (layout mvtec). {fix}")
+        _no_other_folders(spec, root, ("train", "test", *MVTEC_IGNORED), fix)
         extra = [n for n in _subfolders(root / "train") if n != normal]
         if extra:
             raise FolderError(
@@ -383,6 +399,7 @@ def _list_folder(spec: FolderSpec, data_dir: Path) -> Listing:
     else:
         top = _subfolders(root)
         if "train" in top and "test" in top:
+            _no_other_folders(spec, root, ("train", "test"), fix)
             classes = tuple(_subfolders(root / "train"))
             if set(_subfolders(root / "test")) != set(classes):
                 raise FolderError(

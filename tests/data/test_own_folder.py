@@ -380,3 +380,12 @@ def test_a_class_folder_that_cannot_be_listed_is_one_line_and_not_called_damaged
     monkeypatch.setattr(Path, "iterdir", denied)
     line = refused(tmp_path, capsys, "shapes", {"shapes": {"folder": "shapes"}})
     assert f"cannot read {root / 'plain'}: permission denied" in line and "do not delete it" in line
+
+
+def test_a_folder_beside_the_layouts_own_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An mvtec tree's ground_truth/ (its masks) is ignored; any other folder beside train/ and test/ would be left
+    out without a word."""
+    root = mvtec_tree(tmp_path / "data" / "parts", n_train=4, n_good=2, n_kind=2)
+    write_images(root / "validation" / "good", 2, np.random.default_rng(0))
+    line = refused(tmp_path, capsys, "parts", {"parts": {"folder": "parts"}})
+    assert f"{root} holds validation beside train, test, ground_truth: its images would be left out" in line
