@@ -394,6 +394,7 @@ def _list_folder(spec: FolderSpec, data_dir: Path) -> Listing:
     elif layout == "normal_anomalous":
         normal = spec.normal_name(layout)
         classes = (normal, spec.anomalous)
+        _no_other_folders(spec, root, classes, fix)
         folders = [("all", c, root / c) for c in classes]
         protocol, all_anomalies = "holdout", True
     else:

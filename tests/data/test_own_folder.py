@@ -389,3 +389,7 @@ def test_a_folder_beside_the_layouts_own_is_refused(tmp_path: Path, capsys: pyte
     write_images(root / "validation" / "good", 2, np.random.default_rng(0))
     line = refused(tmp_path, capsys, "parts", {"parts": {"folder": "parts"}})
     assert f"{root} holds validation beside train, test, ground_truth: its images would be left out" in line
+    scans = normal_anomalous_tree(tmp_path / "data" / "scans", n_normal=5, n_anomalous=2)
+    write_images(scans / "unsure", 2, np.random.default_rng(0))
+    line = refused(tmp_path, capsys, "scans", {"scans": {"folder": "scans"}})
+    assert f"{scans} holds unsure beside normal, anomalous: its images would be left out" in line
