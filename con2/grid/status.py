@@ -9,6 +9,9 @@
   one it was checked in and a run of it would train (a finished grid's table rebuild reads records
   only, so it re-checks nothing);
 * :func:`merge_status`: those files of a grid as one mapping (the ``data_status`` checkpoint);
+* :func:`other_data`: the datasets whose records were trained on other images than ``data_dir`` holds
+  now (their content checksums differ), which a finished grid's invocation would otherwise pass over
+  with "Nothing to be done";
 * :func:`closing_lines`: the block printed at the very end of a workflow run: every dataset
   skipped (or, with ``strict``, failed), every record the aggregation left out (corrupt, invalid,
   misplaced) with its fix, and the records aggregated although outside the grid; each command
@@ -28,7 +31,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from con2.paths import data_marker
+from con2.paths import RUNS_ROOT, data_marker, records_on_disk
 from con2.text import csv_value, shell_command, terminal_safe
 
 UNAVAILABLE = "con2 workflow: unavailable: "  # prefix of the line prepare_data logs when it fails (strict)
@@ -203,6 +206,58 @@ def skipped_records(files: Iterable[str | Path]) -> list[tuple[str, str, str]]:
     return sorted(out.values())
 
 
+def trained_on(dataset: str, root: str | Path = RUNS_ROOT) -> dict[str, int]:
+    """``{content sha256: records}`` of ``dataset``'s records under ``root`` (``data_source.sha256``:
+    the checksum of the source files a run was trained on; records without one are not counted)."""
+    out: dict[str, int] = {}
+    for path in records_on_disk(root)[0] if Path(root, dataset).is_dir() else []:
+        if Path(path).relative_to(root).parts[0] != dataset:
+            continue
+        try:
+            sha = (json.loads(Path(path).read_text()).get("data_source") or {}).get("sha256")
+        except (OSError, ValueError, AttributeError):
+            continue  # a damaged record: the aggregation names it
+        if isinstance(sha, str) and sha:
+            out[sha] = out.get(sha, 0) + 1
+    return out
+
+
+def data_now(dataset: str, size: int, data_dir: str | Path) -> tuple[str, str] | None:
+    """``(content sha256, location)`` of ``dataset`` as ``data_dir`` holds it now, or None where it is
+    not there or cannot be read. Files unchanged since they were prepared (same path, size, times,
+    inode) are not read again (the prepared cache's per-file hashes); a copy elsewhere is read once."""
+    from con2.data import DataError, find_source  # lazy: the data layer only where records exist
+    from con2.data.cache import cache_dir, known_hashes, read_manifest, source_key
+
+    try:
+        found = find_source(dataset, data_dir, int(size))
+        manifest = read_manifest(cache_dir(Path(data_dir), dataset, int(size)))
+        return source_key(found, known_hashes(manifest, found.location)).digest, str(found.location)
+    except (DataError, OSError, ValueError):
+        return None
+
+
+def other_data(
+    data_targets: Iterable[tuple[str, int]], data_dir: str | Path, root: str | Path = RUNS_ROOT
+) -> list[tuple[str, int, int, str]]:
+    """``(dataset, records on other data, records, location now)`` of each dataset of the grid whose
+    records were trained, some or all, on other images than ``data_dir`` holds now: a finished grid
+    with ``data_dir`` pointing at a changed copy trains nothing, and its tables keep those runs."""
+    out, seen = [], set()
+    for dataset, size in data_targets:
+        if dataset in seen:
+            continue
+        seen.add(dataset)
+        counts = trained_on(dataset, root)
+        if not counts:
+            continue
+        now = data_now(dataset, size, data_dir)
+        if now is None or set(counts) == {now[0]}:
+            continue
+        out.append((dataset, sum(n for sha, n in counts.items() if sha != now[0]), sum(counts.values()), now[1]))
+    return out
+
+
 def closing_lines(
     data_targets: Iterable[tuple[str, int]],
     config: Mapping[str, Any],
@@ -243,7 +298,8 @@ def closing_lines(
     outside = outside_grid(runs_csv)
     weights = dict(methods_missing_weights or {})
     bad = skipped_records(skipped_files)
-    if not (skipped or failed or outside or weights or bad):
+    changed = other_data(data_targets, data_dir)
+    if not (skipped or failed or outside or weights or bad or changed):
         return []
     rule = "-" * 100
     lines = ["", rule]
@@ -285,6 +341,12 @@ def closing_lines(
         lines.append(f"con2 workflow: {len(bad)} record(s) SKIPPED by the aggregation: they are in no table.")
         for record, problem, fix in bad:
             lines += [f"  {record}: {problem}", f"      fix: {fix}"]
+    for dataset, n_other, n_all, location in changed:
+        lines.append(
+            f"con2 workflow: {dataset}: {n_other} of its {n_all} record(s) were trained on other images than "
+            f"data_dir holds now ({location}: another content checksum); the tables show those runs. "
+            f"To train them on these images: move {RUNS_ROOT}/{dataset} aside and run the same command again"
+        )
     if outside:
         lines.append(
             f"con2 workflow: {len(outside)} record(s) outside this profile's grid are aggregated as they are "

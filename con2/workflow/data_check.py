@@ -83,9 +83,12 @@ class DataCheck:
         """prepare_data's params: what its outcome depends on. A dataset found ready keeps the value it
         was checked with (no re-check, so no rerun) while data_dir names the folder it was checked in
         and its files are still there, or while no run of it would train (a table rebuild of a
-        finished grid reads records only); with another data_dir, or its files gone from this one (a
-        run deleted after its data), and runs left to train, it is checked again there, so data
-        missing there skip the dataset instead of failing its training jobs. A skipped one is checked
+        finished grid reads records only) and data_dir holds no other copy of it. It is checked again
+        where data_dir names another folder that holds the dataset, runs left to train or not (a
+        finished grid pointed at a changed copy then ends by saying that its records were trained on
+        other images: :func:`con2.grid.status.other_data`), and where its files are gone from data_dir
+        (a run deleted after its data) with runs left to train, so data missing there skip the dataset
+        instead of failing its training jobs. A skipped one is checked
         again when data_dir, download or strict change or when its files appear on disk (`con2 data
         get`). A dataset without files (the embedded digits) depends on none of these: its value is
         its source's fingerprint alone. (A data check that runs again would hide, until it has run,
@@ -104,7 +107,9 @@ class DataCheck:
                 return dict(found["check"])
             if found.get("status") == "ok" and "check" in found:
                 here = same_folder(checked_in(found), self.given_dir)
-                if (here and self.on_disk_at_start(dataset, size)) or not self.awaits_data(dataset, size):
+                on_disk = self.on_disk_at_start(dataset, size)
+                another_copy = on_disk and not here  # a finished grid pointed at other files: check those
+                if (here and on_disk) or not (self.awaits_data(dataset, size) or another_copy):
                     return dict(found["check"])
         return {
             "data_dir": str(self.data_dir),

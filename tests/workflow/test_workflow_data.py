@@ -170,3 +170,27 @@ def test_offline_without_data_ends_with_the_skipped_datasets_in_its_closing_line
         -3000:
     ]
     assert "UNAVAILABLE with strict=true" in strict.stderr
+
+
+def test_a_finished_grid_on_a_changed_copy_of_its_data_says_so_and_keeps_its_tables(tmp_path: Path) -> None:
+    """Issue 57 item 5: the same command with data_dir naming a copy whose images changed trains nothing; its
+    last lines say that the records were trained on other images, and how to retrain; the tables stay."""
+    from data_fixtures import write_medmnist_npz
+
+    wd = copy_workflow(tmp_path / "wd")
+    data, other = tmp_path / "data", tmp_path / "other"
+    datasets, main = fake_breastmnist(data)
+    prof = small_profile(wd, datasets, {"main": main})
+    full = snakemake(wd, "--cores", "2", "all", "--configfile", prof, "--config", f"data_dir={data}")
+    assert full.returncode == 0, full.stderr[-3000:]
+    tables = {p: p.read_bytes() for p in (wd / "results/tables").glob("*.md")}
+    write_medmnist_npz(
+        other / "medmnist" / "breastmnist.npz", {"train": [30, 70], "val": [2, 2], "test": [20, 25]}, pixel_seed=7
+    )
+    again = snakemake(wd, "--cores", "2", "all", "--configfile", prof, "--config", f"data_dir={other}")
+    assert again.returncode == 0, again.stderr[-3000:]
+    text = again.stdout + again.stderr
+    assert "digits:" not in text  # kept without files: the same
+    assert "breastmnist: 1 of its 1 record(s) were trained on other images than data_dir holds now" in text, text[-3000:]
+    assert "move results/runs/breastmnist aside" in text
+    assert {p: p.read_bytes() for p in (wd / "results/tables").glob("*.md")} == tables and tables

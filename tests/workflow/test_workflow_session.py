@@ -149,7 +149,9 @@ def test_a_dataset_with_files_is_checked_again_where_data_dir_changed(tmp_path: 
     assert s.data_check(wc) == fresh  # checked in /old, runs left to train: checked again here
     for run in s.runs:
         finish(run)
-    assert s.data_check(wc) == old_check  # nothing would train: kept as last checked
+    assert s.data_check(wc) == old_check  # nothing would train, no copy here: kept as last checked
+    monkeypatch.setattr(s.data, "_on_disk", {("digits", 16): True})  # another copy in this data_dir (issue 57)
+    assert s.data_check(wc) == {**fresh, "on_disk": False}  # checked again there, to compare its images
     rebuild = Session(profile(tmp_path / "data"), ROOT, lambda: ["results/tables/x.md"], lambda: {})
     monkeypatch.setattr(rebuild.data, "embedded_source", lambda dataset, size: None)
     assert rebuild.data_check(wc) == old_check
