@@ -397,8 +397,12 @@ def plan_lines(
     ./data, as the workflow has it), each line escaped for a terminal (:func:`con2.text.terminal_safe`:
     a throughput table's device name may hold a line break or an escape sequence)."""
     from con2.data import normal_classes  # lazy: numpy and PIL: the data layer loads only when a profile is planned
+    from con2.data.profile_datasets import register_profile_datasets  # lazy, as above
 
     try:
+        # the datasets the profile declares by folder, as the workflow registers them before it expands the grid
+        # (relative folders under --data-dir where given): a declared folder was "unknown dataset" here
+        register_profile_datasets({**config, "data_dir": str(data_dir)} if data_dir is not None else config)
         grid = expand_grid(config, normal_classes)
     except GridError as exc:
         raise ConfigError(f"invalid profile: {exc}") from None
