@@ -397,7 +397,7 @@ def plan_lines(
     ./data, as the workflow has it), each line escaped for a terminal (:func:`con2.text.terminal_safe`:
     a throughput table's device name may hold a line break or an escape sequence)."""
     from con2.data import normal_classes  # lazy: numpy and PIL: the data layer loads only when a profile is planned
-    from con2.data.profile_datasets import register_profile_datasets  # lazy, as above
+    from con2.data.profile_datasets import register_profile_datasets  # lazy: the data layer, as above
 
     try:
         # the datasets the profile declares by folder, as the workflow registers them before it expands the grid
