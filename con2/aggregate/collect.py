@@ -10,7 +10,9 @@ for the job got: about 1 when idle, lower under load). The record's ``method_car
 method's labels and paper rows and the tags its tables group runs by (``contexts``, ``n_contexts``,
 ``loss``; see :mod:`con2.aggregate.cards`; a record without a card gets the one its method's spec
 gives its params). Every score of a record is a row (the columns: :data:`con2.aggregate.runs_csv.RUN_COLUMNS`);
-``headline`` marks the plain score names (``nnd``) against extra readings (``nnd@<reading>``), and
+``headline`` marks the plain score names (``nnd``) against extra readings (``nnd@<reading>``),
+``auroc_by_kind`` holds a declared mvtec tree's AUROC per anomaly kind of that score (JSON; "" for every other
+record: :func:`con2.aggregate.runs_csv.by_kind_text`), and
 ``in_grid`` is set by the workflow (False: a record outside the current profile's grid). Nothing here
 imports torch or the training code (method specs are torch-free).
 """
@@ -28,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from con2.aggregate.cards import card_fields, record_card
-from con2.aggregate.runs_csv import RUN_COLUMNS, RUN_KEYS, is_headline
+from con2.aggregate.runs_csv import RUN_COLUMNS, RUN_KEYS, by_kind_text, is_headline
 from con2.aggregate.score_files import scores_problem
 from con2.paths import path_identity, run_key
 from con2.run.records import RecordError, read_record
@@ -119,6 +121,7 @@ def record_rows(
     }
     aurocs = sorted(record["metrics"]["auroc"].items())
     intervals = record["metrics"].get("auroc_ci") or {}  # absent from records older than schema version 2
+    by_kind = record["metrics"].get("auroc_by_kind")  # a declared mvtec tree's: {kind: {score column: AUROC}}
 
     def ci(name: str, key: str) -> float:
         value = (intervals.get(name) or {}).get(key)
@@ -132,6 +135,7 @@ def record_rows(
             "headline": is_headline(name),
             "auroc": float(value),
             **{f"auroc_{k}": ci(name, k) for k in ("lo", "hi", "se")},
+            "auroc_by_kind": by_kind_text(by_kind, name),
         }
         for name, value in aurocs
     ]

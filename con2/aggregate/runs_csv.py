@@ -16,7 +16,11 @@ Aggregation conventions (documented because the paper does not spell them out):
 
 from __future__ import annotations
 
+import json
+import math
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -35,6 +39,7 @@ RUN_COLUMNS = [
     "auroc_lo",  # the run's 95% DeLong interval (record metrics.auroc_ci; NaN for older records)
     "auroc_hi",
     "auroc_se",
+    "auroc_by_kind",  # this score's AUROC per anomaly kind, JSON {kind: AUROC} (record metrics.auroc_by_kind; "": none)
     "silhouette",
     "fit_seconds",
     "score_seconds",
@@ -69,6 +74,39 @@ RUN_COLUMNS = [
     "record",
     "in_grid",
 ]
+
+
+def by_kind_text(by_kind: Any, score: str) -> str:
+    """The cell ``auroc_by_kind`` of a (run, score) row: the record's ``metrics.auroc_by_kind`` (``{kind:
+    {score column: AUROC}}``, the MVTec convention of a declared mvtec tree) for ``score``, as JSON ``{kind:
+    AUROC}`` with the kinds sorted; "" where the record keeps none, or none of ``score`` (a kind whose entry
+    is no finite number is left out)."""
+    if not isinstance(by_kind, Mapping):
+        return ""
+    out: dict[str, float] = {}
+    for kind, columns in by_kind.items():
+        value = columns.get(score) if isinstance(columns, Mapping) else None
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+            out[str(kind)] = float(value)
+    return json.dumps(dict(sorted(out.items()))) if out else ""
+
+
+def kind_aurocs(text: Any) -> dict[str, float]:
+    """The ``{kind: AUROC}`` of an ``auroc_by_kind`` cell (:func:`by_kind_text`); {} for "", a missing cell
+    (NaN, a runs CSV written before the column) or text that is not such JSON."""
+    if not isinstance(text, str) or not text.strip():
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return {}
+    if not isinstance(value, dict):
+        return {}
+    return {
+        str(k): float(v)
+        for k, v in value.items()
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+    }
 
 
 def is_headline(score: str) -> bool:
@@ -124,6 +162,7 @@ def load_runs(path: str | Path) -> pd.DataFrame:
         "method",
         "variant",
         "score",
+        "auroc_by_kind",
         "contexts",
         "loss",
         *CARD_COLUMNS,
@@ -138,6 +177,7 @@ def load_runs(path: str | Path) -> pd.DataFrame:
     for c in RUN_COLUMNS:
         if c not in df.columns:
             df[c] = True if c == "in_grid" else np.nan
+    df["auroc_by_kind"] = df["auroc_by_kind"].fillna("")  # "" (no per-kind AUROCs) reads back as NaN
     df["headline"] = df["score"].map(is_headline).astype(bool)
     df["in_grid"] = df["in_grid"].astype(bool)
     return df[RUN_COLUMNS]
