@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import sys
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -80,7 +81,8 @@ class Artefact:
         reads: the fields of :class:`ReportInputs` the builder reads (of :data:`INPUTS`; the
             config and the dataset always come).
         about: one line saying what it shows.
-        each: a ``report`` key listing datasets: one artefact per dataset (``ReportInputs.dataset``).
+        each: a ``report`` key listing datasets, or a key of :data:`DERIVED_EACH` (datasets derived from the
+            ``report`` block and the registry): one artefact per dataset (``ReportInputs.dataset``).
         table: a figure's table (``reads`` holds ``table``): the name of the table whose CSV it draws.
     """
 
@@ -107,12 +109,35 @@ class Artefact:
         """The file stems of a profile's ``report`` block (one per listed dataset with ``each``)."""
         if not self.each:
             return [self.name]
-        return [f"{self.name}_{d}" for d in report.get(self.each) or []]
+        derived = DERIVED_EACH.get(self.each)
+        datasets = derived(report) if derived is not None else report.get(self.each) or []
+        return [f"{self.name}_{d}" for d in datasets]
 
     def builder(self) -> Callable[..., Any]:
         """The builder function (imports its module)."""
         module, _, attr = self.builder_path.partition(":")
         return getattr(importlib.import_module(module), attr)
+
+
+def shown_datasets(report: Mapping[str, Any]) -> list[str]:
+    """The datasets a profile's tables show (``report.medical``, ``natural``, ``per_class``), in that order."""
+    keys = ("medical", "natural", "per_class")
+    return list(dict.fromkeys(str(d) for key in keys for d in report.get(key) or []))
+
+
+def kinds_datasets(report: Mapping[str, Any]) -> list[str]:
+    """The datasets of the tables (:func:`shown_datasets`) whose records keep an AUROC per anomaly kind: the
+    folders this process registered from the profile with the ``mvtec`` layout (``test/<anomaly kind>/``;
+    :func:`con2.data.profile_datasets.register_profile_datasets`, which the workflow calls before it names its
+    targets). Read from the module's registry where it is loaded, never imported here: a process that loaded
+    no declared folder (the Snakefile of a profile without one) has none, and keeps its parse light."""
+    own = sys.modules.get("con2.data.own_folder")
+    declared: Mapping[str, Any] = getattr(own, "DECLARED", {}) if own is not None else {}
+    return [d for d in shown_datasets(report) if getattr(declared.get(d), "layout", "") == "mvtec"]
+
+
+# ``each`` values whose datasets are derived from the ``report`` block (and the registry), not listed in it.
+DERIVED_EACH: dict[str, Callable[[Mapping[str, Any]], list[str]]] = {"anomaly_kinds": kinds_datasets}
 
 
 def _table(name: str, about: str, reads: tuple[str, ...] = ("runs", "paper"), *, module: str, **kw: Any) -> Artefact:
@@ -170,6 +195,13 @@ TABLES: dict[str, Artefact] = _registry(
         ("runs", "status"),
         each="per_class",
         module="per_class",
+    ),
+    _table(
+        "per_kind",
+        "AUROC per anomaly kind of each dataset declared as an mvtec tree (test/<kind>/), the MVTec convention",
+        ("runs", "status"),
+        each="anomaly_kinds",
+        module="per_kind",
     ),
     _table(
         "comparisons",
