@@ -36,6 +36,12 @@ class NonFiniteFeaturesError(Con2Error, FloatingPointError):
     """Scoring met NaN or infinite features (a diverged model); the message says what to change."""
 
 
+class GridError(ValueError):
+    """The profile config names something that does not exist; the message names the key (raised by
+    :mod:`con2.grid.checks` and the grid; here, below every layer, so that a lower layer (a dataset a
+    profile declares, :mod:`con2.data.profile_datasets`) can refuse a profile in the workflow's own terms)."""
+
+
 class DataError(Con2Error, RuntimeError):
     """A dataset is missing, malformed or cannot be obtained; the message says how to fix it."""
 

@@ -21,8 +21,8 @@ from con2.text import terminal_safe
 def cmd_list(args: argparse.Namespace) -> int:
     """Print every registered dataset: family, source, present or not, prepared sizes, how to get it."""
     from con2.data import own_folder  # lazy: numpy and PIL stay off the start of `con2`
-    from con2.data.cache import cache_root
-    from con2.data.registry import DATASETS, dataset_status
+    from con2.data.cache import cache_root  # lazy: the data layer only when a command runs
+    from con2.data.registry import DATASETS, dataset_status  # lazy: the data layer only when a command runs
 
     given = args.data_dir or profile_data_dir(args)
     # resolved once, so the header, the "looked only in" line and every fix command name the same folder
@@ -76,7 +76,7 @@ def profile_data_dir(args: argparse.Namespace) -> str | None:
     """
     if not getattr(args, "profile", None):
         return None
-    from con2.data.own_folder import declarations  # noqa: PLC0415 (lazy: yaml, only with --profile)
+    from con2.data.own_folder import declarations  # lazy: yaml, only with --profile
 
     return declarations(args.profile)[1]
 
@@ -90,10 +90,10 @@ def register_profile(args: argparse.Namespace, data_dir: Path, strict: bool = Tr
         DataError: a bad declaration or (``strict``) a refused folder, one line.
     """
     if not getattr(args, "profile", None):
-        from con2.data.own_folder import DECLARED  # noqa: PLC0415 (declared by $CON2_DATASETS, if any)
+        from con2.data.own_folder import DECLARED  # lazy: declared by $CON2_DATASETS, if any
 
         return list(DECLARED)
-    from con2.data.own_folder import DECLARED, register_declared  # noqa: PLC0415
+    from con2.data.own_folder import DECLARED, register_declared  # lazy: the declarations only for a listing
 
     DECLARED.clear()  # the profile's own: a $CON2_DATASETS of another one would list its folders too
     return register_declared(args.profile, data_dir, strict)
@@ -148,7 +148,7 @@ def cmd_get(args: argparse.Namespace) -> int:
         source = prep.manifest["source"].get("location") or f"{info.source} (no files)"
         print(terminal_safe(f"  source {source}, images sha256 {prep.manifest['images_sha256']}"))
         if info.name in declared:
-            from con2.data.own_folder import counts_line  # noqa: PLC0415 (a declared folder's counts)
+            from con2.data.own_folder import counts_line  # lazy: a declared folder's counts
 
             print(terminal_safe(f"  {counts_line(info, data_dir)}"))
         data = load_one_class(info.name, data_dir, None, 0, size)

@@ -142,7 +142,7 @@ def scoring_text(log_text: str, epoch_line: str, cfg: RunConfig | None) -> str:
     if cfg is None:
         return ""
     from con2.grid.plan import measured_scoring_ratio, views_per_image  # lazy: read once a run has trained an epoch
-    from con2.training.engine import format_duration  # torch is loaded by now: the run is training
+    from con2.training.engine import format_duration  # lazy: torch is loaded by now: the run is training
 
     kind = "cuda" if str(cfg.device).startswith("cuda") else "cpu" if cfg.device == "cpu" else device_kind_now()
     ratio = measured_scoring_ratio(kind)
@@ -156,7 +156,7 @@ def scoring_text(log_text: str, epoch_line: str, cfg: RunConfig | None) -> str:
 
 def device_kind_now() -> str:
     """``cuda`` where this process can train on a GPU (``device: auto`` takes it), else ``cpu``."""
-    import torch  # loaded by now: the run is training
+    import torch  # lazy: loaded by now: the run is training
 
     return "cuda" if torch.cuda.is_available() else "cpu"
 

@@ -15,6 +15,7 @@ or the dataset sources.
 from __future__ import annotations
 
 import importlib
+import os
 from typing import TYPE_CHECKING, Any
 
 from con2.data.data_dir import default_data_dir
@@ -59,3 +60,11 @@ def __getattr__(name: str) -> Any:
         globals()[name] = value
         return value
     raise AttributeError(f"module 'con2.data' has no attribute {name!r}")
+
+
+# A process the workflow started (`con2 train`, a rule's script) knows the datasets its profile declares by folder
+# from $CON2_DATASETS (con2.data.own_folder), registered here, where every user of the registry passes first.
+if os.environ.get("CON2_DATASETS", "").strip():
+    from con2.data.own_folder import register_from_environment
+
+    register_from_environment()

@@ -590,7 +590,7 @@ def register_spec(spec: FolderSpec, data_dir: Path | None, strict: bool = True) 
         DataError: a built-in dataset's name, or (``strict``) the folder's refusal (a missing folder is
             registered: it shows as missing).
     """
-    from con2.data import registry  # noqa: PLC0415 (registry imports this module at its end)
+    from con2.data import registry  # lazy: registry imports the sources; it is imported when a folder is registered
 
     if spec.name in registry.DATASETS and registry.DATASETS[spec.name].source != FORMAT:
         raise DataError(
@@ -651,7 +651,7 @@ def declarations(text: str) -> tuple[dict[str, Mapping[str, Any]], str | None]:
     Raises:
         DataError: unreadable JSON or profile, one line naming ``$CON2_DATASETS``.
     """
-    import yaml  # noqa: PLC0415 (only when the variable is set)
+    import yaml  # lazy: yaml only when the variable is set
 
     text = text.strip()
     if text.startswith("{"):

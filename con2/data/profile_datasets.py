@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping, MutableMapping
 from typing import Any
 
+from con2.errors import DataError, GridError
+
 
 def declared_folders(config: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
     """``{name: settings}`` of the profile's datasets that name a ``folder`` (the rest are built-in ones)."""
@@ -23,15 +25,13 @@ def register_profile_datasets(config: Mapping[str, Any]) -> list[str]:
     """Register every dataset the profile declares by folder; the names registered, in profile order.
 
     Raises:
-        con2.grid.checks.GridError: a bad declaration or a refused folder (the workflow stops on its one line
+        con2.errors.GridError: a bad declaration or a refused folder (the workflow stops on its one line
             before any job; nothing is prepared).
     """
     declared = declared_folders(config)
     if not declared:
         return []
-    from con2.data.own_folder import register_folder_dataset  # noqa: PLC0415 (only a profile that declares one needs it)
-    from con2.errors import DataError  # noqa: PLC0415
-    from con2.grid.checks import GridError  # noqa: PLC0415
+    from con2.data.own_folder import register_folder_dataset  # lazy: only a profile that declares one needs it
 
     names = []
     for name, settings in declared.items():

@@ -460,14 +460,3 @@ def dataset_status(name: str, data_dir: str | Path | None) -> dict[str, Any]:
     )
     status["how_to_get"] = source.how_to_get(info, d)
     return status
-
-
-def _register_declared() -> None:
-    """Register the folder datasets ``$CON2_DATASETS`` declares (:mod:`con2.data.own_folder`): the processes the
-    workflow starts (``con2 train``, its scripts) know a profile's own datasets as the workflow does."""
-    from con2.data import own_folder  # noqa: PLC0415 (it imports this module: registered once both exist)
-
-    own_folder.register_from_environment()  # its source is registered with the first declared folder
-
-
-_register_declared()

@@ -10,14 +10,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from con2.errors import ConfigError
+from con2.errors import ConfigError, GridError
 from con2.paths import NAME_PATTERN, is_name
 from con2.text import UNSAFE_TEXT, terminal_safe  # UNSAFE_TEXT: what a profile's strings may not hold
 from con2.yaml_files import check_size
-
-
-class GridError(ValueError):
-    """The profile config names something that does not exist; the message names the key."""
 
 
 def check_profile_text(config: Any, where: str = "") -> None:

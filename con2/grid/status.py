@@ -227,7 +227,7 @@ def data_now(dataset: str, size: int, data_dir: str | Path) -> tuple[str, str] |
     not there or cannot be read. Files unchanged since they were prepared (same path, size, times,
     inode) are not read again (the prepared cache's per-file hashes); a copy elsewhere is read once."""
     from con2.data import DataError, find_source  # lazy: the data layer only where records exist
-    from con2.data.cache import cache_dir, known_hashes, read_manifest, source_key
+    from con2.data.cache import cache_dir, known_hashes, read_manifest, source_key  # lazy: as above
 
     try:
         found = find_source(dataset, data_dir, int(size))

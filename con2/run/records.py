@@ -280,9 +280,9 @@ def auroc_by_kind(
         scores: ``{column: [M]}`` anomaly scores.
         kinds: ``[M]`` the anomaly kind of each test image (its class folder; a normal image's is ignored).
     """
-    import numpy as np  # noqa: PLC0415 (lazy, as in build_record)
+    import numpy as np  # lazy: as in build_record
 
-    from con2.maths.metrics import auroc  # noqa: PLC0415
+    from con2.maths.metrics import auroc  # lazy: scikit-learn only for a per-kind AUROC
 
     labels = np.asarray(labels)
     kinds_a = np.asarray([str(k) for k in kinds])

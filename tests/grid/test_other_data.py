@@ -46,7 +46,7 @@ def test_the_same_or_copied_bytes_say_nothing(grid: Path) -> None:
 
 
 def test_changed_images_in_data_dir_are_named_with_the_fix(grid: Path) -> None:
-    write_medmnist_npz(grid / "other" / "medmnist" / "breastmnist.npz", COUNTS, pixel_seed=1)  # same layout, other pixels
+    write_medmnist_npz(grid / "other" / "medmnist" / "breastmnist.npz", COUNTS, pixel_seed=1)  # other pixels
     before = (grid / "results/runs/breastmnist/0/con2/invert/seed0/record.json").read_bytes()
     found = other_data([("breastmnist", 28), ("breastmnist", 64)], grid / "other")
     assert found == [("breastmnist", 1, 1, str(grid / "other/medmnist/breastmnist.npz"))]  # once per dataset

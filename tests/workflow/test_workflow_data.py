@@ -191,6 +191,8 @@ def test_a_finished_grid_on_a_changed_copy_of_its_data_says_so_and_keeps_its_tab
     assert again.returncode == 0, again.stderr[-3000:]
     text = again.stdout + again.stderr
     assert "digits:" not in text  # kept without files: the same
-    assert "breastmnist: 1 of its 1 record(s) were trained on other images than data_dir holds now" in text, text[-3000:]
+    assert "breastmnist: 1 of its 1 record(s) were trained on other images than data_dir holds now" in text, text[
+        -3000:
+    ]
     assert "move results/runs/breastmnist aside" in text
     assert {p: p.read_bytes() for p in (wd / "results/tables").glob("*.md")} == tables and tables
