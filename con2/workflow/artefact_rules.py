@@ -18,11 +18,12 @@ from con2.report.artefacts import TABLES, Artefact
 from con2.resources import resource
 from con2.run.rundir import FEATURES, RECORD, SCORES
 from con2.workflow.console import HashedDict, HashedList, hashed
+from con2.workflow.last_profile import UNBUILT_KEY
 from con2.workflow.session import RUNS_CSV, SCORE_RUNTIME_CSV, Session, Wildcards
 
 # profile keys that never shape a table or figure (where things run, how data are fetched, the
 # training jobs' resources, extra rule files, the score-runtime measurement's own settings)
-NOT_REPORT_KEYS = {*RUNTIME_KEYS, "download", "strict", "resources", "extra_rules", "score_runtime"}
+NOT_REPORT_KEYS = {*RUNTIME_KEYS, "download", "strict", "resources", "extra_rules", "score_runtime", UNBUILT_KEY}
 
 
 def stable_path(path: str | Path) -> str:

@@ -35,6 +35,7 @@ from con2.yaml_files import read_yaml_mapping
 
 __all__ = [
     "LAST_PROFILE",
+    "UNBUILT_KEY",
     "given_as",
     "read_last_profile",
     "recalled_profile",
@@ -48,6 +49,9 @@ __all__ = [
 LAST_PROFILE = Path("results/last_profile.yaml")
 HEAD = "# The profile of the last snakemake run in this folder; a command without --configfile uses it.\n"
 GIVEN = "# Given as: "
+#: the config key that hands the report's landing text (workflow/report/workflow.rst) the files not built yet
+#: (set by con2.workflow.startup.prepare_report in a report only; it shapes no table: con2.workflow.artefact_rules)
+UNBUILT_KEY = "con2_report_unbuilt"
 
 
 def report_mode(argv: Sequence[str]) -> bool:

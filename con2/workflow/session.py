@@ -39,7 +39,7 @@ from con2.grid import experiments as E
 from con2.grid.checks import check_data_dir
 from con2.grid.status import awaits_training, unknown_class
 from con2.grid.workflow_grid import workflow_grid
-from con2.report.artefacts import FIGURES, TABLES, figure_targets, study_figures, table_targets
+from con2.report.artefacts import FIGURES, TABLES, Artefact, figure_targets, study_figures, table_targets
 from con2.run.rundir import SCORES, VALIDATION, score_file_state
 from con2.workflow.console import HashedDict, HashedList, hashed
 from con2.workflow.data_check import DATA_STATUS as DATA_STATUS  # the rules' S.DATA_STATUS
@@ -207,27 +207,44 @@ class Session:
 
     def built(self, path: str) -> bool:
         """Whether ``path`` and every other output of its table's or figure's job (the same name with another
-        suffix: CSV, Markdown, LaTeX, HTML; PNG, PDF) are on disk, and for a figure that draws a table's CSV,
-        every output of that table's job too: a job with one of them missing would be in a report's DAG, and
-        Snakemake refuses a report whose DAG holds a report file not built."""
+        suffix: CSV, Markdown, LaTeX, HTML; PNG, PDF) are on disk, with every file that job reads from another
+        job (:meth:`_job_reads`: the aggregate, the score-runtime measurements, a figure's table): a job with
+        one of them missing would be in a report's DAG, and Snakemake refuses a report whose DAG holds a report
+        file not built (and warns of every output it has no record of)."""
         stem = os.path.splitext(path)[0]
-        drawn = self._drawn_from.get(stem)
-        table = [f"{drawn}.{suffix}" for suffix in TABLE_SUFFIXES] if drawn else []
-        return all(os.path.isfile(f) for f in (*self._artefact_outputs.get(stem, [path]), *table))
+        return all(os.path.isfile(f) for f in (*self._artefact_outputs.get(stem, [path]), *self._job_reads(stem)))
+
+    def _job_reads(self, stem: str) -> list[str]:
+        """The files another job writes that the job of a table or figure (``stem``: its path without suffix)
+        reads: its runs CSV and what the aggregation writes beside it (a study's, or every record's), the
+        score-runtime measurements, and for a figure that draws a table, that table's files and what it reads."""
+        artefact = self._artefacts.get(stem)
+        if artefact is None:
+            return []
+        reads: list[str] = []
+        if "runs" in artefact.reads:
+            scoped = artefact.name in self.scopes
+            reads += (
+                [f"{SCOPES_ROOT}/{artefact.name}{suffix}" for suffix in SCOPE_AGGREGATE_SUFFIXES]
+                if scoped
+                else self.aggregate_files
+            )
+        if "measured" in artefact.reads:
+            reads.append(SCORE_RUNTIME_CSV)
+        if artefact.table is not None:
+            table = TABLES[artefact.table]
+            dataset = stem.rsplit("/", 1)[1][len(artefact.name) + 1 :] if artefact.each else ""
+            drawn = f"{TABLES_ROOT}/{table.name}_{dataset}" if table.each else f"{TABLES_ROOT}/{table.name}"
+            reads += [f"{drawn}.{suffix}" for suffix in TABLE_SUFFIXES] + self._job_reads(drawn)
+        return reads
 
     @cached_property
-    def _drawn_from(self) -> dict[str, str]:
-        """``{a figure's path without suffix: that of the table whose CSV it draws}`` (the figure's rule reads it)."""
-        out: dict[str, str] = {}
-        for figure in FIGURES.values():
-            if figure.table is None:
-                continue
-            table = TABLES[figure.table]
-            for stem in figure.stems(self.report):
-                dataset = stem[len(figure.name) + 1 :] if figure.each else ""
-                out[f"{FIGURES_ROOT}/{stem}"] = (
-                    f"{TABLES_ROOT}/{table.name}_{dataset}" if table.each else (f"{TABLES_ROOT}/{table.name}")
-                )
+    def _artefacts(self) -> dict[str, Artefact]:
+        """``{a table's or figure's path without suffix: its entry}`` for the profile's ``report`` block."""
+        out: dict[str, Artefact] = {}
+        for registry, root in ((TABLES, TABLES_ROOT), (FIGURES, FIGURES_ROOT)):
+            for artefact in registry.values():
+                out.update({f"{root}/{stem}": artefact for stem in artefact.stems(self.report)})
         return out
 
     @cached_property

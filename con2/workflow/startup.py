@@ -22,6 +22,7 @@ from con2.grid.checks import GridError, check_profile_schema, check_profile_size
 from con2.run.signals import terminate_jobs_on_sigint, terminate_jobs_on_sigterm
 from con2.workflow.console import install_grid_progress
 from con2.workflow.heartbeat import start_heartbeat
+from con2.workflow.last_profile import UNBUILT_KEY as UNBUILT_KEY  # the report's landing text reads it
 from con2.workflow.last_profile import (
     given_as,
     read_last_profile,
@@ -119,10 +120,6 @@ def _selection_as_given(config: MutableMapping[str, Any]) -> None:
     seeds = config.get("only_seeds")
     if isinstance(seeds, list):
         config["only_seeds"] = [int(s) if isinstance(s, str) and s.strip().isdigit() else s for s in seeds]
-
-
-#: the config key that hands the report's landing text (workflow/report/workflow.rst) the files not built yet
-UNBUILT_KEY = "con2_report_unbuilt"
 
 
 def prepare_report(
