@@ -77,7 +77,7 @@ def check_records(wd: Path, name: str, n: int, settings: str) -> list[dict]:
 
 
 def header(table: str) -> list[str]:
-    """The column names of Table 1."""
+    """The column names of Table 1 (or of another table whose first column is ``Method``)."""
     line = next(line for line in table.splitlines() if line.startswith("| Method |"))
     return [c.strip() for c in line.strip("|").split("|")]
 
@@ -98,6 +98,15 @@ def test_an_mvtec_tree_declared_in_a_profile_runs_the_floor_and_con2_to_table_1(
     for rec in recs:  # the MVTec convention: an AUROC per anomaly kind, of every score column
         by_kind = rec["metrics"]["auroc_by_kind"]
         assert set(by_kind) == {"bar", "disc"} and set(by_kind["bar"]) == set(rec["metrics"]["auroc"]), by_kind
+    # ... in a table of its own: the kinds as columns, a row per main variant's headline score, the floor first
+    per_kind = (wd / "results/tables/per_kind_parts.md").read_text()
+    assert header(per_kind) == ["Method", "bar", "disc", "all"], per_kind
+    con2 = next(r for r in recs if r["method"] == "con2")
+    cells = row_of(per_kind, "CON2 (NND)").strip(" |").split(" | ")
+    aurocs = [con2["metrics"]["auroc_by_kind"][k]["nnd"] for k in ("bar", "disc")] + [con2["metrics"]["auroc"]["nnd"]]
+    assert cells[1:] == [f"{a:.1f} [1×1]" for a in aurocs], per_kind
+    rows = [line for line in per_kind.splitlines() if line.startswith("| ") and not line.startswith("| Method")]
+    assert rows[0].startswith("| Floor: pixel NN (NND) |") and len(rows) == 3, per_kind  # floor, CON2 NND and LH
 
 
 def test_normal_and_anomalous_folders_with_a_seeded_test_split_run_to_table_1(tmp_path: Path) -> None:
