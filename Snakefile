@@ -1,7 +1,7 @@
 # con2-bench: the paper's experiment grid, every table and figure, one command.
 #
 #   snakemake --cores 2 all --configfile workflow/config/default.yaml  # the default profile (laptop CPU)
-#   snakemake --cores 2 all --config data_dir=../shared/data           # data elsewhere (or set CON2_DATA_DIR)
+#   snakemake --cores 2 all --config data_dir=../shared/data           # data elsewhere (or CON2_DATA_DIR); profile: below
 #   snakemake --cores 2 --configfile workflow/config/paper.yaml \
 #       --config data_dir=/data device=cuda                             # the paper's grid (GPU)
 #   snakemake --cores 2 all --configfile workflow/config/default.yaml workflow/config/cifar10.yaml \
