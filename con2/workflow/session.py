@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import glob
 import json
-import math
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -44,7 +43,7 @@ from con2.run.rundir import SCORES, VALIDATION, score_file_state
 from con2.workflow.console import HashedDict, HashedList, hashed
 from con2.workflow.data_check import DATA_STATUS as DATA_STATUS  # the rules' S.DATA_STATUS
 from con2.workflow.data_check import DataCheck
-from con2.workflow.eta import weigh_runs
+from con2.workflow.eta import job_priority, weigh_runs
 from con2.workflow.targets import Targets
 
 RUNS_CSV = "results/evaluation/runs.csv"
@@ -273,13 +272,10 @@ class Session:
 
     @cached_property
     def priorities(self) -> dict[str, int]:
-        """{run key: Snakemake priority}: a method whose cost the ETA cannot price first, then the
+        """{run key: Snakemake priority} (:func:`con2.workflow.eta.job_priority`): a run whose cost the ETA
+        cannot price from the others first (a method of unknown views, a floor that trains nothing), then the
         larger runs (con2.workflow.eta's weights, sizes from the sizes table)."""
-        planned = weigh_runs(self.runs, None, None)
-        return {
-            key: 1000 if not p.priced else int(round(10 * math.log10(1.0 + p.weight + p.score_images)))
-            for key, p in planned.items()
-        }
+        return {key: job_priority(p) for key, p in weigh_runs(self.runs, None, None).items()}
 
     def train_priority(self, wildcards: Wildcards) -> int:
         """Longest first (issue 36): a run of a method whose cost the ETA cannot price (I-JEPA-AD's
