@@ -47,6 +47,9 @@ if _profile is not None:
 # Its size, data_dir, the --config flags, then the schema (one line naming the key; Snakemake fills in its defaults)
 X.check_profile(config, f"{workflow.basedir}/workflow/schemas/config.schema.yaml")
 
+# Another live run in this results folder: one line naming it and the fix, before Snakemake's lock error
+X.name_holder(workflow.is_main_process)
+
 
 include: "workflow/rules/common.smk"
 

@@ -22,6 +22,7 @@ from con2.grid.checks import GridError, check_profile_schema, check_profile_size
 from con2.run.signals import terminate_jobs_on_sigint, terminate_jobs_on_sigterm
 from con2.workflow.console import install_grid_progress
 from con2.workflow.heartbeat import start_heartbeat
+from con2.workflow.holder import claim, held_by, holder_line
 from con2.workflow.last_profile import UNBUILT_KEY as UNBUILT_KEY  # the report's landing text reads it
 from con2.workflow.last_profile import (
     given_as,
@@ -35,7 +36,7 @@ from con2.workflow.last_profile import (
 )
 from con2.workflow.progress import ProgressLine
 
-__all__ = ["FLAGS", "UNBUILT_KEY", "check_profile", "on_start", "prepare_report", "profile_to_read"]
+__all__ = ["FLAGS", "UNBUILT_KEY", "check_profile", "name_holder", "on_start", "prepare_report", "profile_to_read"]
 
 #: the profile keys `--config key=true` sets, which arrive as the strings "true" / "false"
 FLAGS = ("download", "strict", "progress", "compile")
@@ -150,6 +151,18 @@ def prepare_report(
     return config[UNBUILT_KEY]
 
 
+def name_holder(main_process: bool) -> str | None:
+    """At the Snakefile's start, in the launch (not a job's own Snakemake): the line naming another live run
+    that holds this results folder (:mod:`con2.workflow.holder`), printed to stderr before Snakemake may stop
+    on a lock or a write-protected output; the line, or None."""
+    held = held_by() if main_process else None
+    if held is None:
+        return None
+    line = holder_line(held)
+    print(line, file=sys.stderr, flush=True)
+    return line
+
+
 def on_start(
     logger: logging.Logger,
     config: Mapping[str, Any],
@@ -171,6 +184,10 @@ def on_start(
     """
     terminate_jobs_on_sigterm()
     terminate_jobs_on_sigint()
+    try:  # a second launch here names this one (con2/workflow/holder.py); the file goes when this process exits
+        claim(sys.argv)
+    except OSError:  # a results/ that cannot be written fails its jobs, with their own error: not here
+        pass
     try:
         remember_profile(config, configfiles, overrides, recalled_as=given_as(recalled) if recalled else "")
     except OSError as exc:  # a results/ that cannot be written fails its jobs, with their own error: not here

@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from con2.text import _CONTROL as CONTROL
 from con2.workflow.holder import claim, held_by, holder_line, release
 
@@ -65,3 +67,34 @@ def test_release_leaves_another_run_s_file(tmp_path: Path) -> None:
     path.write_text(json.dumps({"pid": os.getpid() + 1, "command": "snakemake all", "started": 0}))
     release(path)
     assert path.exists()
+
+
+@pytest.mark.slow
+def test_a_second_launch_in_the_folder_names_the_first_and_the_first_leaves_no_file(tmp_path: Path) -> None:
+    """The issue's probe: a second `snakemake all` while the first runs said only "ProtectedOutputException ...
+    rule aggregate"; now its first lines name the run that holds the folder and the fix."""
+    from workflow_helpers import SNAKEMAKE, TEST_CONFIG, copy_workflow, snakemake, workflow_env
+
+    wd = copy_workflow(tmp_path / "wd")
+    first = subprocess.Popen(
+        [*SNAKEMAKE, "--cores", "1", "all", "--configfile", TEST_CONFIG],
+        cwd=wd,
+        env=workflow_env(wd),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        holder = wd / "results" / ".con2-run.json"
+        for _ in range(1200):  # its first job starts once the DAG is built (seconds; minutes on a loaded machine)
+            if holder.is_file() or first.poll() is not None:
+                break
+            time.sleep(0.25)
+        assert holder.is_file() and json.loads(holder.read_text())["pid"] == first.pid
+        second = snakemake(wd, "--cores", "1", "all", "--configfile", TEST_CONFIG)
+        text = second.stdout + second.stderr
+        assert f"another snakemake run holds this results folder (pid {first.pid}, since " in text, text[-3000:]
+        assert f"kill -TERM {first.pid}" in text
+    finally:
+        first.terminate()  # SIGTERM: the run's own handler stops its jobs, leaving checkpoints
+        first.wait(timeout=300)
+    assert not holder.exists()  # released at exit
