@@ -168,7 +168,8 @@ class GridEta:
     """Where the grid stands: ``done`` of ``total`` runs, ``seconds_left`` (``None``: no basis yet; the
     steps after the runs included), what the estimate rests on (``basis``: a few words, or "prior"
     before any run finished), the runs left out of it (``unpriced``: {method: runs}, methods whose cost
-    is not known yet) and the steps after the runs (``after``)."""
+    is not known yet; ``unpriced_kind``: runs that train where only floors have finished and this device
+    has no measured throughput) and the steps after the runs (``after``)."""
 
     done: int
     total: int
@@ -176,6 +177,7 @@ class GridEta:
     basis: str
     unpriced: Mapping[str, int] = field(default_factory=dict)
     after: AfterRuns = AfterRuns()
+    unpriced_kind: int = 0
 
 
 REFERENCE_SIZE, REFERENCE_WIDTH = 28, 16  # a view of this size and width costs 1 unit
@@ -404,9 +406,15 @@ def grid_eta(
     unpriced: dict[str, int] = {}
     flying, queued = [], []
     elapsed = running or {}
+    kinds_done = {q.trains for q in comparable if q.priced}
+    unpriced_kind = 0
     for p in left:
         if done and not p.priced and p.method not in finished_methods:
             unpriced[p.method] = unpriced.get(p.method, 0) + 1  # no pace of its own yet: named, not guessed
+        elif kinds_done and p.priced and p.prior_seconds is None and p.trains not in kinds_done:
+            # a run that trains where only floors have finished (nor the reverse), on a device without a measured
+            # throughput: a floor's scoring pace says nothing of its training (issue 58: 3 min 40 s said, 12 left)
+            unpriced_kind += 1
         elif p.key in elapsed:
             flying.append(max(0.0, seconds(p) - elapsed[p.key]))
         else:
@@ -416,7 +424,7 @@ def grid_eta(
     if done and from_prior:
         basis += f" and, for {len(from_prior)} of a kind none has finished, this device's measured throughput"
     total = makespan(flying, queued, slots) + after.seconds(slots)  # the steps after the runs wait for them all
-    return GridEta(n_done, len(planned), total, basis, unpriced, after)
+    return GridEta(n_done, len(planned), total, basis, unpriced, after, unpriced_kind)
 
 
 def format_duration(seconds: float) -> str:
@@ -469,4 +477,7 @@ def eta_line(eta: GridEta, slots: int, unmeasured: str = "") -> str:
     if eta.unpriced:
         runs = ", ".join(f"{n} {m} run{'s' if n != 1 else ''}" for m, n in sorted(eta.unpriced.items()))
         plus = f"; plus {runs}, priced once one of its method has finished"
+    if eta.unpriced_kind:
+        n = eta.unpriced_kind
+        plus += f"; plus {n} run{'s' if n != 1 else ''} that train{'s' if n == 1 else ''}, priced once one has finished"
     return f"{head}; about {format_duration(eta.seconds_left)} left ({slots} at a time; from {eta.basis}{plus}{after})"

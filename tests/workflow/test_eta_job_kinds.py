@@ -14,7 +14,7 @@ import pytest
 
 from con2.cli.main import first_epoch_notice, scoring_seconds
 from con2.grid.plan import measured_scoring_ratio, record_scoring_ratio, scoring_ratio, scoring_views
-from con2.workflow.eta import WeighedRun, grid_eta, job_priority, weigh_runs, weighed_run
+from con2.workflow.eta import WeighedRun, eta_line, grid_eta, job_priority, weigh_runs, weighed_run
 
 # a CIFAR-10 run of the overlay (workflow/config/cifar10.yaml): 32 px, width 16, 5 epochs of 64, 4 test views
 CIFAR = {"epochs": 5, "batch_size": 64, "image_size": 32, "width": 16, "tta": 4}
@@ -87,6 +87,19 @@ def test_a_finished_floor_never_prices_a_trained_run_at_its_pace() -> None:
     assert eta.basis == "the pace of the 1 finished run and, for 4 of a kind none has finished, this device's " + (
         "measured throughput"
     )
+
+
+def test_on_a_device_without_a_measured_throughput_finished_floors_price_no_trained_run() -> None:
+    """Issue 58 measured on a Xeon with no throughput row: after the two floors the line said "about 3 min 40 s
+    left" with 12 min left (a floor's scoring pace for runs that train). Those runs are named, not guessed,
+    until one of them finishes; the floor left is still priced."""
+    runs = [cifar_run(p.key, p.method, **({"max_steps": 0} if not p.trains else {})) for p in newcomer_grid()]
+    runs = [WeighedRun(**{**p.__dict__, "prior_seconds": None, "prior_scoring": 0.0}) for p in runs]
+    eta = grid_eta(runs, {"airplane/floor": timing(*TRUE["floor_pixels"])}, 2)
+    assert eta.unpriced_kind == 4 and eta.seconds_left == pytest.approx(sum(TRUE["floor_pixels"]))
+    assert "plus 4 runs that train, priced once one has finished" in eta_line(eta, 2)
+    one = grid_eta(runs, {"airplane/floor": timing(*TRUE["floor_pixels"]), "airplane/con2": timing(*TRUE["con2"])}, 2)
+    assert one.unpriced_kind == 0 and one.seconds_left is not None and one.seconds_left > 3 * sum(TRUE["simclr"]) / 2
 
 
 def test_floors_start_first_then_the_longest_runs() -> None:
