@@ -28,8 +28,10 @@ Standard library only (the lowest layer).
 from __future__ import annotations
 
 import html
+import io
 import re
 import shlex
+from typing import TextIO, cast
 
 __all__ = [
     "UNSAFE_TEXT",
@@ -83,6 +85,37 @@ def terminal_safe(text: str) -> str:
     clear the screen or start a line of its own (a forged ``SKIPPED`` line), and still reads as the name it
     is. Text of several lines is printed line by line, each through this function."""
     return _CONTROL.sub(_escape_control, str(text))
+
+
+class EscapingWriter(io.TextIOBase):
+    """A text stream writing through :func:`terminal_safe` line by line, its line breaks kept: what a run, a
+    script or a library prints into a log or onto a terminal reads as the text it is (a run folder or a data
+    folder named with ESC or U+202E cannot move the cursor or forge a line). Wraps ``stream``."""
+
+    def __init__(self, stream: TextIO) -> None:
+        super().__init__()
+        self.stream = stream
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        self.stream.write("\n".join(terminal_safe(part) for part in str(text).split("\n")))
+        return len(text)
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+    def fileno(self) -> int:  # the wrapped stream's (a child process's output, faulthandler, a tty check)
+        return self.stream.fileno()
+
+    def isatty(self) -> bool:
+        return self.stream.isatty()
+
+
+def escaping(stream: TextIO) -> TextIO:
+    """``stream`` behind an :class:`EscapingWriter`, typed as the text stream it stands in for."""
+    return cast(TextIO, EscapingWriter(stream))
 
 
 # A '<' that could open an HTML tag, a closing tag, a comment, a declaration or an autolink (a scheme

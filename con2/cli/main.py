@@ -13,6 +13,7 @@ Examples::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import os
@@ -43,7 +44,7 @@ from con2.paths import RULE_METHODS_DIR
 from con2.run.rundir import RunDir, unfinished_rescore
 from con2.run.runner import rescore, run
 from con2.run.signals import sigterm_as_interrupt
-from con2.text import shell_command, terminal_safe
+from con2.text import escaping, shell_command, terminal_safe
 from con2.torch_support import warn_if_unsupported
 from con2.yaml_files import read_text_file, read_yaml_mapping
 
@@ -167,7 +168,9 @@ def cmd_train(args: argparse.Namespace) -> int:
     try:
         cfg = load_config(args.config, args.set)
         check_method_params(cfg)
-        return _train(args, cfg, RunDir(args.run_dir), console)
+        # every line the run prints (its folder, a checkpoint's path, notes) to the log or the terminal, escaped
+        with contextlib.redirect_stdout(escaping(sys.stdout)):
+            return _train(args, cfg, RunDir(args.run_dir), escaping(console) if console else None)
     except (Con2Error, OSError) as exc:
         if console is not None:  # the error line on the console too (the traceback-free one; the log has it)
             print(f"con2: error: {terminal_safe(error_message(exc))}", file=console, flush=True)

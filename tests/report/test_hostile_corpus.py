@@ -350,6 +350,34 @@ def test_con2_plan_shows_a_hostile_device_name_escaped(tmp_path: Path, capsys) -
     assert "Test GPU e\\x1b[2J\\x1b]0;T\\x07\\u202eX FAKE LINE" in out, out
 
 
+def test_con2_train_prints_a_hostile_run_folder_escaped(tmp_path: Path, capsys, monkeypatch) -> None:
+    """con2 train: every line the run prints (con2/run/runner.py's run lines, con2/run/execute.py's notes and
+    scoring lines, con2/training/engine.py's epoch and resume lines) goes through one escaping stdout (with
+    --log, the same stdout on the log's file descriptor; the console's copy through its own escaping writer)."""
+    import json
+
+    from con2.cli.main import main
+
+    tiny = {"dataset": "digits", "normal_class": 0, "image_size": 16, "width": 8, "epochs": 1, "batch_size": 50}
+    tiny_set = [f"{k}={json.dumps(v)}" for k, v in tiny.items()]
+    run_dir = tmp_path / NAME
+    assert main(["train", "--set", *tiny_set, "--run-dir", str(run_dir)]) == 0
+    assert main(["train", "--set", *tiny_set, "--run-dir", str(run_dir)]) == 0  # complete: names the folder
+    out = capsys.readouterr().out
+    _escaped(out)
+    assert "e\\x1b[2J\\x1b]0;T\\x07\\u202eX\\x0bFAKE LINE/record.json exists" in out, out
+    # a resume names the checkpoint's path (the engine's own print): interrupted after epoch 1, then resumed
+    again = tmp_path / f"resumed {NAME}"
+    two = [*tiny_set, "epochs=2", "checkpoint_every=1", "checkpoint_seconds=0"]
+    monkeypatch.setenv("CON2_FAULT", "after_checkpoint:epoch=1:signal=SIGINT:to=process")
+    assert main(["train", "--set", *two, "--run-dir", str(again)]) == 130
+    monkeypatch.delenv("CON2_FAULT")
+    assert main(["train", "--set", *two, "--run-dir", str(again)]) == 0
+    out = capsys.readouterr().out
+    _escaped(out)
+    assert "resuming from " in out and "\\u202eX\\x0bFAKE LINE/checkpoint.pt at epoch 1" in out, out
+
+
 def test_a_cli_error_names_a_hostile_path_escaped(tmp_path: Path, capsys) -> None:
     """con2/cli/common.py: every command's `con2: error:` line."""
     from con2.cli.main import main
@@ -400,6 +428,10 @@ COVERED = {
     "workflow/scripts/aggregate.py": "::test_the_aggregation_log_and_the_last_lines",
     "workflow/scripts/prepare_data.py": "::test_the_duplicate_note_names_hostile_files_escaped",
     "workflow/scripts/_log.py": "::test_every_workflow_script_logs_through_the_escaping_log",
+    "con2/cli/main.py": "::test_con2_train_prints_a_hostile_run_folder_escaped",
+    "con2/run/execute.py": "::test_con2_train_prints_a_hostile_run_folder_escaped",
+    "con2/run/runner.py": "::test_con2_train_prints_a_hostile_run_folder_escaped",
+    "con2/training/engine.py": "::test_con2_train_prints_a_hostile_run_folder_escaped",
     "workflow/scripts/data_status.py": "::test_every_workflow_script_logs_through_the_escaping_log",
     "workflow/scripts/make_figure.py": "::test_every_workflow_script_logs_through_the_escaping_log",
     "workflow/scripts/make_table.py": "::test_every_workflow_script_logs_through_the_escaping_log",
@@ -408,11 +440,7 @@ COVERED = {
 # Writers without a corpus test yet, each with why (issue 57, item 2 left open): to be moved to COVERED.
 NOT_YET = {
     "con2/cli/contexts.py": "prints registry names and numbers; its errors go through con2/cli/common.py",
-    "con2/cli/main.py": "`con2 methods` is tests/cli/test_methods_cli.py; `con2 train`'s --log path and progress: none",
     "con2/data/source.py": "names the prepared cache's path (CON2_CACHE_DIR) raw",
-    "con2/run/execute.py": "scoring progress: numbers, and notes naming the run folder",
-    "con2/run/runner.py": "the default `say` of run lines (run folder names)",
-    "con2/training/engine.py": "the checkpoint path on resume (con2/training is another helper's)",
     "con2/workflow/console.py": "Snakemake's rerun reasons (paths of the grid's validated names)",
     "con2/workflow/progress.py": "the last lines (con2.grid.status, tests/report/test_escaping.py) at exit",
     "con2/torch_support.py": "torch's own version string and the pip command (no user text)",

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import io
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,36 +25,15 @@ def logged(snakemake: Any) -> Iterator[None]:
     path = Path(str(snakemake.log[0]))
     path.parent.mkdir(parents=True, exist_ok=True)
     fh = open(path, "a")
-    log = SafeLog(fh)
+    from con2.text import escaping
+
+    log = escaping(fh)  # every line a script or a library prints reads as the text it is
     try:
         with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log), one_line_write_errors(log):
             yield
     finally:
         with contextlib.suppress(OSError):  # the log's last buffer on a full disk: the console has the error
             fh.close()
-
-
-class SafeLog(io.TextIOBase):
-    """A log file that a name cannot forge: every line written through it has its control characters
-    escaped (:func:`con2.text.terminal_safe`: ESC, a carriage return, U+202E...), its line breaks kept,
-    so what any script or library prints into a rule's log reads as the text it is, in ``less`` or on a
-    ``tail -f`` terminal."""
-
-    def __init__(self, fh: IO[str]) -> None:
-        super().__init__()
-        self._fh = fh
-
-    def writable(self) -> bool:
-        return True
-
-    def write(self, text: str) -> int:
-        from con2.text import terminal_safe
-
-        self._fh.write("\n".join(terminal_safe(part) for part in str(text).split("\n")))
-        return len(text)
-
-    def flush(self) -> None:
-        self._fh.flush()
 
 
 @contextlib.contextmanager
