@@ -22,6 +22,8 @@ from typing import TextIO
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.version import InvalidVersion, Version
 
+from con2.text import terminal_safe
+
 __all__ = ["PINNED", "PYPROJECT", "declared_range", "installed_torch", "torch_problem", "warn_if_unsupported"]
 
 DISTRIBUTION = "con2-bench"
@@ -92,5 +94,5 @@ def warn_if_unsupported(stream: TextIO | None = None) -> str | None:
     except Exception as exc:  # a broken metadata file: said, not raised
         line = f"con2: the installed torch could not be checked ({type(exc).__name__}: {exc})"
     if line:
-        print(f"warning: {line}", file=sys.stderr if stream is None else stream, flush=True)
+        print(terminal_safe(f"warning: {line}"), file=sys.stderr if stream is None else stream, flush=True)
     return line

@@ -44,6 +44,7 @@ from con2.data.cache import (
 from con2.data.data_dir import default_data_dir
 from con2.data.fileops import PARTIAL, file_lock
 from con2.errors import NO_SPACE, DataError, DatasetMissing, read_failure, write_failure
+from con2.text import terminal_safe
 
 
 @dataclass(frozen=True)
@@ -227,8 +228,11 @@ class Source(ABC):
                 if prepared is None:
                     if verify and images_disagree(directory):
                         print(
-                            f"{info.name}: the prepared {directory / 'images.npy'} disagrees with the sha256 of its "
-                            f"manifest (edited or damaged since it was prepared); preparing it again from the source",
+                            terminal_safe(
+                                f"{info.name}: the prepared {directory / 'images.npy'} disagrees with the sha256 of "
+                                "its manifest (edited or damaged since it was prepared); preparing it again from the "
+                                "source"
+                            ),
                             flush=True,
                         )
                     prepared = prepare(self.table(info, found, size), size, directory, progress=show, key=key)

@@ -30,6 +30,8 @@ import re
 import time
 from collections.abc import Callable
 
+from con2.text import terminal_safe
+
 __all__ = [
     "GridProgress",
     "HashedDict",
@@ -167,7 +169,7 @@ class GridProgress(logging.Filter):
                 text = f"con2 grid: no ETA ({type(exc).__name__}: {exc})"
             if text and text != self.last:
                 self.last = text
-                self.logger.info(text)
+                self.logger.info(terminal_safe(text))  # a device or method name from a file: shown escaped
         return True
 
 

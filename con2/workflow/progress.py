@@ -24,6 +24,7 @@ from typing import Any
 from con2.grid.status import closing_lines
 from con2.report.artefacts import MISSING_FILE
 from con2.run.provenance import cpu_device_name
+from con2.text import terminal_safe
 from con2.workflow.eta import AfterRuns, WeighedRun, after_runs, eta_line, grid_eta, weigh_runs
 from con2.workflow.session import RUNS_CSV, SKIPPED_CSV, Session
 
@@ -187,6 +188,8 @@ def end_lines(session: Session) -> list[str]:
 
 
 def print_at_exit(lines: list[str]) -> None:
-    """Print ``lines`` after Snakemake's own last lines (an atexit hook), so they end the output."""
+    """Print ``lines`` after Snakemake's own last lines (an atexit hook), so they end the output; each line
+    escaped (:func:`con2.text.terminal_safe`: a folder or a reason naming a control character cannot forge one)."""
     if lines:
-        atexit.register(lambda: print("\n".join(lines), file=sys.stderr, flush=True))
+        text = "\n".join(terminal_safe(line) for line in lines)
+        atexit.register(lambda: print(text, file=sys.stderr, flush=True))

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import csv
 import io
+import os
 import re
 from html.parser import HTMLParser
 from pathlib import Path
@@ -378,6 +379,81 @@ def test_con2_train_prints_a_hostile_run_folder_escaped(tmp_path: Path, capsys, 
     assert "resuming from " in out and "\\u202eX\\x0bFAKE LINE/checkpoint.pt at epoch 1" in out, out
 
 
+def test_a_damaged_cache_in_a_hostile_cache_folder_is_named_escaped(tmp_path: Path, monkeypatch, capsys) -> None:
+    """con2/data/source.py: the note that a prepared cache disagrees with its manifest names the cache's path,
+    which CON2_CACHE_DIR chooses."""
+    from data_fixtures import write_medmnist_npz
+
+    from con2.config import load_config
+    from con2.data.rundata import load_run_data
+
+    monkeypatch.setenv("CON2_CACHE_DIR", str(tmp_path / NAME))
+    write_medmnist_npz(tmp_path / "data" / "breastmnist.npz", {"train": [10, 20], "val": [1, 1], "test": [6, 7]})
+    cfg = load_config(None, ["dataset=breastmnist", "image_size=28", "batch_size=8", f"data_dir={tmp_path / 'data'}"])
+    load_run_data(cfg)
+    images = tmp_path / NAME / "breastmnist" / "28px" / "images.npy"
+    with open(images, "r+b") as fh:  # one byte changed: the sha256 check on a new run's load finds it
+        fh.seek(-1, os.SEEK_END)
+        last = fh.read(1)
+        fh.seek(-1, os.SEEK_END)
+        fh.write(bytes([last[0] ^ 0xFF]))
+    capsys.readouterr()
+    load_run_data(cfg, verify=True)
+    out = capsys.readouterr().out
+    _escaped(out)
+    assert "\\u202eX\\x0bFAKE LINE/breastmnist/28px/images.npy disagrees with the sha256" in out, out
+
+
+def test_the_workflow_s_last_lines_print_escaped_at_exit(monkeypatch, capsys) -> None:
+    """con2/workflow/progress.py: the block the workflow ends with (its lines built by con2.grid.status, escaped
+    there; a line added after, e.g. a rebuild's untrained runs by dataset, escaped here too)."""
+    import atexit
+
+    from con2.workflow.progress import print_at_exit
+
+    hooks = []
+    monkeypatch.setattr(atexit, "register", hooks.append)
+    print_at_exit(["con2 workflow: a table rebuild trains nothing", f"  {NAME}: 2 run(s)"])
+    hooks[0]()
+    err = capsys.readouterr().err
+    _escaped(err)
+    assert err.count("\n") == 2 and "\\u202eX\\x0bFAKE LINE: 2 run(s)" in err, err
+
+
+def test_the_grid_s_eta_line_names_a_hostile_device_escaped() -> None:
+    """con2/workflow/console.py: the ETA line under Snakemake's progress names this device's CPU model (from
+    /proc/cpuinfo or a throughput table) and methods; logged escaped."""
+    import logging
+
+    from con2.workflow.console import install_grid_progress
+
+    logger = logging.getLogger("test_hostile_eta")
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+    seen: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda record: seen.append(record.getMessage())  # type: ignore[method-assign]
+    logger.addHandler(handler)
+    install_grid_progress(logger, lambda: f"con2 grid: an ETA once a run has finished (this device, {NAME}, ...)")
+    logger.info("1 of 2 steps (50%) done", extra={"event": "progress"})
+    logger.removeHandler(handler)
+    _escaped("\n".join(seen))
+    assert seen[0].endswith("\\u202eX\\x0bFAKE LINE, ...)") and len(seen) == 2, seen
+
+
+def test_a_torch_version_from_hostile_metadata_is_warned_escaped(monkeypatch) -> None:
+    """con2/torch_support.py: the version string comes from the installed package's metadata (a file)."""
+    import io as _io
+
+    from con2 import torch_support
+
+    monkeypatch.setattr(torch_support, "installed_torch", lambda: f"2.13.0+{NAME}")
+    out = _io.StringIO()
+    assert torch_support.warn_if_unsupported(out)
+    _escaped(out.getvalue())
+    assert "\\u202eX\\x0bFAKE LINE is installed" in out.getvalue() and out.getvalue().count("\n") == 1
+
+
 def test_a_cli_error_names_a_hostile_path_escaped(tmp_path: Path, capsys) -> None:
     """con2/cli/common.py: every command's `con2: error:` line."""
     from con2.cli.main import main
@@ -429,6 +505,10 @@ COVERED = {
     "workflow/scripts/prepare_data.py": "::test_the_duplicate_note_names_hostile_files_escaped",
     "workflow/scripts/_log.py": "::test_every_workflow_script_logs_through_the_escaping_log",
     "con2/cli/main.py": "::test_con2_train_prints_a_hostile_run_folder_escaped",
+    "con2/data/source.py": "::test_a_damaged_cache_in_a_hostile_cache_folder_is_named_escaped",
+    "con2/workflow/progress.py": "::test_the_workflow_s_last_lines_print_escaped_at_exit",
+    "con2/workflow/console.py": "::test_the_grid_s_eta_line_names_a_hostile_device_escaped",
+    "con2/torch_support.py": "::test_a_torch_version_from_hostile_metadata_is_warned_escaped",
     "con2/run/execute.py": "::test_con2_train_prints_a_hostile_run_folder_escaped",
     "con2/run/runner.py": "::test_con2_train_prints_a_hostile_run_folder_escaped",
     "con2/training/engine.py": "::test_con2_train_prints_a_hostile_run_folder_escaped",
@@ -440,10 +520,6 @@ COVERED = {
 # Writers without a corpus test yet, each with why (issue 57, item 2 left open): to be moved to COVERED.
 NOT_YET = {
     "con2/cli/contexts.py": "prints registry names and numbers; its errors go through con2/cli/common.py",
-    "con2/data/source.py": "names the prepared cache's path (CON2_CACHE_DIR) raw",
-    "con2/workflow/console.py": "Snakemake's rerun reasons (paths of the grid's validated names)",
-    "con2/workflow/progress.py": "the last lines (con2.grid.status, tests/report/test_escaping.py) at exit",
-    "con2/torch_support.py": "torch's own version string and the pip command (no user text)",
 }
 _LOGGING = {"debug", "info", "warning", "error", "exception", "critical"}
 _STREAMS = {"sys.stdout", "sys.stderr", "sys.__stdout__", "sys.__stderr__"}
