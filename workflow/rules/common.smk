@@ -17,8 +17,7 @@ from con2.grid.checks import GridError
 from con2.report.artefacts import FIGURES, TABLES
 from con2.workflow import session as S
 from con2.workflow.artefact_rules import ArtefactRules
-from con2.workflow.console import install_grid_progress, install_short_reasons
-from con2.workflow.heartbeat import start_heartbeat
+from con2.workflow.console import install_short_reasons
 from con2.workflow.last_profile import report_mode
 from con2.workflow.progress import ProgressLine, end_lines, print_at_exit
 
