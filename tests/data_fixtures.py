@@ -35,6 +35,7 @@ import pickle
 import struct
 import tarfile
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -418,3 +419,23 @@ def data_dir(tmp_path: Path) -> Path:
 def no_partials(folder: Path) -> list[Path]:
     """Leftover temporary files or folders (there must be none)."""
     return [p for p in folder.rglob("*") if ".partial-" in p.name]
+
+
+@pytest.fixture
+def private_registry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """A private cache, no folder declarations from the environment, and the dataset registry, its sources and
+    con2.data.own_folder's declarations as they were once the test ends (a test that declares a folder of its
+    own registers it process-wide, and sets $CON2_DATASETS)."""
+    import os
+
+    from con2.data import own_folder
+    from con2.data.registry import DATASETS, SOURCES
+
+    monkeypatch.setenv("CON2_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv(own_folder.ENV, raising=False)
+    saved = [(DATASETS, dict(DATASETS)), (SOURCES, dict(SOURCES)), (own_folder.DECLARED, dict(own_folder.DECLARED))]
+    yield
+    for registry, before in saved:
+        registry.clear()
+        registry.update(before)
+    os.environ.pop(own_folder.ENV, None)  # set by a registration (monkeypatch restores the rest)

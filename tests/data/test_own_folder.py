@@ -21,24 +21,14 @@ from PIL import Image
 
 from con2.cli.data import main
 from con2.data import own_folder
-from con2.data.registry import DATASETS, SOURCES, load_one_class
+from con2.data.registry import DATASETS, load_one_class
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture(autouse=True)
-def _private(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """A private cache, no declarations from the environment, and the registry as it was afterwards."""
-    monkeypatch.setenv("CON2_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.delenv(own_folder.ENV, raising=False)
-    before, sources, declared = dict(DATASETS), dict(SOURCES), dict(own_folder.DECLARED)
-    yield
-    DATASETS.clear()
-    DATASETS.update(before)
-    SOURCES.clear()
-    SOURCES.update(sources)
-    own_folder.DECLARED.clear()
-    own_folder.DECLARED.update(declared)
+from data_fixtures import private_registry  # noqa: E402, F401  (the fixture, by name)
+
+pytestmark = pytest.mark.usefixtures("private_registry")
 
 
 def profile(tmp_path: Path, datasets: dict) -> Path:

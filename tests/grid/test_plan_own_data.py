@@ -4,8 +4,6 @@ the usual one error line."""
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,7 +12,6 @@ from own_data_trees import mvtec_tree
 
 from con2.cli.main import main
 from con2.data import own_folder
-from con2.data.registry import DATASETS, SOURCES
 
 # 10 images/s of 4 views each at 16 px, width 8, N = 16 (CON2 invert: 2 contexts, 2 views each)
 THROUGHPUT = "device,image_size,width,batch_size,views_per_image,compile,images_per_s,source\n"
@@ -22,17 +19,9 @@ THROUGHPUT += "Test GPU,16,8,16,4,false,10.0,by hand\n"
 PAPER = "method,dataset,gpu_hours_per_run\nCON2,digits,2.0\n"
 
 
-@pytest.fixture(autouse=True)
-def _private(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """A private cache, no declarations from the environment, and the registry as it was afterwards."""
-    monkeypatch.setenv("CON2_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.delenv(own_folder.ENV, raising=False)
-    before, sources, declared = dict(DATASETS), dict(SOURCES), dict(own_folder.DECLARED)
-    yield
-    for registry, saved in ((DATASETS, before), (SOURCES, sources), (own_folder.DECLARED, declared)):
-        registry.clear()
-        registry.update(saved)
-    os.environ.pop(own_folder.ENV, None)  # set by the registration (monkeypatch restores the rest)
+from data_fixtures import private_registry  # noqa: E402, F401  (the fixture, by name)
+
+pytestmark = pytest.mark.usefixtures("private_registry")
 
 
 def plan_args(tmp_path: Path, profile: dict, sizes: str) -> list[str]:
