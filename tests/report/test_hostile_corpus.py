@@ -16,6 +16,7 @@ import csv
 import io
 import os
 import re
+import signal
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -371,7 +372,11 @@ def test_con2_train_prints_a_hostile_run_folder_escaped(tmp_path: Path, capsys, 
     again = tmp_path / f"resumed {NAME}"
     two = [*tiny_set, "epochs=2", "checkpoint_every=1", "checkpoint_seconds=0"]
     monkeypatch.setenv("CON2_FAULT", "after_checkpoint:epoch=1:signal=SIGINT:to=process")
-    assert main(["train", "--set", *two, "--run-dir", str(again)]) == 130
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # a pytest-xdist worker ignores SIGINT
+    try:
+        assert main(["train", "--set", *two, "--run-dir", str(again)]) == 130
+    finally:
+        signal.signal(signal.SIGINT, previous)
     monkeypatch.delenv("CON2_FAULT")
     assert main(["train", "--set", *two, "--run-dir", str(again)]) == 0
     out = capsys.readouterr().out
