@@ -31,7 +31,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from con2.paths import RUNS_ROOT, data_marker, records_on_disk
+from con2.paths import RUNS_ROOT, data_marker, record_files, record_key
 from con2.text import csv_value, shell_command, terminal_safe
 
 UNAVAILABLE = "con2 workflow: unavailable: "  # prefix of the line prepare_data logs when it fails (strict)
@@ -210,9 +210,10 @@ def trained_on(dataset: str, root: str | Path = RUNS_ROOT) -> dict[str, int]:
     """``{content sha256: records}`` of ``dataset``'s records under ``root`` (``data_source.sha256``:
     the checksum of the source files a run was trained on; records without one are not counted)."""
     out: dict[str, int] = {}
-    for path in records_on_disk(root)[0] if Path(root, dataset).is_dir() else []:
-        if Path(path).relative_to(root).parts[0] != dataset:
-            continue
+    folder = Path(root, dataset)
+    for path in record_files(folder) if folder.is_dir() else []:  # this dataset's folder alone, walked once
+        if len(Path(path).relative_to(root).parts) != 6 or record_key(path) is None:
+            continue  # a copied seed0.bak, a deeper folder: no run (as con2.paths.records_on_disk decides)
         try:
             sha = (json.loads(Path(path).read_text()).get("data_source") or {}).get("sha256")
         except (OSError, ValueError, AttributeError):
