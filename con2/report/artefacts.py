@@ -312,7 +312,7 @@ class ReportInputs:
         measured: the score-runtime measurements (``workflow/scripts/score_runtime.py``'s CSV).
         table: the frame of the table a figure draws (its CSV, normal classes as strings).
         status: the grid's data status (``{"<dataset>/<size>": marker}``, ``status`` ``ok`` or
-            ``skipped`` with ``reason`` and ``fix``: :func:`con2.grid.status.check_dataset`);
+            ``skipped`` with ``reason`` and ``fix``: :func:`con2.workflow.status.check_dataset`);
             ``None`` where not given (a dataset absent from the runs is then "not run", no reason).
         dataset: the dataset of an artefact made per dataset (``each``), else "".
         panels: the files of each PCA panel's run (:class:`PcaPanel`), as the figure's rule names them.

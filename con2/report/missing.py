@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from con2.grid.status import checked_in, data_fix, get_command
+from con2.workflow.status import checked_in, data_fix, get_command
 from con2.paper_names import dataset_label
 from con2.report.artefacts import ReportInputs
 from con2.report.format import Table

@@ -21,7 +21,7 @@ from con2 import paths as P
 from con2.data import DataError, find_source
 from con2.data.source import Found
 from con2.grid import experiments as E
-from con2.grid.status import awaits_training, checked_in, same_folder
+from con2.workflow.status import awaits_training, checked_in, same_folder
 from con2.workflow.targets import Targets
 
 DATA_STATUS = f"{P.DATA_ROOT}/status.json"
@@ -86,7 +86,7 @@ class DataCheck:
         finished grid reads records only) and data_dir holds no other copy of it. It is checked again
         where data_dir names another folder that holds the dataset, runs left to train or not (a
         finished grid pointed at a changed copy then ends by saying that its records were trained on
-        other images: :func:`con2.grid.status.other_data`), and where its files are gone from data_dir
+        other images: :func:`con2.workflow.status.other_data`), and where its files are gone from data_dir
         (a run deleted after its data) with runs left to train, so data missing there skip the dataset
         instead of failing its training jobs. A skipped one is checked
         again when data_dir, download or strict change or when its files appear on disk (`con2 data

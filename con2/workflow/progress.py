@@ -21,7 +21,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from con2.grid.status import closing_lines
+from con2.workflow.status import closing_lines
 from con2.report.artefacts import MISSING_FILE
 from con2.run.provenance import cpu_device_name
 from con2.text import terminal_safe

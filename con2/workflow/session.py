@@ -36,7 +36,7 @@ from con2.config import RUNTIME_KEYS
 from con2.data import DataError, normal_classes
 from con2.grid import experiments as E
 from con2.grid.checks import check_data_dir
-from con2.grid.status import awaits_training, unknown_class
+from con2.workflow.status import awaits_training, unknown_class
 from con2.grid.workflow_grid import workflow_grid
 from con2.report.artefacts import FIGURES, TABLES, Artefact, figure_targets, study_figures, table_targets
 from con2.run.rundir import SCORES, VALIDATION, score_file_state

@@ -5,7 +5,7 @@
   describe the outcome: ``ok`` with its counts, or ``skipped`` with the reason and the one command
   that fixes it (what ``prepare_data`` writes to ``results/data/<dataset>/<size>px.json``);
 * :func:`checked_in`, :func:`same_folder`, :func:`awaits_training`: whether a marker found ``ok``
-  is checked again (``Session.data_check`` in con2/workflow/session.py): only when the ``data_dir`` now differs from the
+  is checked again (:meth:`con2.workflow.data_check.DataCheck.params`): only when the ``data_dir`` now differs from the
   one it was checked in and a run of it would train (a finished grid's table rebuild reads records
   only, so it re-checks nothing);
 * :func:`merge_status`: those files of a grid as one mapping (the ``data_status`` checkpoint);
@@ -18,7 +18,8 @@
   quoted for a shell, each line free of control characters (:mod:`con2.text`).
 
 No network here: downloads happen inside the data layer (``con2.data``), whose network boundary
-tests replace.
+tests replace. The one module of ``con2.workflow`` below the report layer (tests/project/test_layers.py):
+the report's ``missing`` table builds its fixes with :func:`data_fix` and :func:`get_command`.
 """
 
 from __future__ import annotations

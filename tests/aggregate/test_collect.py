@@ -142,7 +142,7 @@ def test_the_record_schema_bounds_every_timing(tmp_path: Path, key: str) -> None
 
 
 def test_the_workflow_s_last_lines_list_skipped_records_while_they_are_unchanged(tmp_path: Path) -> None:
-    from con2.grid.status import closing_lines
+    from con2.workflow.status import closing_lines
 
     _, bad = bad_records(tmp_path)
     corrupt = next(p for p in bad if "digits/2/" in str(p))

@@ -18,7 +18,7 @@ from conftest import TINY
 
 from con2.cli.main import main
 from con2.data.medmnist_source import check_size
-from con2.grid.status import data_fix
+from con2.workflow.status import data_fix
 from con2.run.external import write_external_run
 
 

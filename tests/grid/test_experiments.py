@@ -206,7 +206,7 @@ def test_the_workflow_parses_each_run_config_once(tmp_path: Path, monkeypatch: p
     two aggregation rules) parses each run's config once and writes nothing (the run_config jobs
     write the configs, under Snakemake's lock); a config file written from a run holds its hash."""
     from con2.data import normal_classes
-    from con2.grid.status import unknown_class
+    from con2.workflow.status import unknown_class
     from con2.report.artefacts import TABLES
 
     cfg = load_profile("paper")
@@ -327,7 +327,7 @@ def test_the_schema_and_the_workflow_use_the_grid_s_one_name_pattern() -> None:
 def test_a_class_the_dataset_lacks_fails_naming_the_key() -> None:
     """Issue 16, case 15: digits has the classes 0-9; `normal_classes: ["11"]` stops the grid."""
     from con2.data import normal_classes
-    from con2.grid.status import unknown_class
+    from con2.workflow.status import unknown_class
 
     cfg = small_profile()
     cfg["datasets"]["digits"]["normal_classes"] = ["0", "11"]

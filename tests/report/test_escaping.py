@@ -142,7 +142,7 @@ def test_an_external_label_that_could_open_a_tag_is_refused(
 # ------------------------------------------------------------------------------------------ item 9
 def _marker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict:
     """The data check of BreastMNIST at 28 px in HOSTILE_DIR (empty, no download): skipped."""
-    from con2.grid.status import check_dataset
+    from con2.workflow.status import check_dataset
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / HOSTILE_DIR).mkdir()
@@ -160,7 +160,7 @@ GET = ["con2", "data", "get", "breastmnist"]
 
 
 def test_the_workflow_s_last_lines_quote_the_data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from con2.grid.status import closing_lines
+    from con2.workflow.status import closing_lines
     from con2.paths import data_marker
 
     marker = _marker(tmp_path, monkeypatch)
@@ -256,7 +256,7 @@ def test_a_network_error_reads_without_a_tag(tmp_path: Path, monkeypatch: pytest
 def test_a_folder_name_with_terminal_escapes_is_printed_escaped(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from con2.grid.status import closing_lines
+    from con2.workflow.status import closing_lines
 
     monkeypatch.chdir(tmp_path)
     folder = "x\x1b]0;TITLE\x07\x1b[2J"

@@ -222,7 +222,7 @@ def test_the_aggregation_log_and_the_last_lines(tmp_path: Path, monkeypatch: pyt
     the log, in skipped.csv (as the aggregation writes it) and in the workflow's last lines."""
     from con2.aggregate.collect import collect_valid_runs
     from con2.aggregate.csv_text import csv_frame
-    from con2.grid.status import closing_lines
+    from con2.workflow.status import closing_lines
 
     monkeypatch.chdir(tmp_path)
     record = Path("results/runs/breastmnist/1/extm/default") / "seed0\nSKIPPED forged\x1b]0;T\x07" / "record.json"
@@ -410,7 +410,7 @@ def test_a_damaged_cache_in_a_hostile_cache_folder_is_named_escaped(tmp_path: Pa
 
 
 def test_the_workflow_s_last_lines_print_escaped_at_exit(monkeypatch, capsys) -> None:
-    """con2/workflow/progress.py: the block the workflow ends with (its lines built by con2.grid.status, escaped
+    """con2/workflow/progress.py: the block the workflow ends with (its lines built by con2.workflow.status, escaped
     there; a line added after, e.g. a rebuild's untrained runs by dataset, escaped here too)."""
     import atexit
 

@@ -357,7 +357,7 @@ def test_a_data_dir_or_config_that_is_no_folder_or_file_says_what_it_is(tmp_path
 
 
 def test_the_skipped_data_fix_for_a_data_dir_that_is_a_file_names_another_folder(tmp_path: Path) -> None:
-    from con2.grid.status import fix_command
+    from con2.workflow.status import fix_command
 
     assert fix_command("breastmnist", 28, tmp_path) == f"con2 data get breastmnist --data-dir {tmp_path} --size 28"
     file = tmp_path / "passwd"

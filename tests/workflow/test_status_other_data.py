@@ -13,7 +13,7 @@ from data_fixtures import isolated_env, write_medmnist_npz  # noqa: F401  (isola
 
 from con2.data import load_one_class
 from con2.data.manifest import data_source
-from con2.grid.status import closing_lines, data_now, other_data, trained_on
+from con2.workflow.status import closing_lines, data_now, other_data, trained_on
 
 COUNTS = {"train": [30, 20], "val": [2, 2], "test": [10, 12]}
 

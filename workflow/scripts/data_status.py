@@ -11,7 +11,7 @@ from _log import logged  # noqa: E402
 
 def main() -> None:
     from con2.atomic import atomic_path
-    from con2.grid.status import merge_status
+    from con2.workflow.status import merge_status
 
     status = merge_status(snakemake.input)
     for key, marker in status.items():

@@ -19,7 +19,7 @@ from _log import logged  # noqa: E402
 
 def main() -> int:
     from con2.atomic import atomic_path
-    from con2.grid.status import UNAVAILABLE, check_dataset
+    from con2.workflow.status import UNAVAILABLE, check_dataset
 
     dataset, size = snakemake.wildcards.dataset, int(snakemake.wildcards.size)
     cfg = snakemake.config
