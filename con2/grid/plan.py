@@ -7,7 +7,7 @@ training-set sizes and a table of measured throughput; the command reads those a
 
 - images of a run = epochs x steps per epoch x batch size where the engine drops each epoch's last
   partial batch (``drop_last``, the default), epochs x training images where it keeps it, capped at
-  ``max_steps`` steps (:func:`con2.training.engine.steps_per_epoch`, repeated here to stay torch-free);
+  ``max_steps`` steps (:func:`con2.training.steps.steps_per_epoch`, the engine's own count, torch-free);
 - views of a run = images x views per image (encoder passes per training image: CON2 2 per
   context, SimCLR 2, CSI 8, UniCon-HA 8 per aggregated stage, counted as whole passes);
 - GPU-hours = views / the measured views per second of (device, resolution, width, batch) from
@@ -47,6 +47,7 @@ from con2.grid.cost_tables import (
 from con2.grid.experiments import drop_runs_without_weights, expand_grid
 from con2.methods import all_methods
 from con2.text import terminal_safe
+from con2.training.steps import steps_per_epoch
 
 DEFAULT_PROFILE = Path("workflow/config/default.yaml")  # the checkout's default profile, from its root
 
@@ -76,12 +77,6 @@ class RunCost:
 
 
 # ----------------------------------------------------------------------------------------- arithmetic
-def steps_per_epoch(n_images: int, batch_size: int, drop_last: bool = True) -> int:
-    """Optimiser steps per epoch, as ``con2.training.engine`` counts them: ``drop_last``, full batches only;
-    else every batch, the last one partial (``ceil(n / batch)``)."""
-    return max(1, n_images // batch_size if drop_last else -(-n_images // batch_size))
-
-
 def images_per_run(
     n_train: int, batch_size: int, epochs: int, max_steps: int | None = None, drop_last: bool = True
 ) -> int:

@@ -39,7 +39,8 @@ from con2.run.rundir import CHECKPOINT, CONFIG, FEATURES, RECORD, SCORES, VALIDA
 from con2.text import shell_command
 from con2.training.checkpoints import check_trained_config, copy_checkpoint, load_checkpoint
 from con2.training.device import select_device
-from con2.training.engine import TrainSettings, fit, planned_steps
+from con2.training.engine import TrainSettings, fit
+from con2.training.steps import step_counts
 
 __all__ = [
     "CHECKPOINT",
@@ -401,7 +402,7 @@ def train(cfg: RunConfig, rd: RunDir, on_epoch_end: Callable[[int], None] | None
     settings = train_settings(cfg) if job.trains else dataclasses.replace(train_settings(cfg), max_steps=0)
     curve = None
     if cfg.score_at:  # the learning curve: scored after those epochs, before their checkpoints
-        final = planned_steps(len(job.train_images), settings)[2]
+        final = step_counts(len(job.train_images), settings)[2]
         curve = LearningCurve(
             cfg, job.method, job.train_images, job.test_images, job.data.test_labels, job.device, rd, final, resuming
         )
@@ -444,7 +445,7 @@ def rescore(cfg: RunConfig, rd: RunDir, weights: str | Path | None = None) -> di
     prepare_method(job.method, job.train_images, state, source)
     job.method.to(job.device)
     _load_trained(job.method, state, source, source.parent / CONFIG, cfg)
-    planned = planned_steps(len(job.train_images), train_settings(cfg))[2]
+    planned = step_counts(len(job.train_images), train_settings(cfg))[2]
     trained = Trained(
         training={"epochs": 0, "steps": 0, "resumed_from_epoch": None},  # this command trained nothing
         rescored=checkpoint_progress(state, planned),

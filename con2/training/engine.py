@@ -40,6 +40,7 @@ from con2.errors import ConfigError, NonFiniteLossError
 from con2.faults import fault_point
 from con2.training.checkpoints import load_checkpoint, save_checkpoint
 from con2.training.device import autocast_enabled, refuse_broken_cpu_bf16_convolutions
+from con2.training.steps import step_counts
 
 
 @dataclass(frozen=True)
@@ -140,22 +141,6 @@ def derived_seed(*parts: int) -> int:
     for p in parts:
         h = ((h ^ (p & 0xFFFFFFFFFFFFFFFF)) * 1099511628211) & 0x7FFFFFFFFFFFFFFF
     return h
-
-
-def steps_per_epoch(n_images: int, batch_size: int, drop_last: bool = True) -> int:
-    """Batches per epoch: ``drop_last``, full batches only (the last, partial batch is dropped so BatchNorm
-    sees equal batches); else every batch, the last one partial (``ceil(n / batch)``, as a DataLoader without
-    ``drop_last``)."""
-    return max(1, n_images // batch_size if drop_last else -(-n_images // batch_size))
-
-
-def planned_steps(n_images: int, settings: TrainSettings) -> tuple[int, int, int]:
-    """``(total steps, steps per epoch, epochs)`` that :func:`fit` runs on ``n_images`` images."""
-    per_epoch = steps_per_epoch(n_images, min(settings.batch_size, n_images), settings.drop_last)
-    total = settings.epochs * per_epoch
-    if settings.max_steps is not None:
-        total = min(total, settings.max_steps)
-    return total, per_epoch, math.ceil(total / per_epoch)
 
 
 def prepare_model(model: nn.Module, settings: TrainSettings, device: torch.device) -> None:
@@ -506,7 +491,7 @@ def _start_session(
     if images.dtype != torch.uint8 or images.ndim != 4:
         raise ValueError(f"expected uint8 images [N, C, H, W], got {images.dtype} {tuple(images.shape)}")
     n = len(images)
-    total_steps, per_epoch, epochs = planned_steps(n, settings)
+    total_steps, per_epoch, epochs = step_counts(n, settings)
     seed_everything(settings.seed)
     prepare_model(model, settings, device)
     resident = images.to(device)  # the whole uint8 training set, moved once

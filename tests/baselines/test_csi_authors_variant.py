@@ -16,7 +16,8 @@ from timm.optim import Lars
 from baselines.csi import CSI
 from con2.grid.experiments import deep_merge, expand_grid
 from con2.run.execute import train_settings
-from con2.training.engine import fit, make_optimizer, planned_steps
+from con2.training.engine import fit, make_optimizer
+from con2.training.steps import step_counts
 from con2.transforms.csi_augment import CSI_TEST_VIEWS, CSI_TRAIN_VIEWS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -109,7 +110,7 @@ def test_the_engine_builds_lars_and_csis_schedule_from_the_variant() -> None:
     settings = train_settings(cfg)
     model = torch.nn.Linear(3, 2)
     n_images = 5000  # one class of CIFAR-10
-    total, per_epoch, _ = planned_steps(n_images, settings.__class__(**{**settings.__dict__, "epochs": CSI_EPOCHS}))
+    total, per_epoch, _ = step_counts(n_images, settings.__class__(**{**settings.__dict__, "epochs": CSI_EPOCHS}))
     assert per_epoch == math.ceil(n_images / CSI_BATCH) == 40  # the partial batch of 8 kept
     optimizer, scheduler = make_optimizer(model, settings, torch.device("cpu"), total)
     assert isinstance(optimizer, Lars)

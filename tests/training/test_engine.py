@@ -13,7 +13,8 @@ from con2.data import load_one_class
 from con2.run.records import read_record
 from con2.run.runner import CHECKPOINT, RECORD, SCORES, run
 from con2.training.checkpoints import load_checkpoint
-from con2.training.engine import derived_seed, steps_per_epoch
+from con2.training.engine import derived_seed
+from con2.training.steps import steps_per_epoch
 
 
 class Interrupt(Exception):
