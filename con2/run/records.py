@@ -280,7 +280,7 @@ def auroc_by_kind(
         scores: ``{column: [M]}`` anomaly scores.
         kinds: ``[M]`` the anomaly kind of each test image (its class folder; a normal image's is ignored).
     """
-    import numpy as np  # lazy: as in build_record
+    import numpy as np  # lazy: as in checked_labels
 
     from con2.maths.metrics import auroc  # lazy: scikit-learn only for a per-kind AUROC
 
@@ -294,6 +294,162 @@ def auroc_by_kind(
         keep = normal | ((labels == 1) & (kinds_a == kind))
         out[kind] = {k: auroc(labels[keep], np.asarray(v)[keep]) for k, v in scores.items()}
     return out
+
+
+def checked_labels(
+    where: str, labels: np.ndarray, scores: Mapping[str, np.ndarray], validation: Mapping[str, np.ndarray] | None
+) -> np.ndarray:
+    """``labels`` as integers, once the scores are known to fit them (a record's first step).
+
+    Args:
+        where: the run, as an error names it.
+        labels: ``[M]`` test labels, 1 = anomaly, 0 = normal.
+        scores: score name -> ``[M]`` per-sample scores, higher = more anomalous (one AUROC each).
+        validation: score name -> ``[V]`` scores of the normal validation images (the columns of
+            ``scores``; ``None``: none scored).
+
+    Raises:
+        RecordError: no scores, a score of another length than ``labels``, labels of one class, or
+            validation scores whose columns or lengths disagree.
+    """
+    import numpy as np  # lazy: numpy only when a record is built, never when one is read
+
+    labels = np.asarray(labels).astype(np.int64)
+    if not scores:
+        raise RecordError(f"{where}: no score columns given")
+    for name, s in scores.items():
+        if np.shape(s) != labels.shape:
+            raise RecordError(f"{where}: score {name!r} has shape {np.shape(s)}, labels {labels.shape}")
+    if validation is not None:
+        lengths = {np.shape(v) for v in validation.values()}
+        if validation and (set(validation) != set(scores) or len(lengths) != 1 or len(next(iter(lengths))) != 1):
+            raise RecordError(
+                f"{where}: validation scores must be one vector per test score column ({sorted(scores)}), "
+                f"got {sorted(validation)} of shapes {sorted(lengths)}"
+            )
+    if len(np.unique(labels)) != 2:
+        raise RecordError(f"{where}: the test labels hold one class only; an AUROC needs normal (0) and anomalous (1)")
+    return labels
+
+
+def run_identity(dataset: str, normal_class: str, method: str, variant: str, seed: int) -> dict[str, Any]:
+    """The record's schema version and the run's five coordinates (the parts of its run key)."""
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "dataset": dataset,
+        "normal_class": str(normal_class),
+        "method": method,
+        "variant": variant,
+        "seed": int(seed),
+    }
+
+
+def record_metrics(
+    labels: np.ndarray,
+    scores: Mapping[str, np.ndarray],
+    extras: Mapping[str, Any] | None,
+    test_kinds: Sequence[str] | None,
+) -> dict[str, Any]:
+    """The record's ``metrics``: each score column's AUROC in % and its 95% DeLong interval (:mod:`con2.maths.stats`).
+
+    Args:
+        labels, scores: as :func:`checked_labels` returns and checked them.
+        extras: further metrics (e.g. ``silhouette``), stored beside ``auroc`` (a key of both: the extra's).
+        test_kinds: ``[M]`` each test image's anomaly kind (a declared mvtec tree): ``auroc_by_kind``
+            (:func:`auroc_by_kind`); ``None``: none.
+    """
+    import numpy as np  # lazy: as in checked_labels
+
+    from con2.maths.metrics import auroc, auroc_intervals  # lazy: scikit-learn and scipy only when a record is built
+
+    return {
+        "auroc": {k: auroc(labels, np.asarray(v)) for k, v in scores.items()},
+        "auroc_ci": auroc_intervals(labels, scores),
+        **(extras or {}),
+        **({"auroc_by_kind": auroc_by_kind(labels, scores, test_kinds)} if test_kinds is not None else {}),
+    }
+
+
+def record_timing(timing: Mapping[str, float | bool | None] | None) -> dict[str, float | bool | int | None]:
+    """The record's ``timing``: ``fit_seconds``, ``score_seconds``, ``wall_seconds`` (missing ones are 0),
+    ``images_per_second``, ``curve_seconds``; ``resumed`` (bool) and ``sessions`` (int) as given
+    (each entry as :func:`timing_value` keeps it)."""
+    times = {"fit_seconds": 0.0, "score_seconds": 0.0, "wall_seconds": 0.0, **(timing or {})}
+    return {k: timing_value(k, v) for k, v in times.items()}
+
+
+def data_fields(
+    n_train: int, labels: np.ndarray, batch_size: int | None, split_seed: int | None, split_sha256: str | None
+) -> dict[str, Any]:
+    """The images a run used: ``n_train`` normal training images, the test set's size and anomalies (of
+    ``labels``), ``batch_size`` the effective batch size (images per optimiser step, if the run trained), and
+    the split: ``split_seed``, ``split_sha256`` (from the data manifest: equal values mean the same train and
+    test ids)."""
+    return {
+        "n_train": int(n_train),
+        "n_test": int(len(labels)),
+        "n_anomalous": int(labels.sum()),
+        "batch_size": None if batch_size is None else int(batch_size),
+        "split_seed": None if split_seed is None else int(split_seed),
+        "split_sha256": split_sha256,
+    }
+
+
+def provenance_fields(device: str) -> dict[str, Any]:
+    """Where and with what a record was built: versions, git commit, ``device`` (``"external"``: an external
+    program's scores), the CPU's model, the time (UTC, to the second), and on CUDA the GPU's name."""
+    fields = {
+        "versions": _versions(),
+        "git_commit": _git_commit(),
+        "device": device,
+        "cpu": cpu_model(),
+        "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+    }
+    if str(device).startswith("cuda"):
+        import torch  # lazy: torch: only here, where a CUDA run has loaded it already
+
+        if torch.cuda.is_available():
+            fields["gpu"] = torch.cuda.get_device_name(torch.device(device))
+    return fields
+
+
+TRAINING_KEYS = ("epochs", "steps", "resumed_from_epoch", "precision")  # what a record keeps of ``training``
+
+
+def training_fields(training: Mapping[str, Any] | None) -> dict[str, Any]:
+    """What ``training`` holds of :data:`TRAINING_KEYS`: ``epochs``, ``steps``, ``resumed_from_epoch``,
+    ``precision`` (``float32`` or ``bfloat16-autocast``: CPUs with native bf16 train in bf16 under ``amp``,
+    others in fp32); nothing for a run that did not train."""
+    return {key: training[key] for key in TRAINING_KEYS if training and key in training}
+
+
+def validation_fields(validation: Mapping[str, np.ndarray] | None, val_sha256: str | None) -> dict[str, Any]:
+    """``n_val``, the normal validation images scored (0: the dataset has none), and ``val_sha256``, their
+    pixels' sha256; nothing where ``validation`` is ``None`` (none scored, e.g. an external program)."""
+    if validation is None:
+        return {}
+    return {"n_val": len(next(iter(validation.values()))) if validation else 0, "val_sha256": val_sha256}
+
+
+def given_sections(
+    data_source: Mapping[str, str | None] | None,
+    rescored: Mapping[str, Any] | None,
+    files_sha256: Mapping[str, str] | None,
+) -> dict[str, dict[str, Any]]:
+    """The sections a run adds where it has them, each copied: ``data_source`` (the images' source,
+    :func:`con2.data.manifest.data_source`), ``rescored`` (a re-scoring's checkpoint: ``checkpoint_epoch``,
+    ``checkpoint_step``, ``planned_epochs``, ``unfinished``), and ``files_sha256`` (the sha256 of each score
+    file written beside the record, ``{"scores.csv": hex, ...}``; an empty one is left out too)."""
+    given = {"data_source": data_source, "rescored": rescored, "files_sha256": files_sha256 or None}
+    return {key: dict(value) for key, value in given.items() if value is not None}
+
+
+def json_sections(**sections: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The method-defined sections a run adds where it has them, each as JSON reads it back (a tuple as a
+    list): ``scoring`` (per score, which reading is its headline), ``method_card`` (the method spec's card of
+    this run: labels, paper rows, tags) and ``curve`` (the learning curve, :mod:`con2.run.curve`:
+    ``{"views", "points": [{"epoch", "seconds", "auroc": {column: %}, "extras"}]}``)."""
+    return {key: json.loads(json.dumps(value)) for key, value in sections.items() if value is not None}
 
 
 def build_record(
@@ -326,109 +482,31 @@ def build_record(
     files_sha256: Mapping[str, str] | None = None,
     test_kinds: Sequence[str] | None = None,
 ) -> dict[str, Any]:
-    """The one-run record (schema: :data:`con2.run.records.RECORD_SCHEMA`) of any run, ours or external.
-
-    Args:
-        labels: ``[M]`` test labels, 1 = anomaly, 0 = normal.
-        scores: score name -> ``[M]`` per-sample scores, higher = more anomalous (one AUROC each).
-        n_train: normal training images used.
-        config: the run's settings (stored); ``config_hash`` defaults to :func:`hash_config` of it.
-        split_seed, split_sha256: the split (``split_sha256`` from the data manifest: equal values
-            mean the same train and test ids).
-        batch_size: the effective batch size (images per optimiser step), if the run trained.
-        timing: ``fit_seconds``, ``score_seconds``, ``wall_seconds`` (missing ones are 0),
-            ``images_per_second``, ``curve_seconds``; ``resumed`` (bool) and ``sessions`` (int) as given.
-        extras: further metrics (e.g. ``silhouette``), stored beside ``auroc``.
-        scoring: per score, which reading is its headline (JSON-serialisable; method-defined).
-        method_card: the method spec's card of this run (labels, paper rows, tags).
-        training: ``epochs``, ``steps``, ``resumed_from_epoch``, ``precision`` (``float32`` or
-            ``bfloat16-autocast``: CPUs with native bf16 train in bf16 under ``amp``, others in fp32).
-        curve: the learning curve (:mod:`con2.run.curve`): ``{"views", "points": [{"epoch", "seconds",
-            "auroc": {column: %}, "extras"}]}``.
-        validation: score name -> ``[V]`` scores of the normal validation images (the columns of
-            ``scores``; ``None``: none scored, no ``n_val`` in the record); ``val_sha256``: their pixels' sha256.
-        data_source: the images' source (:func:`con2.data.manifest.data_source`); ``None``: not recorded.
-        rescored: a re-scoring's checkpoint (``checkpoint_epoch``, ``checkpoint_step``, ``planned_epochs``,
-            ``unfinished``); ``None``: the run trained here.
-        files_sha256: the sha256 of each score file written beside the record (``{"scores.csv": hex, ...}``).
-        test_kinds: ``[M]`` each test image's anomaly kind (a declared mvtec tree): ``metrics.auroc_by_kind``
-            (:func:`auroc_by_kind`); ``None``: none.
+    """The one-run record (schema: :data:`RECORD_SCHEMA`) of any run, ours or external, in named steps, each
+    documenting the arguments it records: the scores checked against the labels (:func:`checked_labels`), the
+    run's coordinates (:func:`run_identity`), its metrics (:func:`record_metrics`) and times
+    (:func:`record_timing`), the images it used (:func:`data_fields`), its ``config`` (``config_hash``: by
+    default :func:`hash_config` of it) and provenance (:func:`provenance_fields`), then what a run adds where it
+    has it (:func:`training_fields`, :func:`validation_fields`, :func:`given_sections`, :func:`json_sections`).
 
     Raises:
-        RecordError: no scores, a score of another length than ``labels``, labels of one class, or
-            validation scores whose columns or lengths disagree.
+        RecordError: scores that fit neither the labels (:func:`checked_labels`) nor the test kinds
+            (:func:`auroc_by_kind`).
     """
-    import numpy as np  # lazy: numpy only when a record is built, never when one is read
-
-    from con2.maths.metrics import auroc, auroc_intervals  # lazy: scikit-learn and scipy only when a record is built
-
-    labels = np.asarray(labels).astype(np.int64)
     where = f"run {dataset}/{normal_class}/{method}/{variant}/seed{seed}"
-    if not scores:
-        raise RecordError(f"{where}: no score columns given")
-    for name, s in scores.items():
-        if np.shape(s) != labels.shape:
-            raise RecordError(f"{where}: score {name!r} has shape {np.shape(s)}, labels {labels.shape}")
-    if validation is not None:
-        lengths = {np.shape(v) for v in validation.values()}
-        if validation and (set(validation) != set(scores) or len(lengths) != 1 or len(next(iter(lengths))) != 1):
-            raise RecordError(
-                f"{where}: validation scores must be one vector per test score column ({sorted(scores)}), "
-                f"got {sorted(validation)} of shapes {sorted(lengths)}"
-            )
-    if len(np.unique(labels)) != 2:
-        raise RecordError(f"{where}: the test labels hold one class only; an AUROC needs normal (0) and anomalous (1)")
-    times = {"fit_seconds": 0.0, "score_seconds": 0.0, "wall_seconds": 0.0, **(timing or {})}
+    labels = checked_labels(where, labels, scores, validation)
     record: dict[str, Any] = {
-        "schema_version": SCHEMA_VERSION,
-        "dataset": dataset,
-        "normal_class": str(normal_class),
-        "method": method,
-        "variant": variant,
-        "seed": int(seed),
-        "metrics": {
-            "auroc": {k: auroc(labels, np.asarray(v)) for k, v in scores.items()},
-            "auroc_ci": auroc_intervals(labels, scores),  # 95% DeLong interval per column (con2.maths.stats)
-            **(extras or {}),
-            **({"auroc_by_kind": auroc_by_kind(labels, scores, test_kinds)} if test_kinds is not None else {}),
-        },
-        "timing": {k: timing_value(k, v) for k, v in times.items()},
+        **run_identity(dataset, normal_class, method, variant, seed),
+        "metrics": record_metrics(labels, scores, extras, test_kinds),
+        "timing": record_timing(timing),
         "peak_memory_mb": peak_memory_mb,
-        "n_train": int(n_train),
-        "n_test": int(len(labels)),
-        "n_anomalous": int(labels.sum()),
-        "batch_size": None if batch_size is None else int(batch_size),
-        "split_seed": None if split_seed is None else int(split_seed),
-        "split_sha256": split_sha256,
+        **data_fields(n_train, labels, batch_size, split_seed, split_sha256),
         "config": dict(config),
         "config_hash": config_hash or hash_config(config),
-        "versions": _versions(),
-        "git_commit": _git_commit(),
-        "device": device,
-        "cpu": cpu_model(),
-        "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+        **provenance_fields(device),
     }
-    if str(device).startswith("cuda"):
-        import torch  # lazy: torch: only here, where a CUDA run has loaded it already
-
-        if torch.cuda.is_available():
-            record["gpu"] = torch.cuda.get_device_name(torch.device(device))
-    for key in ("epochs", "steps", "resumed_from_epoch", "precision"):
-        if training and key in training:
-            record[key] = training[key]
-    if validation is not None:
-        record["n_val"] = len(next(iter(validation.values()))) if validation else 0
-        record["val_sha256"] = val_sha256
-    if data_source is not None:
-        record["data_source"] = dict(data_source)
-    if rescored is not None:
-        record["rescored"] = dict(rescored)
-    if files_sha256:
-        record["files_sha256"] = dict(files_sha256)
-    if scoring is not None:
-        record["scoring"] = json.loads(json.dumps(scoring))
-    if method_card is not None:
-        record["method_card"] = json.loads(json.dumps(method_card))
-    if curve is not None:
-        record["curve"] = json.loads(json.dumps(curve))
+    record.update(training_fields(training))
+    record.update(validation_fields(validation, val_sha256))
+    record.update(given_sections(data_source, rescored, files_sha256))
+    record.update(json_sections(scoring=scoring, method_card=method_card, curve=curve))
     return record
