@@ -131,10 +131,10 @@ def dataset_level(summary: pd.DataFrame, keys: list[str] | None = None) -> pd.Da
     ``summary`` comes from :func:`summarize`; ``keys`` default to dataset, method, variant, score.
     Columns: keys, mean, std, n (seeds for one class, classes otherwise), n_classes, the
     fewest and most seeds of a class (``seeds_min``, ``seeds_max``): what a cell averages, and
-    ``lo``, ``hi``: the 95% interval of the mean over seeds (:func:`con2.maths.stats.summary_interval`;
+    ``lo``, ``hi``: the 95% interval of the mean over seeds (:func:`con2.maths.stats.seed_mean_interval`;
     NaN when a class has a single seed).
     """
-    from con2.maths.stats import summary_interval  # lazy: it loads scipy, which collecting records never needs
+    from con2.maths.stats import seed_mean_interval  # lazy: it loads scipy, which collecting records never needs
 
     keys = keys or ["dataset", "method", "variant", "score"]
     cols = [*keys, "mean", "std", "n", "n_classes", "seeds_min", "seeds_max", "lo", "hi"]
@@ -144,7 +144,7 @@ def dataset_level(summary: pd.DataFrame, keys: list[str] | None = None) -> pd.Da
     for key, grp in summary.groupby(keys, dropna=False, sort=True):
         key = key if isinstance(key, tuple) else (key,)
         seeds = (int(grp["n"].min()), int(grp["n"].max()))
-        ci = summary_interval(grp["mean"].tolist(), grp["std"].tolist(), grp["n"].tolist())
+        ci = seed_mean_interval(grp["mean"].tolist(), grp["std"].tolist(), grp["n"].tolist())
         if len(grp) == 1:
             row = grp.iloc[0]
             rows.append((*key, row["mean"], row["std"], row["n"], 1, *seeds, ci.lo, ci.hi))

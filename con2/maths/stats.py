@@ -313,7 +313,7 @@ def mean_interval(groups: Sequence[Sequence[float]], level: float = LEVEL) -> Me
     (NaN) when a class has a single seed: one run says nothing about the spread over seeds.
     """
     vals = [np.asarray(g, dtype=np.float64) for g in groups if len(g)]
-    return summary_interval(
+    return seed_mean_interval(
         [float(v.mean()) for v in vals],
         [float(v.std(ddof=1)) if len(v) > 1 else math.nan for v in vals],
         [len(v) for v in vals],
@@ -321,10 +321,11 @@ def mean_interval(groups: Sequence[Sequence[float]], level: float = LEVEL) -> Me
     )
 
 
-def summary_interval(
+def seed_mean_interval(
     means: Sequence[float], stds: Sequence[float], ns: Sequence[int], level: float = LEVEL
 ) -> MeanInterval:
-    """:func:`mean_interval` from per-class summaries ``[C]``: seed means, sample stds (``ddof = 1``), seed counts."""
+    """:func:`mean_interval` from each normal class's seeds ``[C]``: the mean over its seeds, their sample std
+    (``ddof = 1``) and their count (the columns ``mean``, ``std``, ``n`` of one metric in summary.csv)."""
     c = len(means)
     if not c:
         return MeanInterval(math.nan, math.nan, math.nan, math.nan, "no run")
