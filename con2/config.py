@@ -23,6 +23,8 @@ import yaml
 from con2.errors import ConfigError
 from con2.yaml_files import read_yaml_mapping, safe_yaml, yaml_problem
 
+DEFAULT_DATA_DIR = "data"  # the data folder when none is given (con2.data.default_data_dir: $CON2_DATA_DIR first)
+
 # Keys that never change a run's results: where the data live, where and how fast it runs, how
 # often it checkpoints, progress output, scoring chunk sizes. Excluded from the config hash; the
 # workflow sets them per machine (profile top level / --config), never per run.
@@ -92,7 +94,7 @@ class RunConfig:
 
     # data
     dataset: str = "breastmnist"
-    data_dir: str = "data"
+    data_dir: str = DEFAULT_DATA_DIR
     normal_class: str | None = None  # None: the dataset's default normal class
     image_size: int = 28  # training/encoder input size (views are resized to it)
     data_size: int | None = (

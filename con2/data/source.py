@@ -41,7 +41,7 @@ from con2.data.cache import (
     remember_hashes,
     source_key,
 )
-from con2.data.data_dir import default_data_dir
+from con2.data.data_dir import absolute_data_dir
 from con2.data.fileops import PARTIAL, file_lock
 from con2.errors import NO_SPACE, DataError, DatasetMissing, read_failure, write_failure
 from con2.text import terminal_safe
@@ -93,15 +93,13 @@ class DatasetInfo:
 
 
 def resolve_data_dir(data_dir: str | Path | None) -> Path:
-    """The absolute, normalised data folder (``None``: :func:`con2.data.default_data_dir`):
-    ``../shared/data`` from ``/x/con2-bench`` is ``/x/shared/data``, so every message names the
-    folder as a user would write it (``..`` removed lexically; symbolic links are kept).
+    """The absolute, normalised data folder (:func:`con2.data.data_dir.absolute_data_dir`; ``None``: the
+    default one), refused where it is no folder.
 
     Raises:
         DataError: the path exists but is not a folder.
     """
-
-    d = Path(os.path.abspath(Path(data_dir).expanduser() if data_dir is not None else default_data_dir()))
+    d = absolute_data_dir(data_dir)
     if d.exists() and not d.is_dir():
         what = "a file" if d.is_file() else "a device, a pipe or a socket"
         raise DataError(

@@ -19,6 +19,7 @@ from typing import Any
 
 from con2 import paths as P
 from con2.data import DataError, find_source
+from con2.data.data_dir import absolute_data_dir
 from con2.data.source import Found
 from con2.grid import experiments as E
 from con2.workflow.status import awaits_training, checked_in, same_folder
@@ -46,7 +47,7 @@ class DataCheck:
         targets: Callable[[], Targets],
         data_status: Callable[[], Mapping[str, Any]],
     ) -> None:
-        self.data_dir = Path(os.path.abspath(os.path.expanduser(config["data_dir"])))  # how messages name it
+        self.data_dir = absolute_data_dir(config["data_dir"])  # how messages name it
         self.given_dir = str(config["data_dir"])  # as the profile spells it: a marker's folder is compared with it
         self.download = bool(config.get("download", True))
         self.strict = bool(config.get("strict", False))

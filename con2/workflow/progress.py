@@ -21,12 +21,12 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from con2.workflow.status import closing_lines
 from con2.report.artefacts import MISSING_FILE
 from con2.run.provenance import cpu_device_name
 from con2.text import terminal_safe
 from con2.workflow.eta import AfterRuns, WeighedRun, after_runs, eta_line, grid_eta, weigh_runs
 from con2.workflow.session import RUNS_CSV, SKIPPED_CSV, Session
+from con2.workflow.status import closing_lines
 
 
 @cache

@@ -34,9 +34,9 @@ from con2 import paths as P
 from con2.aggregate.seal import seal_problem
 from con2.config import RUNTIME_KEYS
 from con2.data import DataError, normal_classes
+from con2.data.data_dir import absolute_data_dir
 from con2.grid import experiments as E
 from con2.grid.checks import check_data_dir
-from con2.workflow.status import awaits_training, unknown_class
 from con2.grid.workflow_grid import workflow_grid
 from con2.report.artefacts import FIGURES, TABLES, Artefact, figure_targets, study_figures, table_targets
 from con2.run.rundir import SCORES, VALIDATION, score_file_state
@@ -44,6 +44,7 @@ from con2.workflow.console import HashedDict, HashedList, hashed
 from con2.workflow.data_check import DATA_STATUS as DATA_STATUS  # the rules' S.DATA_STATUS
 from con2.workflow.data_check import DataCheck
 from con2.workflow.eta import job_priority, weigh_runs
+from con2.workflow.status import awaits_training, unknown_class
 from con2.workflow.targets import Targets
 
 RUNS_CSV = "results/evaluation/runs.csv"
@@ -135,7 +136,7 @@ class Session:
         self.config = config
         self.reporting = report
         self.basedir = Path(basedir)
-        check_data_dir(os.path.abspath(os.path.expanduser(config["data_dir"])))  # too long: one line, not a traceback
+        check_data_dir(absolute_data_dir(config["data_dir"]))  # too long: one line, not a traceback
         self.started = time.time()
         self.strict = bool(config.get("strict", False))
         self._targets = targets

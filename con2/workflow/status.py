@@ -32,6 +32,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from con2.config import DEFAULT_DATA_DIR
 from con2.paths import RUNS_ROOT, data_marker, record_files, record_key
 from con2.text import csv_value, shell_command, terminal_safe
 
@@ -283,7 +284,7 @@ def closing_lines(
             data check skipped is one line, without the fixes that belong to a run that trains
             (``--config data_dir=DIR``, ``con2 data get``), which the README's rebuild does without.
     """
-    data_dir = config.get("data_dir", "data")
+    data_dir = config.get("data_dir", DEFAULT_DATA_DIR)
     skipped, failed = [], []
     for dataset, size in data_targets:
         marker = Path(data_marker(dataset, size))

@@ -18,8 +18,8 @@ from conftest import TINY
 
 from con2.cli.main import main
 from con2.data.medmnist_source import check_size
-from con2.workflow.status import data_fix
 from con2.run.external import write_external_run
+from con2.workflow.status import data_fix
 
 
 def one_line(capsys: pytest.CaptureFixture[str], *needles: str) -> None:

@@ -206,8 +206,8 @@ def test_the_workflow_parses_each_run_config_once(tmp_path: Path, monkeypatch: p
     two aggregation rules) parses each run's config once and writes nothing (the run_config jobs
     write the configs, under Snakemake's lock); a config file written from a run holds its hash."""
     from con2.data import normal_classes
-    from con2.workflow.status import unknown_class
     from con2.report.artefacts import TABLES
+    from con2.workflow.status import unknown_class
 
     cfg = load_profile("paper")
     own_rules = [p.stem for p in (ROOT / "workflow" / "rules" / "methods").glob("*.smk")]
