@@ -70,33 +70,33 @@ class ProgressLine:
 
     Args:
         session: the invocation.
-        planned: the output files of the jobs this invocation runs (Snakemake's DAG, finished jobs
+        dag_outputs: the output files of the jobs this invocation runs (Snakemake's DAG, finished jobs
             included: Snakemake drops them when it updates the DAG after the data check).
         slots: training jobs at a time (--cores / threads per job here, --jobs on a cluster).
-        steps: ``(rule, output files)`` of each of those jobs, for the steps after the runs
+        dag_jobs: ``(rule, output files)`` of each of those jobs, for the jobs after the runs
             (:func:`after_the_runs`); none: the line counts the training runs alone.
     """
 
     def __init__(
         self,
         session: Session,
-        planned: Callable[[], Collection[str]],
+        dag_outputs: Callable[[], Collection[str]],
         slots: Callable[[], int],
-        steps: Callable[[], Collection[tuple[str, Sequence[str]]]] = tuple,
+        dag_jobs: Callable[[], Collection[tuple[str, Sequence[str]]]] = tuple,
     ) -> None:
         self.session = session
-        self._planned_outputs = planned
+        self._dag_outputs = dag_outputs
         self._slots = slots
-        self._steps = steps
-        self.planned: dict[str, WeighedRun] = {}  # run key -> its weight (weighed once)
+        self._dag_jobs = dag_jobs
+        self.weighed: dict[str, WeighedRun] = {}  # run key -> its weight (weighed once)
         self.spent: dict[str, Any] = {}  # run key -> the timing of a record written since the start
         self.job_started: dict[str, float] = {}  # output file -> when its job started (GridProgress notes it)
 
     def training(self) -> list[Any]:
         """The grid's runs this invocation trains: those whose record a job of the DAG writes, now or
         earlier in this invocation."""
-        outputs = set(self._planned_outputs())
-        return [r for r in self.session.runs if r.record in outputs or r.key in self.planned]
+        outputs = set(self._dag_outputs())
+        return [r for r in self.session.runs if r.record in outputs or r.key in self.weighed]
 
     def _note_spent(self, runs: list[Any]) -> None:
         """The timing of each record written since the start (the job's own clock: start-up included)."""
@@ -118,11 +118,11 @@ class ProgressLine:
         runs = self.training()
         if not runs:
             return None
-        new = [r for r in runs if r.key not in self.planned]
+        new = [r for r in runs if r.key not in self.weighed]
         if new:
             data_dir = self.session.data.data_dir
             device = device_name(str(self.session.config.get("device", "auto")))
-            self.planned.update(weigh_runs(new, data_dir if data_dir.is_dir() else None, device))
+            self.weighed.update(weigh_runs(new, data_dir if data_dir.is_dir() else None, device))
         self._note_spent(runs)
         now = time.time()  # the runs in flight: how long each has run (what is left of it is what counts)
         running = {
@@ -131,22 +131,22 @@ class ProgressLine:
             if r.key not in self.spent and r.record in self.job_started
         }
         slots = self._slots()
-        eta = grid_eta([self.planned[r.key] for r in runs], self.spent, slots, running, self.after_runs())
+        eta = grid_eta([self.weighed[r.key] for r in runs], self.spent, slots, running, self.after_runs())
         return eta_line(eta, slots, self.unmeasured())
 
     def after_runs(self) -> AfterRuns:
-        """The steps after the runs in this invocation (:func:`after_the_runs`): how many, how many are
+        """The jobs after the runs in this invocation (:func:`after_the_runs`): how many, how many are
         left (the grid's aggregation among them), and the time each finished one took from its start."""
-        steps = [(rule, list(outs)) for rule, outs in self._steps() if after_the_runs(rule) and outs]
+        jobs = [(rule, list(outs)) for rule, outs in self._dag_jobs() if after_the_runs(rule) and outs]
         left, serial, durations = 0, 0, []
-        for rule, outs in steps:
+        for rule, outs in jobs:
             end = finished_at(outs, self.session.started)
             if end is None:
                 left += 1
                 serial += rule == SERIAL
             elif outs[0] in self.job_started:
                 durations.append(end - self.job_started[outs[0]])
-        return after_runs(len(steps), left, serial, durations)
+        return after_runs(len(jobs), left, serial, durations)
 
     def unmeasured(self) -> str:
         """Why no ETA comes before the first finished run: this device has no measured throughput."""

@@ -294,20 +294,20 @@ def test_targets_classify_what_trains() -> None:
 
 def test_no_progress_line_while_nothing_trains_and_the_rebuild_names_what_it_left_out(tmp_path: Path) -> None:
     s = session(tmp_path, targets=["results/tables/table1_medical.md"])
-    line = ProgressLine(s, planned=lambda: set(), slots=lambda: 2)
+    line = ProgressLine(s, dag_outputs=lambda: set(), slots=lambda: 2)
     assert line.line() is None
     lines = end_lines(s)
     untrained = [r for r in s.runs if not s.scoped_only(r)]
     assert any(f"{len(untrained)} run(s) of the grid have no record yet (digits {len(untrained)})" in x for x in lines)
 
 
-def test_the_progress_line_counts_the_planned_runs(tmp_path: Path) -> None:
+def test_the_progress_line_counts_the_runs_of_the_dag(tmp_path: Path) -> None:
     s = session(tmp_path)
-    planned = {r.record for r in s.runs[:3]}
-    line = ProgressLine(s, planned=lambda: planned, slots=lambda: 2)
+    in_dag = {r.record for r in s.runs[:3]}
+    line = ProgressLine(s, dag_outputs=lambda: in_dag, slots=lambda: 2)
     text = line.line()
     assert text is not None and "0 of 3" in text
-    assert set(line.planned) == {r.key for r in s.runs[:3]}
+    assert set(line.weighed) == {r.key for r in s.runs[:3]}
 
 
 def test_method_regex_matches_exactly_the_methods() -> None:
@@ -335,17 +335,17 @@ def test_the_progress_line_counts_the_steps_after_the_runs(tmp_path: Path) -> No
     """Issue 46, point 3: the aggregation, tables and figures of the DAG are the steps after the runs; one
     whose outputs were written since the start is done and paces the others (from its job's start)."""
     s = session(tmp_path)
-    planned = {r.record for r in s.runs[:2]}
+    in_dag = {r.record for r in s.runs[:2]}
     done_table = ["results/tables/a.csv", "results/tables/a.md"]
-    steps = [
+    jobs = [
         ("train", [s.runs[0].record]),
         ("train", [s.runs[1].record]),
-        ("run_config", ["results/configs/x.yaml"]),  # no step after the runs
+        ("run_config", ["results/configs/x.yaml"]),  # no job after the runs
         ("aggregate", [RUNS_CSV]),
         ("table_a", done_table),
         ("figure_b", ["results/figures/b.png", "results/figures/b.pdf"]),
     ]
-    line = ProgressLine(s, planned=lambda: planned, slots=lambda: 2, steps=lambda: steps)
+    line = ProgressLine(s, dag_outputs=lambda: in_dag, slots=lambda: 2, dag_jobs=lambda: jobs)
     for path in done_table:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         Path(path).write_text("x")

@@ -69,14 +69,14 @@ def training_slots():
     return max(1, int(workflow.nodes))
 
 
-def planned_steps():
-    """(rule, output files) of each job this invocation runs, finished ones included."""
+def dag_jobs():
+    """(rule, output files) of each job of this invocation's DAG, finished ones included."""
     return [(job.rule.name, [str(f) for f in job.output]) for job in workflow.dag.needrun_jobs(exclude_finished=False)]
 
 
-def planned_outputs():
-    """Output files of the jobs this invocation runs, finished ones included."""
-    return {f for _, outputs in planned_steps() for f in outputs}
+def dag_outputs():
+    """Output files of the jobs of this invocation's DAG, finished ones included."""
+    return {f for _, outputs in dag_jobs() for f in outputs}
 
 
-PROGRESS = ProgressLine(W, planned_outputs, training_slots, planned_steps)
+PROGRESS = ProgressLine(W, dag_outputs, training_slots, dag_jobs)
