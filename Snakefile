@@ -55,7 +55,7 @@ include: "workflow/rules/common.smk"
 
 
 # A report of a partial grid shows what is built and lists the rest on its first page (nothing built: one line)
-X.prepare_report(config, sys.argv, W.report_files(), _recalled, W.built)
+X.prepare_report(config, sys.argv, F.report_files(), _recalled, F.built)
 
 
 report: "workflow/report/workflow.rst"
@@ -79,11 +79,11 @@ rule all:
     trained by `snakemake studies` or by naming their table."""
     localrule: True
     input:
-        W.on_disk(W.table_files),  # on_disk: all of them, but in a report (which builds nothing) those built
-        W.on_disk(W.study_files),  # as their records stand: a study table never shows an older profile's runs
-        W.on_disk(W.figure_files),
-        W.on_disk(W.aggregate_files),  # a deleted or never-written aggregate is rebuilt (con2.workflow.session says why)
-        W.on_disk(W.study_aggregate_files),
+        F.on_disk(F.table_files),  # on_disk: all of them, but in a report (which builds nothing) those built
+        F.on_disk(F.study_files),  # as their records stand: a study table never shows an older profile's runs
+        F.on_disk(F.figure_files),
+        F.on_disk(F.aggregate_files),  # a deleted or never-written aggregate is rebuilt (artefact_files.py says why)
+        F.on_disk(F.study_aggregate_files),
         W.grid_records.ready,  # a deleted run's record: trained again (con2.workflow.session, `grid_records` says why)
         W.grid_records.checked,
     message:
@@ -95,9 +95,9 @@ rule studies:
     study's curves), each training only its own runs."""
     localrule: True
     input:
-        W.on_disk(W.study_files),  # as in `all`
-        W.on_disk(W.study_figure_files),  # the figures that draw a study's table (the length study's curves)
-        W.on_disk(W.study_aggregate_files),  # as in `all`
+        F.on_disk(F.study_files),  # as in `all`
+        F.on_disk(F.study_figure_files),  # the figures that draw a study's table (the length study's curves)
+        F.on_disk(F.study_aggregate_files),  # as in `all`
         W.study_records.ready,  # as in `all`
         W.study_records.checked,
     message:
@@ -110,7 +110,7 @@ rule runs:
     input:
         W.all_records.ready,
         W.all_records.checked,
-        W.status_input,
+        D.status_input,
     message:
         "every run of the grid"
 

@@ -17,9 +17,11 @@ from con2.config import RUNTIME_KEYS
 from con2.report.artefacts import TABLES, Artefact
 from con2.resources import resource
 from con2.run.rundir import FEATURES, RECORD, SCORES
+from con2.workflow.artefact_files import RUNS_CSV, SCORE_RUNTIME_CSV
 from con2.workflow.console import HashedDict, HashedList, hashed
 from con2.workflow.last_profile import UNBUILT_KEY
-from con2.workflow.session import RUNS_CSV, SCORE_RUNTIME_CSV, Session, Wildcards
+from con2.workflow.session import Session
+from con2.workflow.wildcards import Wildcards
 
 # profile keys that never shape a table or figure (where things run, how data are fetched, the
 # training jobs' resources, extra rule files, the score-runtime measurement's own settings)
@@ -85,7 +87,7 @@ class ArtefactRules:
             "hours": self.paper_hours,
             "measured": SCORE_RUNTIME_CSV,
             "table": f"results/tables/{TABLES[artefact.table].stem}.csv" if artefact.table else None,
-            "status": s.status_file,  # which datasets were skipped for want of data (a table's notes say why)
+            "status": s.data.status_file,  # which datasets were skipped for want of data (a table's notes say why)
             "gpu": self.gpu_measured if os.path.isdir(self.gpu_measured) else None,  # the GPU runs' lines, if any
             "scores": P.scores_bundle(self.table_runs(artefact.name)),  # the aggregation's copy of the score files
             "references": self.reference_numbers,  # other sources' published numbers, each naming its source
@@ -94,7 +96,7 @@ class ArtefactRules:
         reads = [*artefact.reads, *(["scores"] if "runs" in artefact.reads else [])]  # the bundle seals the CSV
         inputs = {name: files[name] for name in dict.fromkeys(reads) if files[name]}
         if "panels" in artefact.reads:
-            inputs.update(records=self.pca_records, status=s.status_input)
+            inputs.update(records=self.pca_records, status=s.data.status_input)
         return inputs
 
     def settings(self) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""What one Snakemake invocation knows of the grid's data: a :class:`~con2.workflow.session.Session`'s data check.
+"""What one Snakemake invocation knows of the grid's data: a :class:`~con2.workflow.session.Session`'s data check,
+which ``workflow/rules/common.smk`` binds as ``D``.
 
 Each (dataset, size) of the grid is checked once by rule ``prepare_data`` (its marker,
 ``results/data/<dataset>/<size>px.json``), and the ``data_status`` checkpoint gathers the markers into
@@ -24,6 +25,7 @@ from con2.data.source import Found
 from con2.grid import experiments as E
 from con2.workflow.status import awaits_training, checked_in, same_folder
 from con2.workflow.targets import Targets
+from con2.workflow.wildcards import Wildcards
 
 DATA_STATUS = f"{P.DATA_ROOT}/status.json"
 
@@ -119,6 +121,10 @@ class DataCheck:
             "on_disk": self.found_on_disk(dataset, size) is not None,
         }
 
+    def check(self, wildcards: Wildcards) -> dict[str, Any]:
+        """prepare_data's params for the job's dataset and size (:meth:`params`)."""
+        return self.params(wildcards.dataset, wildcards.size)
+
     def on_disk_at_start(self, dataset: str, size: int | str) -> bool:
         """True if the dataset's files were under data_dir when the workflow started (asked once)."""
         key = (dataset, int(size))
@@ -159,14 +165,14 @@ class DataCheck:
             if not self.ready(r) and (status.get(f"{r.dataset}/{r.data_size}") or {}).get("status") == "ok"
         ]
 
-    def status_file(self) -> list[str]:
+    def status_file(self, wildcards: Wildcards | None = None) -> list[str]:
         """The data status a table's notes read: the checkpoint's file; in a rebuild, the file as the
         last check left it, and none where a dataset was never checked (a rebuild checks no data)."""
         if self._targets().trains_anything or all(os.path.exists(P.data_marker(d, s)) for d, s in self.data_targets):
             return [DATA_STATUS]
         return []
 
-    def status_input(self) -> list[str]:
+    def status_input(self, wildcards: Wildcards | None = None) -> list[str]:
         """The data-status checkpoint as an input of rules whose inputs depend on it (none when
         strict; in a rebuild, the file as the last check left it: :meth:`status_file`)."""
         return [] if self.strict else self.status_file()

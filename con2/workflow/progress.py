@@ -24,8 +24,9 @@ from typing import Any
 from con2.report.artefacts import MISSING_FILE
 from con2.run.provenance import cpu_device_name
 from con2.text import terminal_safe
+from con2.workflow.artefact_files import RUNS_CSV, SKIPPED_CSV
 from con2.workflow.eta import AfterRuns, WeighedRun, after_runs, eta_line, grid_eta, weigh_runs
-from con2.workflow.session import RUNS_CSV, SKIPPED_CSV, Session
+from con2.workflow.session import Session
 from con2.workflow.status import closing_lines
 
 

@@ -131,9 +131,9 @@ def prepare_report(
     built: Callable[[str], bool] = os.path.isfile,
 ) -> list[str]:
     """For ``snakemake --report``: the report files of the profile (``files``) that are not ``built`` (their
-    artefact whole on disk: :meth:`con2.workflow.session.Session.built`), said in one line on stderr and handed
-    to the report's landing text under :data:`UNBUILT_KEY` of ``config``, which lists them (a partial grid: the
-    report shows what exists, as the tables do); ``[]`` for any other command.
+    artefact whole on disk: :meth:`con2.workflow.artefact_files.ArtefactFiles.built`), said in one line on
+    stderr and handed to the report's landing text under :data:`UNBUILT_KEY` of ``config``, which lists them (a
+    partial grid: the report shows what exists, as the tables do); ``[]`` for any other command.
 
     Raises:
         WorkflowError: none of ``files`` is built (:func:`con2.workflow.last_profile.report_missing`'s line: a

@@ -263,4 +263,4 @@ def test_studies_build_the_figures_that_draw_a_studys_table() -> None:
     assert study_figures(report, {"fidelity"}) == []  # no study's table is drawn: no figure
     snakefile = (Path(__file__).resolve().parents[2] / "Snakefile").read_text()
     studies_rule = snakefile[snakefile.index("rule studies:") : snakefile.index("rule runs:")]
-    assert "W.study_figure_files" in studies_rule
+    assert "F.study_figure_files" in studies_rule

@@ -3,7 +3,7 @@
 A ``runs.csv`` edited by hand (content changed, a normal mtime) is newer than the tables, so every table job
 ran, each failed on the seal (:func:`con2.aggregate.bundle.check_runs_seal`) with its own traceback, and
 Snakemake deleted the outputs of every failed job: the 76 tables and figures built before. Now the workflow
-checks the seal once, before any job (:meth:`con2.workflow.session.Session.check_seals`): one line with the
+checks the seal once, before any job (:meth:`con2.workflow.artefact_files.ArtefactFiles.check_seals`): one line with the
 fix, no job, every table and figure as it was; the fix then gives back the tables the records give.
 """
 

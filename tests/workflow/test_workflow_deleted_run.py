@@ -81,7 +81,7 @@ def test_a_record_named_as_the_target_trains_when_the_data_check_must_run_again(
     """Found with the BR35H study: after a change to the data check's code, ``snakemake <record>``
     ran only the data check and ended "1 of 1 steps (100%) done" without the record (Snakemake 9
     skips a job below an `ancient` input whose job must run). A run that trains anyway reads its
-    marker as a plain input (`Session.trains`): the one command trains it; finished runs still
+    marker as a plain input (`RunJobs.trains`): the one command trains it; finished runs still
     never retrain for a data check."""
     wd = clone(tiny_run, tmp_path / "wd")
     others = {p: t for p, t in records(wd).items() if p != RECORD}

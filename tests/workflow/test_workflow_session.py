@@ -74,65 +74,65 @@ def test_the_grid_is_the_profiles(tmp_path: Path) -> None:
     expected = {r.key for r in expand_grid(profile(tmp_path), registry_normal_classes)}
     assert {r.key for r in s.runs} == expected
     assert s.grid.cli_methods == {r.method for r in s.runs}  # no method of this profile has its own rule file
-    assert s.data_targets == [("digits", 16)]
+    assert s.data.data_targets == [("digits", 16)]
     assert s.scopes == {STUDY: ["study"]}
-    assert s.study_files and {Path(f).stem for f in s.study_files} == {STUDY}
-    assert not any(Path(f).stem == STUDY for f in s.table_files)
+    assert s.files.study_files and {Path(f).stem for f in s.files.study_files} == {STUDY}
+    assert not any(Path(f).stem == STUDY for f in s.files.table_files)
 
 
 def test_run_of_maps_wildcards_to_the_run_and_names_an_unknown_key(tmp_path: Path) -> None:
     s = session(tmp_path)
     for run in s.runs:
-        assert s.run_of(wildcards(run)) is run
-        assert s.run_config_file(wildcards(run)) == run.config_file
-        assert s.data_marker(wildcards(run)) == P.data_marker("digits", 16)
+        assert s.jobs.run_of(wildcards(run)) is run
+        assert s.jobs.run_config_file(wildcards(run)) == run.config_file
+        assert s.jobs.data_marker(wildcards(run)) == P.data_marker("digits", 16)
     stranger = SimpleNamespace(dataset="digits", normal_class="7", method="con2", variant="invert", seed="0")
     with pytest.raises(WorkflowError, match="digits/7/con2/invert/seed0 is not a run of this profile"):
-        s.run_of(stranger)
+        s.jobs.run_of(stranger)
     no_method = SimpleNamespace(dataset="digits", normal_class="0", variant="invert", seed="0")
     with pytest.raises(WorkflowError, match="no {method} wildcard"):
-        s.run_of(no_method)
+        s.jobs.run_of(no_method)
     run = s.runs[0]
-    assert s.run_of(no_method, method=run.method).method == run.method
+    assert s.jobs.run_of(no_method, method=run.method).method == run.method
 
 
 def test_run_config_text_refuses_a_file_of_another_hash(tmp_path: Path) -> None:
     s = session(tmp_path)
     run = s.runs[0]
-    text = s.run_config_text(wildcards(run), SimpleNamespace(config=run.config_file))
+    text = s.jobs.run_config_text(wildcards(run), SimpleNamespace(config=run.config_file))
     assert yaml.safe_load(text)["method"] == run.method
     other = run.config_file.replace(run.config_hash, "0" * len(run.config_hash))
     with pytest.raises(WorkflowError, match=f"has config hash {run.config_hash}"):
-        s.run_config_text(wildcards(run), SimpleNamespace(config=other))
+        s.jobs.run_config_text(wildcards(run), SimpleNamespace(config=other))
 
 
 def test_runtime_keys_and_resources_come_from_the_profile(tmp_path: Path) -> None:
     s = session(tmp_path, resources={"mem_mb": 123})
     run = s.runs[0]
-    given = s.runtime_set(wildcards(run), 3)
+    given = s.jobs.runtime_set(wildcards(run), 3)
     assert sorted(given) == sorted(
         ['device="cpu"', "threads=3", f"data_dir={json.dumps(str(tmp_path / 'data'))}", "eval_batch_size=512"]
     )
-    assert s.train_resource("mem_mb", 7)(wildcards(run)) == 123
-    assert s.train_resource("gpu", 7)(wildcards(run)) == 7
+    assert s.jobs.train_resource("mem_mb", 7)(wildcards(run)) == 123
+    assert s.jobs.train_resource("gpu", 7)(wildcards(run)) == 7
 
 
 def test_priorities_put_the_costlier_run_first(tmp_path: Path) -> None:
     s = session(tmp_path)
-    p = {r.key: s.train_priority(wildcards(r)) for r in s.runs}
+    p = {r.key: s.jobs.train_priority(wildcards(r)) for r in s.runs}
     assert all(0 <= v <= 1000 for v in p.values())
     k3 = next(r.key for r in s.runs if r.variant == "k3")  # six views (tta 6) against two
     invert = next(r.key for r in s.runs if r.variant == "invert" and r.normal_class == "0")
     assert p[k3] >= p[invert]
-    assert s.train_priority(SimpleNamespace(dataset="x", normal_class="0", method="y", variant="z", seed="0")) == 0
+    assert s.jobs.train_priority(SimpleNamespace(dataset="x", normal_class="0", method="y", variant="z", seed="0")) == 0
 
 
 def test_the_embedded_dataset_is_checked_by_its_fingerprint_alone(tmp_path: Path) -> None:
     s = session(tmp_path)
-    check = s.data_check(SimpleNamespace(dataset="digits", size="16"))
+    check = s.data.check(SimpleNamespace(dataset="digits", size="16"))
     assert set(check) == {"embedded"} and check["embedded"]
     other = Session(profile(tmp_path / "elsewhere", download=False), ROOT, lambda: [], lambda: {})
-    assert other.data_check(SimpleNamespace(dataset="digits", size="16")) == check
+    assert other.data.check(SimpleNamespace(dataset="digits", size="16")) == check
 
 
 def test_a_dataset_with_files_is_checked_again_where_data_dir_changed(tmp_path: Path, monkeypatch) -> None:
@@ -140,38 +140,38 @@ def test_a_dataset_with_files_is_checked_again_where_data_dir_changed(tmp_path: 
     monkeypatch.setattr(s.data, "embedded_source", lambda dataset, size: None)  # as a dataset kept in files
     monkeypatch.setattr(s.data, "found_on_disk", lambda dataset, size: None)
     wc = SimpleNamespace(dataset="digits", size="16")
-    fresh = s.data_check(wc)
+    fresh = s.data.check(wc)
     assert fresh == {"data_dir": str(tmp_path / "data"), "download": False, "strict": False, "on_disk": False}
     marker = Path(P.data_marker("digits", 16))
     marker.parent.mkdir(parents=True)
     old_check = {"data_dir": "/old", "download": False, "strict": False, "on_disk": True}
     marker.write_text(json.dumps({"status": "ok", "check": old_check, "data_dir": "/old"}))
-    assert s.data_check(wc) == fresh  # checked in /old, runs left to train: checked again here
+    assert s.data.check(wc) == fresh  # checked in /old, runs left to train: checked again here
     for run in s.runs:
         finish(run)
-    assert s.data_check(wc) == old_check  # nothing would train, no copy here: kept as last checked
+    assert s.data.check(wc) == old_check  # nothing would train, no copy here: kept as last checked
     monkeypatch.setattr(s.data, "_on_disk", {("digits", 16): True})  # another copy in this data_dir (issue 57)
-    assert s.data_check(wc) == {**fresh, "on_disk": False}  # checked again there, to compare its images
+    assert s.data.check(wc) == {**fresh, "on_disk": False}  # checked again there, to compare its images
     rebuild = Session(profile(tmp_path / "data"), ROOT, lambda: ["results/tables/x.md"], lambda: {})
     monkeypatch.setattr(rebuild.data, "embedded_source", lambda dataset, size: None)
-    assert rebuild.data_check(wc) == old_check
+    assert rebuild.data.check(wc) == old_check
 
 
 def test_ready_and_checked_runs_split_the_grid_at_the_data_check(tmp_path: Path, monkeypatch) -> None:
     status: dict[str, Any] = {}
     s = Session(profile(tmp_path / "data"), ROOT, lambda: [], lambda: status)
     # digits are embedded (on disk from the start): every run is ready, none waits for the check
-    assert s.ready_runs() == s.runs and s.checked_runs() == []
+    assert s.data.ready_runs() == s.runs and s.data.checked_runs() == []
     late = Session(profile(tmp_path / "data"), ROOT, lambda: [], lambda: status)
     monkeypatch.setattr(late.data, "found_on_disk", lambda dataset, size: None)  # not there at the start
-    assert late.ready_runs() == []
+    assert late.data.ready_runs() == []
     status["digits/16"] = {"status": "ok"}
-    assert late.checked_runs() == late.runs
+    assert late.data.checked_runs() == late.runs
     status["digits/16"] = {"status": "skipped"}
-    assert late.checked_runs() == []
+    assert late.data.checked_runs() == []
     strict = Session(profile(tmp_path / "data", strict=True), ROOT, lambda: [], lambda: 1 / 0)  # never asked
     monkeypatch.setattr(strict.data, "found_on_disk", lambda dataset, size: None)
-    assert strict.ready_runs() == strict.runs and strict.checked_runs() == []
+    assert strict.data.ready_runs() == strict.runs and strict.data.checked_runs() == []
 
 
 def test_records_follow_the_targets(tmp_path: Path) -> None:
@@ -223,25 +223,25 @@ def test_edited_scores_are_those_newer_than_their_record(tmp_path: Path) -> None
 
 
 def test_a_run_reads_its_data_marker_as_ancient_only_once_finished(tmp_path: Path) -> None:
-    """`Session.trains`: common.smk's data_marker wraps the marker in `ancient` only for a finished
+    """`RunJobs.trains`: common.smk's data_marker wraps the marker in `ancient` only for a finished
     run (re-checking data never retrains it); one without a record, or whose config is newer, trains."""
     run = session(tmp_path).runs[0]
-    assert session(tmp_path).trains(wildcards(run))
+    assert session(tmp_path).jobs.trains(wildcards(run))
     finish(run)
-    assert not session(tmp_path).trains(wildcards(run))
+    assert not session(tmp_path).jobs.trains(wildcards(run))
     later = time.time() + 10
     os.utime(run.config_file, (later, later))  # a config written after the record: a changed setting
-    assert session(tmp_path).trains(wildcards(run))
+    assert session(tmp_path).jobs.trains(wildcards(run))
 
 
 def test_status_input_in_a_rebuild_is_the_file_as_last_checked(tmp_path: Path) -> None:
-    assert session(tmp_path).status_input() == [DATA_STATUS]  # the grid trains: the checkpoint
+    assert session(tmp_path).data.status_input() == [DATA_STATUS]  # the grid trains: the checkpoint
     rebuild = session(tmp_path, targets=["results/tables/table1_medical.md"])
-    assert rebuild.status_input() == []  # never checked: none
+    assert rebuild.data.status_input() == []  # never checked: none
     Path(P.data_marker("digits", 16)).parent.mkdir(parents=True)
     Path(P.data_marker("digits", 16)).write_text("{}")
-    assert rebuild.status_input() == [DATA_STATUS]
-    assert session(tmp_path, strict=True).status_input() == []
+    assert rebuild.data.status_input() == [DATA_STATUS]
+    assert session(tmp_path, strict=True).data.status_input() == []
 
 
 def test_each_artefact_rule_reads_what_its_builder_reads(tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ rule aggregate:
     input:
         records=W.grid_records.ready,
         checked=W.grid_records.checked,
-        status=W.status_input,
+        status=D.status_input,
         scores=W.edited_scores,  # each record is checked against its score files by content (con2/aggregate/score_files.py)
     output:
         runs=S.RUNS_CSV,
@@ -48,7 +48,7 @@ rule aggregate_scope:
     input:
         records=W.scope_records.ready,
         checked=W.scope_records.checked,
-        status=W.status_input,
+        status=D.status_input,
         scores=W.edited_scores,  # each record is checked against its score files by content (con2/aggregate/score_files.py)
     output:
         runs="results/evaluation/scopes/{scope}.csv",

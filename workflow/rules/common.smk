@@ -1,7 +1,8 @@
-# The bindings the rules use: one con2.workflow Session per invocation answers what they ask (the
-# grid's runs and their inputs, the data on disk and what waits for the data check, what each table
-# reads, what the named targets train); con2/workflow/ holds and tests all of it. Only what needs
-# Snakemake's own objects stays here. (Functions only: Snakemake's linter wants rules elsewhere.)
+# The bindings the rules use: one con2.workflow Session per invocation answers what they ask, W (the
+# grid's runs, the records each aggregation reads, what the named targets train) and its parts: D, the
+# data on disk and what waits for the data check; J, each run's jobs; F, the tables, figures and
+# aggregates as files; A, what each table and figure reads. con2/workflow/ holds and tests all of it.
+# Only what needs Snakemake's own objects stays here. (Functions only: Snakemake's linter wants rules elsewhere.)
 
 import json
 import os  # the rules' own lambdas use it
@@ -41,15 +42,16 @@ try:
     W = S.Session(config, workflow.basedir, named_targets, data_status, report_mode(sys.argv))  # a report trains nothing
 except GridError as exc:
     raise WorkflowError(f"invalid workflow config: {exc}") from None
+D, J, F = W.data, W.jobs, W.files  # the data check, each run's jobs, the tables and figures as files
 A = ArtefactRules(W)
 
 
 def data_marker(wildcards, method=None):
     """The prepare_data output a run needs: ancient for a finished run (re-checking the data never
     retrains it), plain for one that trains anyway (else Snakemake 9 skips it below a data check that
-    must run: `Session.trains`)."""
-    marker = W.data_marker(wildcards, method)
-    return marker if W.trains(wildcards, method) else ancient(marker)
+    must run: `RunJobs.trains`)."""
+    marker = J.data_marker(wildcards, method)
+    return marker if J.trains(wildcards, method) else ancient(marker)
 
 
 def data_marker_for(method):
@@ -59,7 +61,7 @@ def data_marker_for(method):
 
 def run_settings_for(method):
     """Params function for a method rule: the run's resolved config (every key but the runtime ones)."""
-    return lambda wildcards: W.run_settings(wildcards, method)
+    return lambda wildcards: J.run_settings(wildcards, method)
 
 
 def training_slots():

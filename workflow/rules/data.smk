@@ -12,7 +12,7 @@ rule prepare_data:
     output:
         marker=P.data_marker("{dataset}", "{size}"),
     params:
-        check=W.data_check,
+        check=D.check,
     log:
         "results/logs/prepare_data/{dataset}_{size}px.log",
     message:
@@ -28,13 +28,13 @@ checkpoint data_status:
     """Which datasets of the grid are ready and which were skipped: the runs to train follow from it."""
     localrule: True
     input:
-        [P.data_marker(d, s) for d, s in W.data_targets],
+        [P.data_marker(d, s) for d, s in D.data_targets],
     output:
         S.DATA_STATUS,
     log:
         "results/logs/data_status.log",
     message:
-        "data status of {} dataset(s)".format(len(W.data_targets))
+        "data status of {} dataset(s)".format(len(D.data_targets))
     conda:
         "../envs/con2.yaml"
     script:

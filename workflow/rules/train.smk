@@ -24,7 +24,7 @@ rule run_config:
     output:
         config=P.config_file_of(P.RUN_PATTERN, "{config_hash}"),
     params:
-        text=W.run_config_text,
+        text=J.run_config_text,
     log:
         f"results/logs/configs/{P.RUN_PATTERN}.{{config_hash}}.log",
     message:
@@ -32,7 +32,7 @@ rule run_config:
     wildcard_constraints:
         method=S.method_regex(W.grid.cli_methods),
         config_hash=P.CONFIG_HASH_REGEX,
-    priority: W.train_priority  # its train job's: a train job is ready only once its config is written
+    priority: J.train_priority  # its train job's: a train job is ready only once its config is written
     conda:
         "../envs/con2.yaml"
     shell:
@@ -43,12 +43,12 @@ rule run_config:
 rule train:
     """One (dataset, normal class, method, variant, seed) run via `con2 train`."""
     input:
-        config=W.run_config_file,
+        config=J.run_config_file,
         data=data_marker,
     output:
         record=f"{P.RUNS_ROOT}/{P.RUN_PATTERN}/record.json",
     params:
-        runtime=W.runtime_set,
+        runtime=J.runtime_set,
         run_dir=lambda wildcards, output: os.path.dirname(output.record),
     log:
         f"{P.LOG_ROOT}/{P.RUN_PATTERN}.log",
@@ -59,12 +59,12 @@ rule train:
     wildcard_constraints:
         method=S.method_regex(W.grid.cli_methods),
     threads: config.get("threads", 1)
-    priority: W.train_priority
+    priority: J.train_priority
     resources:
-        gpu=W.train_resource("gpu", 0),
-        mem_mb=W.train_resource("mem_mb", 4000),
-        runtime=W.train_resource("runtime", 60),
-        cpus_per_task=W.train_resource("cpus", 1),
+        gpu=J.train_resource("gpu", 0),
+        mem_mb=J.train_resource("mem_mb", 4000),
+        runtime=J.train_resource("runtime", 60),
+        cpus_per_task=J.train_resource("cpus", 1),
     conda:
         "../envs/con2.yaml"
     shell:

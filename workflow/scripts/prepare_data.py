@@ -26,7 +26,7 @@ def main() -> int:
     marker = check_dataset(dataset, size, cfg["data_dir"], bool(cfg.get("download", True)))
     marker["check"] = (
         snakemake.params.check
-    )  # what this outcome depends on (see Session.data_check in con2/workflow/session.py)
+    )  # what this outcome depends on (see DataCheck.params in con2/workflow/data_check.py)
     print(json.dumps(marker, indent=2))
     if marker["status"] != "ok" and cfg.get("strict", False):
         line = f"{dataset} ({size} px): {marker['reason']} Fix: {marker['fix']}"
