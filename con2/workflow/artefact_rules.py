@@ -72,7 +72,7 @@ class ArtefactRules:
         """(title, record, features, scores) per PCA panel (:class:`con2.report.artefacts.PcaPanel`): every
         file the figure opens, named by its rule. A param, not inputs: no rule declares a run's features.npz
         or scores.csv as an output (a method that keeps no features writes none), so Snakemake could not
-        schedule them; the records, which a run writes after both, are its inputs."""
+        tell which job writes them; the records, which a run writes after both, are its inputs."""
         return [(title, f"{d}/{RECORD}", f"{d}/{FEATURES}", f"{d}/{SCORES}") for title, d in self.pca_runs()]
 
     def inputs(self, artefact: Artefact) -> dict[str, Any]:

@@ -5,7 +5,7 @@ Each (dataset, size) of the grid is checked once by rule ``prepare_data`` (its m
 ``results/data/<dataset>/<size>px.json``), and the ``data_status`` checkpoint gathers the markers into
 ``results/data/status.json`` (:data:`DATA_STATUS`). :class:`DataCheck` answers what the rules ask of
 that: what a check depends on (``prepare_data``'s params), whether a dataset's files were on disk at the
-start, which runs are scheduled before the check (their data on disk) and which wait for it, and whether
+start, which runs are in the DAG before the check (their data on disk) and which wait for it, and whether
 the status file is an input. Snakemake's own state reaches it as two callables: the named targets (known
 only once the Snakefile has been read) and the checkpoint's content (known only once that job has run).
 """
@@ -58,7 +58,7 @@ class DataCheck:
         self._targets = targets
         self._data_status = data_status
         self._on_disk: dict[tuple[str, int], bool] = {}  # (dataset, size) -> on disk at the start
-        self._ready: dict[str, bool] = {}  # run key -> scheduled before the data check
+        self._ready: dict[str, bool] = {}  # run key -> in the DAG before the data check
 
     def found_on_disk(self, dataset: str, size: int | str) -> Found | None:
         """The data layer's Found for the dataset under data_dir (no network), or None."""
@@ -133,7 +133,7 @@ class DataCheck:
         return self._on_disk[key]
 
     def ready(self, run: E.Run) -> bool:
-        """True for a run scheduled before the data check: its dataset's files are on disk when the
+        """True for a run in the DAG before the data check: its dataset's files are on disk when the
         workflow starts, and it trains or its data marker is there. (A finished run whose marker is
         gone waits for the check: a marker that a job writes anew makes every run reading it "updated
         by another job", `ancient` or not, and the run would retrain.) Decided once, at the start."""
@@ -145,7 +145,7 @@ class DataCheck:
         return self._ready[run.key]
 
     def ready_runs(self) -> list[E.Run]:
-        """The runs scheduled before the data check: every run with strict=true, else the `ready` ones.
+        """The runs in the DAG before the data check: every run with strict=true, else the `ready` ones.
         Snakemake knows their jobs from its first line, so its step total stays put through the data
         check; a dataset that is fetched (or skipped) joins after the check (`checked_runs`). One
         found on disk whose check then fails (a damaged copy) fails its training jobs with the

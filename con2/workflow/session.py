@@ -15,7 +15,7 @@ the parts it holds, each answering the rules directly:
 * :attr:`Session.files`, an :class:`~con2.workflow.artefact_files.ArtefactFiles`: the profile's tables,
   figures and aggregates as files, and which of them a report finds built.
 
-Two inputs per record set (:class:`RecordSet`): a rule's records are those of the runs scheduled before
+Two inputs per record set (:class:`RecordSet`): a rule's records are those of the runs in the DAG before
 the data check (``.ready``, :meth:`DataCheck.ready_runs`: Snakemake knows their jobs from its first line) plus
 those whose data the check found (``.checked``, :meth:`DataCheck.checked_runs`): an input function that waits
 for a checkpoint holds back only its own files.
@@ -60,13 +60,13 @@ DATA_PRIORITY = 2000  # above every train priority: a dataset is checked and pre
 @dataclass(frozen=True)
 class RecordSet:
     """One set of records a rule needs, as its two input functions (the module's docstring says why two):
-    :meth:`ready`, the records of the runs scheduled before the data check, and :meth:`checked`, those of the
+    :meth:`ready`, the records of the runs in the DAG before the data check, and :meth:`checked`, those of the
     runs whose data the check found. ``select(wildcards, checked)`` picks either half."""
 
     select: Callable[[Wildcards | None, bool], list[str]]
 
     def ready(self, wildcards: Wildcards | None = None) -> list[str]:
-        """The records of the runs scheduled before the data check."""
+        """The records of the runs in the DAG before the data check."""
         return self.select(wildcards, False)
 
     def checked(self, wildcards: Wildcards | None = None) -> list[str]:
@@ -94,7 +94,7 @@ def method_rule_files(basedir: Path, extra: Sequence[str]) -> list[str]:
 
 
 class Session:
-    """The grid as one invocation schedules it: its runs, which of them are available, and the records
+    """The grid as one invocation runs it: its runs, which of them are available, and the records
     the aggregations read.
 
     Args:
