@@ -266,7 +266,7 @@ def drawn(draw, inputs: ReportInputs, monkeypatch: pytest.MonkeyPatch):
     """The matplotlib figure a figure builder draws (its ``save`` caught) and every text on it."""
     from matplotlib.text import Text
 
-    from con2.report import figures as F
+    from con2.builders import figures as F
 
     caught = []
     monkeypatch.setattr(F, "save", lambda fig, png, pdf: caught.append(fig))

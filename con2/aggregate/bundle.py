@@ -4,7 +4,7 @@ The aggregation copies the ``scores.csv`` and ``validation_scores.csv`` of every
 record's learning curve, into one gzip file beside its runs CSV (:func:`bundle_bytes`;
 ``results/evaluation/scores.json.gz``, :func:`con2.paths.scores_bundle`), sealed with that CSV's sha256
 (:func:`check_runs_seal`, :mod:`con2.aggregate.seal`), a declared output: the tables that read per-image scores
-(the paired comparisons, :mod:`con2.report.comparisons`; the operating points, :mod:`con2.report.operating`) read it
+(the paired comparisons, :mod:`con2.report.paired`; the operating points, :mod:`con2.builders.operating`) read it
 (:class:`ScoresBundle`, with the checks and messages of :data:`con2.aggregate.score_files.RUN_FOLDERS`),
 an input of their rule, never a run folder.
 """

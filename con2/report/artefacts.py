@@ -5,7 +5,8 @@ that makes it, what that function reads and, for an artefact made once per datas
 ``report`` key that lists the datasets. The Snakefile turns every entry into one rule and its
 targets (``results/tables/<name>.{csv,md,tex,html}``, ``results/figures/<name>.{png,pdf}``; an
 artefact with ``each`` gives ``<name>_<dataset>`` per dataset of ``report.<each>``), and the rules'
-scripts call ``TABLES[name].builder()(inputs)`` / ``FIGURES[name].builder()(inputs, png, pdf)``.
+scripts call ``TABLES[name].builder()(inputs)`` / ``FIGURES[name].builder()(inputs, png, pdf)``: a function of
+:mod:`con2.builders`, one module per family.
 Every table builder has the signature ``build(inputs: ReportInputs) -> Table`` and every figure
 builder ``draw(inputs: ReportInputs, png, pdf) -> None``; a builder reads only the fields of
 :class:`ReportInputs` its entry lists in ``reads`` (a rule gives exactly those files).
@@ -141,8 +142,8 @@ DERIVED_EACH: dict[str, Callable[[Mapping[str, Any]], list[str]]] = {"anomaly_ki
 
 
 def _table(name: str, about: str, reads: tuple[str, ...] = ("runs", "paper"), *, module: str, **kw: Any) -> Artefact:
-    """A table whose builder is the function ``name`` of ``con2.report.<module>``."""
-    return Artefact(name, f"con2.report.{module}:{name}", reads, about, **kw)
+    """A table whose builder is the function ``name`` of ``con2.builders.<module>``."""
+    return Artefact(name, f"con2.builders.{module}:{name}", reads, about, **kw)
 
 
 def _registry(*artefacts: Artefact) -> dict[str, Artefact]:
@@ -154,7 +155,7 @@ TABLES: dict[str, Artefact] = _registry(
         "table1_medical",
         "Table 1: medical AUROC, the paper's numbers beside ours",
         ("runs", "paper", "status", "scores"),  # its † marks: the paired comparisons
-        module="summary",
+        module="method_tables",
     ),
     _table("nnd_vs_lh", "the subject's scores side by side (report.subject)", module="ablations"),
     _table("loss_ablation", "L_Context / L_Content ablation", ("runs",), module="ablations"),
@@ -163,7 +164,7 @@ TABLES: dict[str, Artefact] = _registry(
         "natural_summary",
         "natural-image summary over normal classes",
         ("runs", "paper", "status", "scores", "references"),  # its † marks, as Table 1's; other sources' numbers
-        module="summary",
+        module="method_tables",
     ),
     _table("all_contexts", "every context and both scores on the natural datasets", module="ablations"),
     _table("multi_context", "k = 2..8 contexts", ("runs",), module="ablations"),
@@ -256,26 +257,26 @@ MISSING_FILE = "results/tables/missing.md"
 FIGURES: dict[str, Artefact] = _registry(
     Artefact(
         "silhouette",
-        "con2.report.figures:silhouette_figure",
+        "con2.builders.figures:silhouette_figure",
         ("table",),
         "context silhouette per dataset and variant",
         table="silhouette",
     ),
     Artefact(
         "score_runtime",
-        "con2.report.figures:score_runtime_figure",
+        "con2.builders.figures:score_runtime_figure",
         ("measured",),
         "S_NND vs S_LH runtime and memory scaling",
     ),
     Artefact(
         "pca_representations",
-        "con2.report.figures:pca_figure",
+        "con2.builders.figures:pca_figure",
         ("panels",),
         "2-D PCA of the representations in both contexts, each test image joined to its twin",
     ),
     Artefact(
         "per_class",
-        "con2.report.figures:per_class_figure",
+        "con2.builders.figures:per_class_figure",
         ("table",),
         "bars of AUROC per normal class (report.per_class)",
         each="per_class",
@@ -283,7 +284,7 @@ FIGURES: dict[str, Artefact] = _registry(
     ),
     Artefact(
         "learning_curve",
-        "con2.report.figures:learning_curve_figure",
+        "con2.builders.figures:learning_curve_figure",
         ("table", "status"),
         "AUROC against epoch per method, mean ± std over seeds (report.curves)",
         each="curves",
@@ -291,7 +292,7 @@ FIGURES: dict[str, Artefact] = _registry(
     ),
     Artefact(
         "length_curve",
-        "con2.report.figures:length_curve_figure",
+        "con2.builders.figures:length_curve_figure",
         ("table", "status"),
         "the length study's AUROC against epoch, a panel per normal class, every series (report.length_curve)",
         each="length_curve",

@@ -1,9 +1,12 @@
 """The training budget a set of runs ran at (epochs, input sizes, encoder widths, seeds, machines)
-beside the paper's, as text for Table 1's note and the reproduction verdict."""
+beside the paper's, as text for Table 1's note and the reproduction verdict; and how far each measured
+budget goes (``report.bound``, :func:`bound_rows`): the rows of the ``budget_bound`` table and the
+verdict's lines on them (:func:`bound_lines`)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import math
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,7 +15,9 @@ import pandas as pd
 
 from con2.aggregate.collect import DEFAULT_ENCODER
 from con2.paper_names import dataset_label
+from con2.report.format import mean_std, signed
 from con2.report.methods import Methods
+from con2.report.paired import paired_interval
 from con2.report.select import ReportCfg
 
 # The paper's training budget (its appendix): ResNet18 with 512-d features (width 64), 224 px inputs
@@ -130,3 +135,101 @@ def budget_note(ours: pd.DataFrame, names: Methods, rep: ReportCfg) -> str:
     same datasets."""
     paper = paper_budget_text(rep, sorted(_run_level(ours)["dataset"].unique()))
     return f"Budget of ours: {budget_of(ours, names).text()}; the paper's: {paper}."
+
+
+# ----------------------------------------------------------------------------- the bound (report.bound)
+ROLES = (("con2", "CON2 as printed", "nnd"), ("content", "content alone", "nnd"), ("simclr", "SimCLR + kNN", "knn"))
+
+
+def _record_seeds(runs: pd.DataFrame, dataset: str, variant: str, method: str, score: str) -> dict[int, float]:
+    sel = runs[
+        (runs["dataset"] == dataset)
+        & (runs["method"] == method)
+        & (runs["variant"] == variant)
+        & (runs["score"] == score)
+    ]
+    return {int(s): float(a) for s, a in zip(sel["seed"], sel["auroc"])}
+
+
+def _gpu_seeds(gpu: pd.DataFrame, spec: Mapping[str, Any], setting: str) -> dict[int, float]:
+    if gpu is None or gpu.empty:
+        return {}
+    sel = gpu[
+        (gpu["setting"] == setting)
+        & (gpu["epochs"] == int(spec.get("epochs", 0)))
+        & (gpu["image_size"] == int(spec.get("image_size", 224)))
+        & (gpu["data_size"] == int(spec.get("data_size", 28)))
+    ]
+    return {int(s): float(a) for s, a in zip(sel["seed"], sel["auroc"])}
+
+
+def _machines(runs: pd.DataFrame, dataset: str, variants: Sequence[str]) -> str:
+    """The machines (CPU model names, or devices) the runs of these variants ran on (runs.csv's ``machine``)."""
+    sel = runs[(runs["dataset"] == dataset) & (runs["variant"].isin(list(variants)))]
+    column = "machine" if "machine" in sel else "device"
+    names = {str(m) for m in sel[column].dropna().unique()} if column in sel else set()
+    return ", ".join(sorted(names)) or "?"
+
+
+def bound_rows(runs: pd.DataFrame, gpu: pd.DataFrame | None, spec: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """One row per budget of ``spec`` with any measurement: the three methods' per-seed AUROCs,
+    their means and stds, and the paired differences (content - CON2, SimCLR - CON2)."""
+    dataset = str(spec.get("dataset") or "breastmnist")
+    out = []
+    budgets = [(b, "cpu") for b in spec.get("budgets") or []] + [(b, "gpu") for b in spec.get("gpu") or []]
+    for budget, kind in budgets:
+        seeds: dict[str, dict[int, float]] = {}
+        for role, _, score in ROLES:
+            if role not in budget:
+                seeds[role] = {}
+            elif kind == "cpu":
+                method = "simclr" if role == "simclr" else "con2"
+                seeds[role] = _record_seeds(runs, dataset, str(budget[role]), method, score)
+            else:
+                seeds[role] = _gpu_seeds(gpu, budget, str(budget[role]))
+        if not any(seeds.values()):
+            continue
+        row: dict[str, Any] = {"budget": str(budget["label"]), "source": kind, "dataset": dataset}
+        for role, _, _ in ROLES:
+            vals = np.array(list(seeds[role].values()), dtype=float)
+            row[f"{role}_mean"] = float(vals.mean()) if vals.size else math.nan
+            row[f"{role}_std"] = float(vals.std(ddof=1)) if vals.size > 1 else math.nan
+            row[f"{role}_seeds"] = int(vals.size)
+        for role in ("content", "simclr"):
+            mean, low, high, n = paired_interval(seeds["con2"], seeds[role])
+            row.update({f"{role}_minus_con2": mean, f"{role}_low": low, f"{role}_high": high, f"{role}_pairs": n})
+        if kind == "cpu":
+            row["machine"] = _machines(runs, dataset, [str(budget[r]) for r, _, _ in ROLES if r in budget])
+        else:
+            files = gpu["file"].unique() if gpu is not None and not gpu.empty else []
+            row["machine"] = ", ".join(sorted({f.split("_")[0] for f in files})) or "gpu"
+        out.append(row)
+    return out
+
+
+def bound_lines(rows: Sequence[Mapping[str, Any]], spec: Mapping[str, Any]) -> list[str]:
+    """One sentence per budget measured, and what no CPU can settle."""
+    lines = []
+    for r in rows:
+        if math.isnan(r["con2_mean"]):
+            lines.append(f"{r['budget']} ({r['machine']}): CON2 as printed not measured yet.")
+            continue
+        said = f"{r['budget']} ({r['machine']}): CON2 as printed {mean_std(r['con2_mean'], r['con2_std'])}"
+        for role, name, _ in ROLES[1:]:
+            diff, low, high, pairs = (r[f"{role}_minus_con2"], r[f"{role}_low"], r[f"{role}_high"], r[f"{role}_pairs"])
+            if math.isnan(diff):
+                continue
+            if not math.isnan(low) and (low > 0 or high < 0):  # the interval excludes 0
+                said += f"; {name} {'above' if low > 0 else 'below'} it by {abs(diff):.1f} (95% interval over seeds)"
+            else:
+                said += f"; {name} {signed(round(diff, 1))}, not decided at {pairs} paired seed(s)"
+        lines.append(said + ".")
+    unsettled = spec.get("unsettled")
+    gpu_labels = {r["budget"] for r in rows if r["source"] == "gpu"}
+    missing = [b["label"] for b in spec.get("gpu") or [] if b["label"] not in gpu_labels]
+    if unsettled and missing:
+        lines.append(
+            f"Not measured: {', '.join(missing)}. What no CPU can settle is {unsettled}: "
+            "`bash benchmarks/gpu_call.sh` on one GPU."
+        )
+    return lines

@@ -1,7 +1,7 @@
 """The GPU runs of ``benchmarks/gpu_fidelity.py``: its JSON lines in ``benchmarks/measured/``.
 
 Read by :class:`~con2.report.artefacts.ReportInputs` (the ``gpu`` input) for the budget bound
-(:mod:`con2.report.bound`) and the reproduction report.
+(:mod:`con2.builders.bound`) and the reproduction report.
 """
 
 from __future__ import annotations

@@ -17,8 +17,8 @@ ablation tables (both scores, contexts, loss terms, number of contexts, silhouet
 runs, selected by the tags its records carry (``contexts``, ``n_contexts``, ``loss``: see
 :class:`Subject`). :func:`lacking_weights` says which experiments of the profile have no runs
 because the pretrained weights their method needs are missing, why, and how to get them (the
-tables' one-line notes: :func:`con2.report.select.missing_weights_notes`; the fixes: the
-``missing`` table, :mod:`con2.report.missing`).
+tables' one-line notes: :func:`con2.report.notes.missing_weights_notes`; the fixes: the
+``missing`` table, :mod:`con2.builders.missing`).
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
 """What every table builder selects from the tidy run frame (``runs.csv``, :mod:`con2.aggregate.runs_csv`).
 
-The table builders (:mod:`~con2.report.summary`, :mod:`~con2.report.ablations`,
-:mod:`~con2.report.per_class`, :mod:`~con2.report.silhouette`, :mod:`~con2.report.compute`,
-:mod:`~con2.report.reproduction`, and the comparisons and learning curves) share these helpers.
+The table builders (:mod:`con2.builders`: the method tables, ablations, per class, silhouette, compute,
+reproduction, the comparisons and learning curves) share these helpers.
 Which runs feed a table is decided from what the records say (method, score, and the tags of the
 method's card: contexts, number of contexts, loss), not from variant names, so a renamed variant
 still lands in the right column. Each method's "main" variant (``report.main_variants``, default
@@ -41,11 +40,10 @@ import numpy as np
 import pandas as pd
 
 from con2.aggregate.runs_csv import dataset_level, summarize
-from con2.grid.experiments import as_list
 from con2.paper_names import dataset_label
-from con2.report.artefacts import MISSING_FILE, ReportInputs
+from con2.report.artefacts import ReportInputs
 from con2.report.format import cell, with_interval
-from con2.report.methods import Methods, Subject, lacking_weights, selected_names
+from con2.report.methods import Subject
 
 ReportCfg = Mapping[str, Any]
 
@@ -91,99 +89,6 @@ def ordered_datasets(present: list[str], *preferred: list[str]) -> list[str]:
     for lst in preferred:
         order += [d for d in lst if d in present and d not in order]
     return order + sorted(d for d in present if d not in order)
-
-
-def profile_datasets(config: Mapping[str, Any], status: Mapping[str, Mapping[str, Any]] | None = None) -> set[str]:
-    """The datasets the profile's grid runs: those its ``experiments`` name (``only_datasets`` applied, and
-    those ``only_classes``, ``only_methods`` and ``only_seeds`` keep no run of left out: :func:`selected_names`)
-    and every dataset of the data status (the grid's data, checked by the workflow)."""
-    only = set(as_list(config.get("only_datasets")))
-    named = {d for exp in (config.get("experiments") or {}).values() for d in as_list((exp or {}).get("datasets"))}
-    kept = selected_names(config)
-    if kept is not None:
-        named &= {d for d, _, _ in kept}
-    checked = {str(m.get("dataset", key.split("/")[0])) for key, m in (status or {}).items()}
-    return {d for d in named if not only or d in only} | checked
-
-
-def why_skipped(marker: Mapping[str, Any]) -> str:
-    """The data layer's reason without its own fix list ("pneumoniamnist.npz not found in ...")."""
-    reason = " ".join(str(marker.get("reason", "its data were not found")).split())
-    why = reason.split(" Fix: ")[0].removeprefix(f"{marker.get('dataset', '')}: ").rstrip(".")
-    return why + (
-        " (download: false in the profile)" if "(download: false" in reason and "(download" not in why else ""
-    )
-
-
-def skipped_data(status: Mapping[str, Mapping[str, Any]] | None) -> dict[str, Mapping[str, Any]]:
-    """``{dataset: marker}`` of the datasets the data status says were skipped (the first size's marker)."""
-    skipped: dict[str, Mapping[str, Any]] = {}
-    for key, marker in (status or {}).items():
-        if marker.get("status") == "skipped":
-            skipped.setdefault(str(marker.get("dataset", key.split("/")[0])), marker)
-    return skipped
-
-
-def skipped_note(dataset: str) -> str:
-    """A table's one line on a dataset skipped for want of data; the fix is in the ``missing`` table."""
-    return f"{dataset_label(dataset)}: skipped, its data are missing (how to get them: {MISSING_FILE})."
-
-
-def stale_data_notes(present: list[str], status: Mapping[str, Mapping[str, Any]] | None) -> list[str]:
-    """One line per dataset of a table that has runs but whose data the status says are missing now
-    (a rebuild under another ``data_dir``): the numbers are the records already on disk; runs without
-    a record were not trained, and the fix is in the ``missing`` table."""
-    skipped = skipped_data(status)
-    return [
-        f"{dataset_label(d)}: skipped now, its data are missing (how to get them: {MISSING_FILE}); the numbers are "
-        "its runs already on disk, runs without a record were not trained."
-        for d in present
-        if d in skipped
-    ]
-
-
-def missing_weights_notes(
-    config: Mapping[str, Any], runs: pd.DataFrame, datasets: list[str] | None, names: Methods
-) -> list[str]:
-    """One short line per (method, variant) of the profile's experiments on ``datasets`` (``None``: all)
-    that has no runs there because the pretrained weights its method needs are missing
-    (:func:`~con2.report.methods.lacking_weights`, torch-free; labelled by ``names``, the caller's
-    :class:`~con2.report.methods.Methods`); the fix is in the ``missing`` table."""
-    notes = []
-    for lack in lacking_weights(config, runs, datasets, names).values():
-        what = "are missing" if lack.missing else "were refused"
-        who = f"{lack.label} ({lack.method}/{lack.variant})"
-        notes.append(f"{who}: not run, its pretrained weights {what} (how to get them: {MISSING_FILE}).")
-    return notes
-
-
-def absent_notes(
-    absent: list[str], config: Mapping[str, Any], status: Mapping[str, Mapping[str, Any]] | None
-) -> list[str]:
-    """Why each dataset of a table has no run: not in the profile, or in it but skipped for want of
-    data (one line pointing to :data:`~con2.report.artefacts.MISSING_FILE`, which says why and how to
-    get them, from the data status the workflow wrote), or in it with no record yet."""
-    skipped = skipped_data(status)
-    in_profile = profile_datasets(config, status)
-    notes = []
-    outside = [dataset_label(d) for d in absent if d not in in_profile]
-    if outside:
-        why = "no experiment of the profile names them"
-        given = [
-            k
-            for k in ("only_datasets", "only_classes", "only_methods", "only_seeds")
-            if config.get(k) not in (None, "", [])
-        ]
-        why += f", or {', '.join(given)} leave them out" if given else ""
-        notes.append(f"Not in this profile: {', '.join(outside)} ({why}).")
-    notes += [skipped_note(d) for d in absent if d in skipped]
-    pending = [dataset_label(d) for d in absent if d in in_profile and d not in skipped]
-    if pending:
-        notes.append(
-            f"In this profile, no run of a main variant here yet: {', '.join(pending)} (the workflow's last lines "
-            "say what is missing)."
-        )
-    return notes
 
 
 def class_sort_key(c: str) -> tuple[int, Any]:
@@ -244,7 +149,7 @@ class Stat:
     n_classes: int = 0
     seeds_min: int = 0
     seeds_max: int = 0
-    lo: float = np.nan  # the 95% interval of the mean over seeds (con2.maths.stats.summary_interval)
+    lo: float = np.nan  # the 95% interval of the mean over seeds (con2.maths.stats.seed_mean_interval)
     hi: float = np.nan
 
     def text(self, digits: int = 1, interval: bool = False) -> str:
@@ -259,6 +164,15 @@ class Stat:
             return ""
         seeds = f"{self.seeds_min}" if self.seeds_min == self.seeds_max else f"{self.seeds_min}-{self.seeds_max}"
         return f"{self.n_classes}×{seeds}"
+
+    def columns(self, prefix: str = "ours_", interval: bool = False) -> dict[str, Any]:
+        """The cell's columns in a table's frame (its CSV): ``<prefix>mean``, ``<prefix>std``, ``<prefix>n``,
+        ``<prefix>over`` and, with ``interval``, ``<prefix>lo``, ``<prefix>hi`` (``ours_...`` where a
+        published number sits beside ours; a cell with no run: NaN, 0 and "")."""
+        out = {f"{prefix}mean": self.mean, f"{prefix}std": self.std, f"{prefix}n": self.n, f"{prefix}over": self.over}
+        if interval:
+            out.update({f"{prefix}lo": self.lo, f"{prefix}hi": self.hi})
+        return out
 
 
 def lookup_stat(level: pd.DataFrame, **match: Any) -> Stat:
@@ -310,4 +224,29 @@ def with_best(inputs: ReportInputs) -> ReportInputs:
     report = {**rep, "main_variants": {**(rep.get("main_variants") or {}), name: variant}}
     return dataclasses.replace(
         inputs, runs=pd.concat([runs, best], ignore_index=True), config={**config, "report": report}
+    )
+
+
+def reading_cell(runs: pd.DataFrame, dataset: str, row: Mapping[str, Any]) -> tuple[float, float, int, int]:
+    """``(mean, std, seeds, classes)`` of one row on one dataset: per-class seed means, then their mean.
+
+    The std is over seeds for one normal class, over the per-class means for several.
+    """
+    sel = runs[
+        (runs["dataset"] == dataset)
+        & (runs["method"] == row["method"])
+        & (runs["variant"] == row["variant"])
+        & (runs["score"] == row["score"])
+    ]
+    if sel.empty:
+        return np.nan, np.nan, 0, 0
+    per_class = sel.groupby("normal_class")["auroc"].agg(["mean", "std", "count"])
+    if len(per_class) == 1:
+        c = per_class.iloc[0]
+        return float(c["mean"]), float(c["std"]), int(c["count"]), 1
+    return (
+        float(per_class["mean"].mean()),
+        float(per_class["mean"].std()),
+        int(per_class["count"].min()),
+        len(per_class),
     )

@@ -3,13 +3,8 @@
 Every builder has one signature, ``build(inputs: ReportInputs) -> Table``: it reads the fields of
 :class:`~con2.report.artefacts.ReportInputs` that its entry in :data:`con2.report.artefacts.TABLES`
 lists (the runs, one row per run and score; the paper's numbers; the profile's ``report`` block;
-...). The builders live by family: :mod:`~con2.report.summary` (Table 1, the natural summary),
-:mod:`~con2.report.ablations` (the subject's scores, contexts, loss terms, number of contexts),
-:mod:`~con2.report.per_class`, :mod:`~con2.report.silhouette`, :mod:`~con2.report.compute`
-(compute cost, score runtime), :mod:`~con2.report.reproduction` (every paper number next to ours,
-opened by :mod:`~con2.report.verdict`), :mod:`~con2.report.fidelity`, :mod:`~con2.report.bound`,
-:mod:`~con2.report.comparisons` and :mod:`~con2.report.curves`; what they share to select runs is in
-:mod:`~con2.report.select`. :func:`build_table` adds the note on records outside the profile's grid
+...). The builders live by family in :mod:`con2.builders`; what they share is this package, the
+report's vocabulary. :func:`build_table` adds the note on records outside the profile's grid
 (left out of every table and figure unless ``report.include_outside_grid``:
 :meth:`~con2.report.artefacts.ReportInputs.load`).
 """

@@ -292,7 +292,7 @@ def test_the_route_names_every_module_the_table_job_runs(
     executed = run_table_job(session, tmp_path)
     paths = [e.path for e in executed]
     # the recording sees the job: the script, the table's builder and the module computing its marks
-    assert {"workflow/scripts/make_table.py", "con2/report/summary.py", "con2/report/comparisons.py"} <= set(paths)
+    assert {"workflow/scripts/make_table.py", "con2/builders/method_tables.py", "con2/report/paired.py"} <= set(paths)
     names = route()
     assert not unnamed(executed, names), f"run by {TABLE}'s job, not named in the route: {unnamed(executed, names)}"
     assert not out_of_order(executed, names), f"named before the module importing them: {out_of_order(executed, names)}"
@@ -303,15 +303,15 @@ def test_the_completeness_check_can_fail() -> None:
     before the builder that imports it names it as out of order."""
     executed = [
         Executed("workflow/scripts/make_table.py", None),
-        Executed("con2/report/summary.py", "con2/report/artefacts.py"),
-        Executed("con2/report/comparisons.py", "con2/report/summary.py"),
+        Executed("con2/builders/method_tables.py", "con2/report/artefacts.py"),
+        Executed("con2/report/paired.py", "con2/builders/method_tables.py"),
         Executed("con2/paths.py", "con2/aggregate/collect.py"),
     ]
     names = route()
     assert not unnamed(executed, names) and not out_of_order(executed, names)
-    without = [n for n in names if n != "con2/report/comparisons.py"]
-    assert unnamed(executed, without) == ["con2/report/comparisons.py"]
-    early = [n for n in without if n != "con2/report/summary.py"]
+    without = [n for n in names if n != "con2/report/paired.py"]
+    assert unnamed(executed, without) == ["con2/report/paired.py"]
+    early = [n for n in without if n != "con2/builders/method_tables.py"]
     at = early.index("con2/report/artefacts.py") + 1
-    early[at:at] = ["con2/report/comparisons.py", "con2/report/summary.py"]
-    assert out_of_order(executed, early) == ["con2/report/comparisons.py (imported by con2/report/summary.py)"]
+    early[at:at] = ["con2/report/paired.py", "con2/builders/method_tables.py"]
+    assert out_of_order(executed, early) == ["con2/report/paired.py (imported by con2/builders/method_tables.py)"]

@@ -30,9 +30,10 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("con2.training",),
     ("con2.methods", "baselines"),
     ("con2.run",),
-    ("con2.grid", "con2.workflow.status"),  # the data check's markers and fixes: report/missing.py reads them
+    ("con2.grid", "con2.workflow.status"),  # the data check's markers and fixes: builders/missing.py reads them
     ("con2.aggregate",),
-    ("con2.report",),
+    ("con2.report",),  # the report's vocabulary: what the builders share
+    ("con2.builders",),  # one module per table or figure family; a builder imports no builder
     ("con2.cli", "con2.workflow", "con2.__main__"),
 )
 

@@ -12,8 +12,9 @@ import pytest
 from scipy import stats
 
 from con2.report.artefacts import TABLES, ReportInputs
-from con2.report.bound import bound_rows, paired_interval, verdict_lines
+from con2.report.budget import bound_lines, bound_rows
 from con2.report.gpu_runs import read_gpu_lines
+from con2.report.paired import paired_interval
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = {
@@ -109,7 +110,7 @@ def test_rows_from_records_and_gpu_lines_and_the_verdict(tmp_path):
     assert g["con2_mean"] == 62.5 and g["simclr_minus_con2"] == pytest.approx(10.6) and math.isnan(g["simclr_low"])
     assert math.isnan(g["content_mean"])
 
-    said = verdict_lines(rows, SPEC)
+    said = bound_lines(rows, SPEC)
     assert "SimCLR + kNN above it by 8.5 (95% interval over seeds)" in said[0]
     assert "content alone +6.6, not decided at 3 paired seed(s)" in said[0]
     assert "SimCLR + kNN +10.6, not decided at 1 paired seed(s)" in said[1] and "content alone" not in said[1]
@@ -156,4 +157,4 @@ def test_a_checkout_without_gpu_lines_builds_the_bound_from_the_records(tmp_path
 def test_a_budget_without_con2_runs_says_so() -> None:
     runs = _runs({("con2", "content_only", "nnd"): [78.2]})
     rows = bound_rows(runs, None, {**SPEC, "gpu": []})
-    assert verdict_lines(rows, SPEC)[0] == "28 px, 10 epochs (cpu): CON2 as printed not measured yet."
+    assert bound_lines(rows, SPEC)[0] == "28 px, 10 epochs (cpu): CON2 as printed not measured yet."

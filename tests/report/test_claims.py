@@ -16,8 +16,8 @@ from test_uncertainty import slow_components, slow_paired
 from con2.aggregate.collect import collect_runs
 from con2.aggregate.runs_csv import load_runs
 from con2.aggregate.score_files import RUN_FOLDERS
+from con2.builders.claims import HOLDS, REVERSED, UNRESOLVED, claims
 from con2.report.artefacts import ReportInputs
-from con2.report.claims import HOLDS, REVERSED, UNRESOLVED, claims
 from con2.report.paper import load_paper_numbers, load_reference_numbers
 from con2.run.records import build_record, write_record
 

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from scipy.stats import ttest_rel
 
-from con2.report.combination import combination_lines, paired_p, paired_tests
+from con2.builders.reproduction import combination_lines, paired_p, paired_tests
 
 CON2 = {"label": "CON2 as printed", "method": "con2", "variant": "invert", "score": "nnd"}
 BOTH = {"label": "both", "method": "con2", "variant": "bn_strength", "score": "nnd"}

@@ -79,7 +79,7 @@ def rendered(md: str) -> list[_Text]:
 def test_a_label_in_the_notes_opens_no_tag(runs: pd.DataFrame, paper: pd.DataFrame, config: dict) -> None:
     """An external method's label (its record's method_card) reaches natural_summary's note on the
     normal classes each method ran: escaped there as in the cells, and still recognisable."""
-    from con2.report.summary import natural_summary
+    from con2.builders.method_tables import natural_summary
 
     ext = runs[(runs.method == "simclr") & (runs.normal_class == "airplane")].copy()
     ext["method"], ext["method_label"] = "extm", SCRIPT
@@ -160,8 +160,8 @@ GET = ["con2", "data", "get", "breastmnist"]
 
 
 def test_the_workflow_s_last_lines_quote_the_data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from con2.workflow.status import closing_lines
     from con2.paths import data_marker
+    from con2.workflow.status import closing_lines
 
     marker = _marker(tmp_path, monkeypatch)
     path = Path(data_marker("breastmnist", 28))
@@ -179,8 +179,8 @@ def test_the_workflow_s_last_lines_quote_the_data_dir(tmp_path: Path, monkeypatc
 
 
 def test_missing_md_shows_the_command_to_copy_exactly(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from con2.builders.missing import missing
     from con2.report.artefacts import ReportInputs
-    from con2.report.missing import missing
 
     marker = _marker(tmp_path, monkeypatch)
     marker["fix"] = f"con2 data get breastmnist --data-dir {HOSTILE_DIR} --size 28"  # as main's markers stored it
@@ -235,10 +235,10 @@ def test_a_network_error_reads_without_a_tag(tmp_path: Path, monkeypatch: pytest
     """Issue 36 point 7: missing.md showed "(&lt;urlopen error ... >)"."""
     import urllib.error
 
+    from con2.builders.missing import missing
     from con2.data import medmnist_source as M
     from con2.data.base import DataError
     from con2.report.artefacts import ReportInputs
-    from con2.report.missing import missing
 
     def offline(url: str, dest: Path, progress: bool = True) -> None:
         raise urllib.error.URLError(OSError(-3, "Temporary failure in name resolution"))

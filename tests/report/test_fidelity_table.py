@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from con2.builders.fidelity import fidelity
 from con2.report.artefacts import ReportInputs
-from con2.report.fidelity import fidelity
 
 
 # ----------------------------------------------------------------------------- the fidelity table

@@ -10,12 +10,12 @@ import pytest
 
 from con2.aggregate.collect import collect_runs
 from con2.aggregate.score_files import RUN_FOLDERS
+from con2.builders.method_tables import table1_medical
 from con2.grid.checks import GridError
 from con2.grid.workflow_grid import check_report
 from con2.report.artefacts import ReportInputs
 from con2.report.methods import method_names
 from con2.report.paper import load_paper_numbers
-from con2.report.summary import table1_medical
 from con2.run.records import write_record
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -151,7 +151,7 @@ def scored_runs(tmp_path: Path) -> pd.DataFrame:
 def test_a_cell_says_whether_it_beats_the_floor(tmp_path: Path) -> None:
     """Issue 35, point 1: from the paired test on the same images (the floor's one run paired with every
     seed), Holm over the floor's comparisons: ‡ on CON2, none on SimCLR, none on the floor itself."""
-    from con2.report.comparisons import BEATS_FLOOR, compare
+    from con2.report.paired import BEATS_FLOOR, compare
 
     runs = scored_runs(tmp_path)
     table = table1_medical(
@@ -182,7 +182,7 @@ def test_a_method_that_trains_nothing_is_paired_the_same_way_whatever_its_name(t
     method that trained, with one seed, stays paired by seed."""
     import numpy as np
 
-    from con2.report.comparisons import compare
+    from con2.report.paired import compare
     from con2.run.records import build_record
 
     y = np.r_[np.ones(40), np.zeros(80)].astype(int)

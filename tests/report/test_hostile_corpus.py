@@ -175,8 +175,8 @@ def test_runs_csv_reads_back_the_names_it_wrote(hostile_runs, tmp_path: Path) ->
 
 def test_the_tables_four_files_and_the_figure(hostile_runs, tmp_path: Path) -> None:
     from con2.aggregate.csv_text import from_csv_frame
+    from con2.builders.figures import per_class_figure
     from con2.report.artefacts import ReportInputs
-    from con2.report.figures import per_class_figure
     from con2.report.tables import build_table
 
     runs, _ = hostile_runs

@@ -10,10 +10,10 @@ import yaml
 from report_fixtures import RESOURCES, collect, fake_record, inputs_of
 from test_ijepa_zsad import caches  # noqa: F401  (fixture: model caches that hold nothing, as on this machine)
 
-from con2.report.missing import missing
+from con2.builders.method_tables import table1_medical
+from con2.builders.missing import missing
+from con2.builders.reproduction import reproduction
 from con2.report.paper import load_paper_numbers
-from con2.report.reproduction import reproduction
-from con2.report.summary import table1_medical
 
 ROOT = Path(__file__).resolve().parents[2]
 

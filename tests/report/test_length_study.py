@@ -17,10 +17,10 @@ from test_uncertainty import slow_paired
 from con2.aggregate.collect import collect_runs
 from con2.aggregate.runs_csv import load_runs
 from con2.aggregate.score_files import RUN_FOLDERS
+from con2.builders.length import HOLDS, REVERSED, length_claims, length_curve
 from con2.errors import ConfigError
 from con2.maths.stats import normal_sf
 from con2.report.artefacts import FIGURES, TABLES, ReportInputs
-from con2.report.length import HOLDS, REVERSED, length_claims, length_curve
 from con2.report.paper import load_paper_numbers, load_reference_numbers
 from con2.run.records import build_record, write_record
 

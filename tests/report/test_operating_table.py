@@ -14,10 +14,10 @@ from sklearn.metrics import average_precision_score, roc_curve
 from test_uncertainty import CONFIG, VARIANT, synthetic_scores, validation_scores, write_runs
 
 from con2.aggregate.score_files import RUN_FOLDERS
+from con2.builders.operating import operating_points
 from con2.cli.main import main as con2_main
 from con2.report.artefacts import ReportInputs
 from con2.report.format import MISSING
-from con2.report.operating import operating_points
 
 
 def sensitivity_at_95_by_sweep(y: np.ndarray, s: np.ndarray) -> tuple[float, float]:
@@ -167,7 +167,7 @@ def test_con2_metrics_fills_old_records_from_their_scores(tmp_path: Path, capsys
 
 def test_an_average_precision_interval_over_seeds_stays_within_0_and_100() -> None:
     """Found on BR35H: SimCLR's SSD AP over 3 seeds printed "96.1 to 100.5"; the t-interval is clipped."""
-    from con2.report.operating import _ap_interval
+    from con2.builders.operating import _ap_interval
 
     group = pd.DataFrame({"normal_class": ["no"] * 3, "ap": [99.9, 97.0, 99.8]})
     m, sd = group["ap"].mean(), group["ap"].std(ddof=1)

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pandas as pd
 from report_fixtures import RESOURCES, config, inputs_of, paper, runs  # noqa: F401  (fixtures)
 
+from con2.builders.method_tables import natural_summary
 from con2.report.paper import load_reference_numbers
-from con2.report.summary import natural_summary
 
 
 def test_the_reference_file_names_its_source_for_every_number() -> None:

@@ -1,4 +1,4 @@
-"""con2.report.ablations: the subject's scores, context, loss and number-of-contexts tables."""
+"""con2.builders.ablations: the subject's scores, context, loss and number-of-contexts tables."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import pandas as pd
 import pytest
 from report_fixtures import collect, config, fake_record, inputs_of, paper, runs, uneven  # noqa: F401  (fixtures: test parameters of the same name)
 
-from con2.report.ablations import all_contexts, alt_contexts, loss_ablation, multi_context, nnd_vs_lh
+from con2.builders.ablations import all_contexts, alt_contexts, loss_ablation, multi_context, nnd_vs_lh
+from con2.builders.method_tables import natural_summary, table1_medical
+from con2.builders.silhouette import silhouette as silhouette_table
 from con2.report.format import shown_diff
-from con2.report.silhouette import silhouette as silhouette_table
-from con2.report.summary import natural_summary, table1_medical
 
 
 def test_context_and_ablation_tables(runs: pd.DataFrame, paper: pd.DataFrame, config: dict) -> None:

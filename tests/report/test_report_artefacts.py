@@ -29,7 +29,7 @@ from con2.report.artefacts import FIGURES, TABLES, ReportInputs, figure_targets,
 def test_report_imports_no_torch() -> None:
     code = (
         "import sys, con2.grid.experiments, con2.workflow.status, con2.aggregate.collect, con2.report.tables, "
-        "con2.report.figures, con2.report.artefacts, con2.report.methods as M; M.method_names({}); "
+        "con2.builders.figures, con2.report.artefacts, con2.report.methods as M; M.method_names({}); "
         "bad = [m for m in ('torch', 'con2.training.engine', 'con2.data') if m in sys.modules]; "
         "print(bad); sys.exit(1 if bad else 0)"
     )

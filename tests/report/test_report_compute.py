@@ -1,4 +1,4 @@
-"""con2.report.compute: compute cost per run and the score-runtime table."""
+"""con2.builders.compute: compute cost per run and the score-runtime table."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from pathlib import Path
 import pandas as pd
 from report_fixtures import collect, config, fake_record, inputs_of, paper, runs, score_runtime_measurements  # noqa: F401  (fixtures: test parameters of the same name)
 
+from con2.builders.compute import compute_cost, score_runtime
 from con2.report.artefacts import ReportInputs
-from con2.report.compute import compute_cost, score_runtime
 
 BENCH = (
     "s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n"

@@ -1,4 +1,4 @@
-"""con2.report.figures: every figure (PNG + PDF) and what its axes and bars say."""
+"""con2.builders.figures: every figure (PNG + PDF) and what its axes and bars say."""
 
 from __future__ import annotations
 
@@ -19,14 +19,14 @@ from report_fixtures import (  # noqa: F401  (fixtures: test parameters of the s
     write_pca_run,
 )
 
+from con2.builders.per_class import per_class as per_class_table
+from con2.builders.silhouette import silhouette as silhouette_table
 from con2.report.artefacts import FIGURES, ReportInputs
-from con2.report.per_class import per_class as per_class_table
-from con2.report.silhouette import silhouette as silhouette_table
 from con2.run.records import write_record
 
 
 def test_figures_write_png_and_pdf(runs: pd.DataFrame, paper: pd.DataFrame, config: dict, tmp_path: Path) -> None:
-    from con2.report import figures as F
+    from con2.builders import figures as F
 
     per_class = per_class_table(inputs_of(runs, paper, config, dataset="cifar10")).data
     F.per_class_figure(ReportInputs(table=per_class, dataset="cifar10"), tmp_path / "a.png", tmp_path / "a.pdf")
@@ -45,7 +45,7 @@ def test_figures_write_png_and_pdf(runs: pd.DataFrame, paper: pd.DataFrame, conf
 def test_pca_axes_say_how_much_variance_each_component_explains() -> None:
     import matplotlib.pyplot as plt
 
-    from con2.report import figures as F
+    from con2.builders import figures as F
 
     rng = np.random.default_rng(1)
     feats = {
@@ -68,7 +68,7 @@ def test_pca_axes_say_how_much_variance_each_component_explains() -> None:
 def test_bars_have_error_bars_only_over_several_runs_and_a_legend_outside() -> None:
     import matplotlib.pyplot as plt
 
-    from con2.report import figures as F
+    from con2.builders import figures as F
 
     fig, ax = plt.subplots()
     means = np.array([[80.0, 70.0], [85.0, 75.0]])
@@ -97,7 +97,7 @@ def test_figures_name_datasets_as_the_paper_and_say_what_each_bar_averages(
     import matplotlib.pyplot as plt
     from matplotlib.container import BarContainer
 
-    from con2.report import figures as F
+    from con2.builders import figures as F
 
     # silhouette: BreastMNIST 3 seeds of class 1; CIFAR10 classes airplane and cat, but the k3 and
     # context_only variants ran BreastMNIST only
@@ -132,7 +132,7 @@ def test_figures_name_datasets_as_the_paper_and_say_what_each_bar_averages(
     assert any(t.endswith("(2 normal classes, 1 seed each; one run per bar, no error bar)") for t in texts)
     plt.close(fig)
     # learning curve: the paper's name and each line's classes x seeds in the legend
-    from con2.report.curves import learning_curve
+    from con2.builders.curves import learning_curve
 
     lc = learning_curve(inputs_of(runs, paper, config)).data
     fig, texts = drawn(F.learning_curve_figure, ReportInputs(table=lc, dataset="breastmnist"), monkeypatch)

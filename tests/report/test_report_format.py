@@ -7,8 +7,8 @@ from pathlib import Path
 import pandas as pd
 from report_fixtures import config, inputs_of, paper, runs  # noqa: F401  (fixtures: test parameters of the same name)
 
+from con2.builders.method_tables import table1_medical
 from con2.report.format import Table, latex_cell, mean_std
-from con2.report.summary import table1_medical
 from con2.report.tables import build_table
 
 

@@ -8,11 +8,11 @@ import pandas as pd
 import pytest
 from report_fixtures import carded, collect, config, fake_record, inputs_of, paper, runs  # noqa: F401  (fixtures: test parameters of the same name)
 
-from con2.report.ablations import all_contexts
-from con2.report.compute import compute_cost
-from con2.report.per_class import per_class as per_class_table
-from con2.report.reproduction import reproduction
-from con2.report.summary import table1_medical
+from con2.builders.ablations import all_contexts
+from con2.builders.compute import compute_cost
+from con2.builders.method_tables import table1_medical
+from con2.builders.per_class import per_class as per_class_table
+from con2.builders.reproduction import reproduction
 
 
 def test_tables_read_the_tags_of_the_method_card_not_the_params(

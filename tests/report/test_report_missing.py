@@ -1,4 +1,4 @@
-"""con2.report.missing (issue 27, "Tables ... Notes"): one short line per missing thing in a table, the
+"""con2.builders.missing (issue 27, "Tables ... Notes"): one short line per missing thing in a table, the
 long fixes in one table (results/tables/missing.md), and empty tables and figures that say what fills them."""
 
 from __future__ import annotations
@@ -9,14 +9,14 @@ import pandas as pd
 import pytest
 from report_fixtures import config, inputs_of, paper, runs  # noqa: F401  (fixtures: test parameters of the same name)
 
+from con2.builders.bound import budget_bound
+from con2.builders.fidelity import fidelity, fidelity_length, fidelity_native
+from con2.builders.figures import learning_curve_figure, no_curve
+from con2.builders.method_tables import natural_summary, table1_medical
+from con2.builders.missing import missing
+from con2.builders.per_class import per_class
 from con2.report.artefacts import FIGURES, MISSING_FILE, TABLES, ReportInputs, table_targets
-from con2.report.bound import budget_bound
-from con2.report.fidelity import fidelity, fidelity_length, fidelity_native
-from con2.report.figures import learning_curve_figure, no_curve
 from con2.report.format import Table
-from con2.report.missing import missing
-from con2.report.per_class import per_class
-from con2.report.summary import natural_summary, table1_medical
 
 SKIPPED = {
     "dataset": "pneumoniamnist",

@@ -1,4 +1,4 @@
-"""con2.report.per_class: AUROC per normal class."""
+"""con2.builders.per_class: AUROC per normal class."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 from report_fixtures import collect, config, fake_record, inputs_of, load_runs_of, paper  # noqa: F401  (fixtures: test parameters of the same name)
 
-from con2.report.per_class import per_class as per_class_table
+from con2.builders.per_class import per_class as per_class_table
 
 
 def test_per_class_with_one_seed_does_not_claim_a_spread_over_seeds(

@@ -1,4 +1,4 @@
-"""con2.report.per_kind: AUROC per anomaly kind of a declared mvtec tree (issue 59, item 2), from runs.csv's
+"""con2.builders.per_kind: AUROC per anomaly kind of a declared mvtec tree (issue 59, item 2), from runs.csv's
 ``auroc_by_kind`` column (con2.aggregate), and the table's registration (one per such dataset of the tables)."""
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from report_fixtures import collect, fake_record
 from con2.aggregate.collect import collect_runs
 from con2.aggregate.csv_text import csv_frame
 from con2.aggregate.runs_csv import by_kind_text, kind_aurocs, load_runs
+from con2.builders.per_kind import per_kind
 from con2.data import own_folder
 from con2.report.artefacts import TABLES, ReportInputs, table_targets
-from con2.report.per_kind import per_kind
 from con2.report.tables import build_table
 from con2.run.records import write_record
 

@@ -1,4 +1,4 @@
-"""con2.report.reproduction: every paper number next to ours, the report's opening lines."""
+"""con2.builders.reproduction: every paper number next to ours, the report's opening lines."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import pandas as pd
 import pytest
 from report_fixtures import config, inputs_of, paper, runs  # noqa: F401  (fixtures: test parameters of the same name)
 
-from con2.report.ablations import alt_contexts
+from con2.builders.ablations import alt_contexts
+from con2.builders.method_tables import natural_summary, table1_medical
+from con2.builders.reproduction import reproduction
 from con2.report.paper import paper_value
-from con2.report.reproduction import reproduction
-from con2.report.summary import natural_summary, table1_medical
 
 
 def test_reproduction_lists_every_paper_number(runs: pd.DataFrame, paper: pd.DataFrame, config: dict) -> None:

@@ -1,4 +1,4 @@
-"""con2.report.select: why a dataset has no run, CON2 (Best) as a method of its own."""
+"""con2.report.select and con2.report.notes: why a dataset has no run, CON2 (Best) as a method of its own."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from pathlib import Path
 import pandas as pd
 from report_fixtures import collect, config, fake_record, inputs_of, paper, runs  # noqa: F401  (fixtures: test parameters of the same name)
 
-from con2.report.missing import missing
-from con2.report.per_class import per_class as per_class_table
-from con2.report.summary import natural_summary, table1_medical
+from con2.builders.method_tables import natural_summary, table1_medical
+from con2.builders.missing import missing
+from con2.builders.per_class import per_class as per_class_table
 
 
 def test_a_dataset_without_runs_says_not_in_the_profile_or_skipped_with_why_and_the_fix(

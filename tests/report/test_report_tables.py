@@ -8,10 +8,10 @@ import pandas as pd
 from report_fixtures import RESOURCES, collect, config, fake_record, inputs_of, paper, runs, score_runtime_measurements  # noqa: F401  (fixtures: test parameters of the same name)
 
 from con2.aggregate.bundle import bundle_bytes
+from con2.builders.per_class import per_class as per_class_table
 from con2.report.artefacts import TABLES, ReportInputs
 from con2.report.format import Table
 from con2.report.paper import load_compute_hours
-from con2.report.per_class import per_class as per_class_table
 from con2.report.tables import build_table, outside_grid_note
 
 

@@ -37,7 +37,7 @@ def records_of(root: Path) -> list[str]:
 
 
 def compared(runs: pd.DataFrame) -> pd.DataFrame:
-    from con2.report.comparisons import compare
+    from con2.report.paired import compare
 
     return compare(runs, CONFIG, "breastmnist", method_names(CONFIG, runs), scores=RUN_FOLDERS).set_index(
         ["method", "score"]
@@ -90,7 +90,7 @@ def test_nan_in_a_score_column_refuses_that_comparison_and_leaves_the_others(tmp
 
 def test_a_word_in_one_cell_never_stops_a_table(tmp_path: Path, paper):
     from con2.aggregate.collect import collect_valid_runs
-    from con2.report.comparisons import holding_marks
+    from con2.report.paired import holding_marks
 
     runs = write_runs(tmp_path)
     before = compared(runs)

@@ -426,10 +426,10 @@ def test_comparisons_table_matches_the_slow_reference_with_holm(runs: pd.DataFra
 
 
 def test_table1_marks_differences_that_hold_and_shows_intervals_on_request(runs: pd.DataFrame, paper):
+    from con2.builders.method_tables import table1_medical
     from con2.report.artefacts import ReportInputs
-    from con2.report.comparisons import compare
     from con2.report.methods import method_names
-    from con2.report.summary import table1_medical
+    from con2.report.paired import compare
 
     holds = compare(runs, CONFIG, "breastmnist", method_names(CONFIG, runs), scores=RUN_FOLDERS).set_index(
         ["method", "score"]
@@ -462,10 +462,10 @@ def test_table1_marks_differences_that_hold_and_shows_intervals_on_request(runs:
 
 
 def test_verdict_says_inside_or_outside_and_which_orderings_hold(runs: pd.DataFrame, paper):
+    from con2.builders.reproduction import reproduction
     from con2.report.artefacts import ReportInputs
-    from con2.report.comparisons import compare
     from con2.report.methods import method_names
-    from con2.report.reproduction import reproduction
+    from con2.report.paired import compare
 
     t = reproduction(ReportInputs(runs=runs, paper=paper, config=CONFIG, scores=RUN_FOLDERS))
     lead = "\n".join(t.lead)
@@ -492,9 +492,9 @@ def test_verdict_says_inside_or_outside_and_which_orderings_hold(runs: pd.DataFr
 
 
 def test_old_records_without_intervals_or_scores_still_aggregate(tmp_path: Path, paper):
+    from con2.builders.method_tables import table1_medical
+    from con2.builders.reproduction import reproduction
     from con2.report.artefacts import ReportInputs
-    from con2.report.reproduction import reproduction
-    from con2.report.summary import table1_medical
     from con2.report.tables import build_table
 
     runs = write_runs(tmp_path, with_scores=False, old=True)
@@ -513,8 +513,8 @@ def test_old_records_without_intervals_or_scores_still_aggregate(tmp_path: Path,
 
 
 def test_runs_on_other_test_images_are_not_paired(tmp_path: Path):
-    from con2.report.comparisons import compare
     from con2.report.methods import method_names
+    from con2.report.paired import compare
 
     runs = write_runs(tmp_path)
     f = tmp_path / "results" / "runs" / "breastmnist" / "1" / "simclr" / "default" / "seed2" / "scores.csv"
@@ -546,8 +546,8 @@ def test_comparisons_are_a_target_per_dataset_of_the_profile():
 
 
 def test_several_classes_average_their_differences_and_the_reference_is_a_setting(tmp_path: Path):
-    from con2.report.comparisons import compare
     from con2.report.methods import method_names
+    from con2.report.paired import compare
 
     runs = write_runs(tmp_path, seeds=(0, 1), classes=("1", "2"))
     names = method_names(CONFIG, runs)

@@ -10,13 +10,12 @@ import yaml
 
 from con2.aggregate.collect import collect_runs
 from con2.aggregate.score_files import RUN_FOLDERS
+from con2.builders.method_tables import table1_medical
+from con2.builders.reproduction import NOTHING_TO_COMPARE, reproduction
 from con2.report.artefacts import ReportInputs
 from con2.report.budget import PAPER_IMAGE_SIZES, budget_note, budget_of
 from con2.report.methods import method_names
 from con2.report.paper import load_paper_numbers
-from con2.report.reproduction import reproduction
-from con2.report.summary import table1_medical
-from con2.report.verdict import NOTHING_TO_COMPARE
 from con2.run.records import write_record
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -122,8 +122,8 @@ def test_the_tables_call_nothing_missing_that_the_selection_left_out(
 ) -> None:
     """PANDA without its weights is "not run" in Table 1, unless only_methods leaves it out; a dataset that
     only_classes leaves out is "not in this profile", not a dataset with no record yet."""
-    from con2.report.select import absent_notes, profile_datasets
-    from con2.report.summary import table1_medical
+    from con2.builders.method_tables import table1_medical
+    from con2.report.notes import absent_notes, profile_datasets
 
     monkeypatch.setenv("CON2_WEIGHTS_DIR", str(tmp_path / "weights"))  # no pretrained weights anywhere
     monkeypatch.setenv("TORCH_HOME", str(tmp_path / "torch"))

@@ -1,4 +1,4 @@
-"""con2.report.summary: Table 1 and the natural-image summary, ours beside the paper's."""
+"""con2.builders.method_tables: Table 1 and the natural-image summary, ours beside the paper's."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import pandas as pd
 import pytest
 from report_fixtures import config, inputs_of, paper, runs  # noqa: F401  (fixtures: test parameters of the same name)
 
+from con2.builders.method_tables import natural_summary, table1_medical
+from con2.builders.missing import missing
 from con2.report.format import latex_cell
-from con2.report.missing import missing
-from con2.report.summary import natural_summary, table1_medical
 
 
 def test_table1_puts_the_paper_beside_ours(runs: pd.DataFrame, paper: pd.DataFrame, config: dict) -> None:

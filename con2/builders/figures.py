@@ -7,7 +7,7 @@
 * :func:`pca_figure`: 2-D PCA of the identity-view representations of train, normal test and
   anomalous test images in both contexts, each test image joined to its context twin;
 * :func:`learning_curve_figure`: AUROC against epoch per method (headline score), mean over seeds
-  with a ± std band (from the learning-curve table, :mod:`con2.report.curves`).
+  with a ± std band (from the learning-curve table, :mod:`con2.builders.curves`).
 
 Every figure builder has one signature, ``draw(inputs: ReportInputs, png, pdf)``, and reads the
 fields of :class:`~con2.report.artefacts.ReportInputs` that its entry in
@@ -32,9 +32,9 @@ from matplotlib.container import BarContainer  # noqa: E402
 from con2.atomic import atomic_path  # noqa: E402
 from con2.paper_names import dataset_label  # noqa: E402
 from con2.report.artefacts import MISSING_FILE, ReportInputs  # noqa: E402
-from con2.report.curves import curve_frame  # noqa: E402
+from con2.report.curve_points import curve_frame  # noqa: E402
 from con2.report.methods import Methods  # noqa: E402
-from con2.report.select import skipped_data  # noqa: E402
+from con2.report.notes import skipped_data  # noqa: E402
 from con2.run.records import RecordError, read_record  # noqa: E402
 from con2.text import mpl_text  # noqa: E402
 
@@ -143,7 +143,7 @@ def grouped_bars(
 
 def per_class_figure(inputs: ReportInputs, png: str | Path, pdf: str | Path) -> None:
     """Bars of AUROC per normal class of ``inputs.dataset``; ``inputs.table`` is
-    :func:`con2.report.per_class.per_class`'s frame (its ``label`` and ``series`` columns name and order
+    :func:`con2.builders.per_class.per_class`'s frame (its ``label`` and ``series`` columns name and order
     the bars; ``method (score)`` without them)."""
     table_data, dataset = inputs.frame("table"), inputs.dataset
     fig, ax = plt.subplots(figsize=(max(5.0, 0.6 * table_data["normal_class"].nunique() + 2), 3.2))
@@ -363,7 +363,7 @@ def no_curve(inputs: ReportInputs) -> str:
 def learning_curve_figure(inputs: ReportInputs, png: str | Path, pdf: str | Path) -> None:
     """AUROC against training epoch on ``inputs.dataset``, one line per method (its main variant and
     headline score) with a ± std band where a point averages several seeds; ``inputs.table`` is
-    :func:`con2.report.curves.learning_curve`'s frame. A log-2 epoch axis when the epochs span a
+    :func:`con2.builders.curves.learning_curve`'s frame. A log-2 epoch axis when the epochs span a
     factor of 16 or more (the paper profile's 64..2048)."""
     series = curve_frame(inputs.frame("table"), inputs.dataset)
     fig, ax = plt.subplots(figsize=(5.6, 3.4))
@@ -398,7 +398,7 @@ def learning_curve_figure(inputs: ReportInputs, png: str | Path, pdf: str | Path
 
 def length_curve_figure(inputs: ReportInputs, png: str | Path, pdf: str | Path) -> None:
     """The length study on ``inputs.dataset``: one panel per normal class, AUROC against epoch (log-2 axis) for
-    every series of :func:`con2.report.length.length_curve`'s frame (``inputs.table``), the finished run's own
+    every series of :func:`con2.builders.length.length_curve`'s frame (``inputs.table``), the finished run's own
     AUROC as an open marker at its last epoch, a floor (nothing trained) as a dotted line, and each series'
     published number (the paper's mean over the classes, else a reference source's) as a dashed line in its
     colour at the right edge."""

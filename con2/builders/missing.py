@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import pandas as pd
 
-from con2.workflow.status import checked_in, data_fix, get_command
 from con2.paper_names import dataset_label
 from con2.report.artefacts import ReportInputs
 from con2.report.format import Table
 from con2.report.methods import lacking_weights
-from con2.report.select import why_skipped
+from con2.report.notes import why_skipped
+from con2.workflow.status import checked_in, data_fix, get_command
 
 AGAIN = "then run the same snakemake command again"
 COLUMNS = ["kind", "name", "what", "why", "fix", "command"]
@@ -86,15 +86,4 @@ def missing(inputs: ReportInputs) -> Table:
         notes,
         empty="Nothing is missing: every dataset's data and every method's pretrained weights were found.",
         code=code,
-    )
-
-
-def no_runs(inputs: ReportInputs, name: str) -> str:
-    """The one body line of table ``name`` without runs: for a study of ``report.scopes`` (which
-    ``all`` leaves out) the command that trains its runs; else the usual ``(no runs)``."""
-    if name not in (inputs.report.get("scopes") or {}):
-        return "(no runs)"
-    return (
-        "(no runs: `snakemake --cores 2 studies` trains them, or name this file as the target: "
-        f"`snakemake --cores 2 results/tables/{name}.md`)"
     )

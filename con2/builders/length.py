@@ -13,7 +13,7 @@ epochs of ``score_at`` on the curve's cheap test views (:mod:`con2.run.curve`). 
 * ``length_claims``: the claims of ``report.length_claims`` (``{a: con2/flip_length128, b:
   csi/length128}``: a above b, each ``method/variant[/score]``), after the last epoch: per class the
   paired difference with its DeLong interval, over the classes the paired test of the comparisons
-  tables (:func:`con2.report.comparisons.paired_over_classes`), Holm over the table's tests.
+  tables (:func:`con2.report.paired.paired_over_classes`), Holm over the table's tests.
 """
 
 from __future__ import annotations
@@ -31,10 +31,10 @@ from con2.errors import ConfigError
 from con2.maths.stats import holm
 from con2.paper_names import dataset_label, dataset_names
 from con2.report.artefacts import ReportInputs
-from con2.report.comparisons import alpha, paired_over_classes
-from con2.report.curves import curve_rows, primary_score
+from con2.report.curve_points import curve_rows, primary_score
 from con2.report.format import CELL_NOTE, MISSING, Table, cell, classes_by_seeds, signed
 from con2.report.methods import Methods, Subject
+from con2.report.paired import alpha, paired_over_classes
 from con2.report.paper import paper_value
 from con2.report.select import headline, main_runs, ordered_datasets, report_block
 

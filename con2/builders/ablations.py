@@ -63,10 +63,7 @@ def nnd_vs_lh(inputs: ReportInputs) -> Table:
                 {
                     "dataset": d,
                     "score": s,
-                    "ours_mean": st.mean,
-                    "ours_std": st.std,
-                    "ours_n": st.n,
-                    "ours_over": st.over,
+                    **st.columns(),
                     "paper_mean": pv[0] if pv else np.nan,
                     "paper_std": pv[1] if pv else np.nan,
                 }
@@ -122,9 +119,7 @@ def loss_ablation(inputs: ReportInputs) -> Table:
             for loss in losses:
                 st = lookup_stat(level, dataset=d, loss=loss, score=s)
                 cells.append(st.text())
-                data.append(
-                    {"dataset": d, "score": s, "loss": loss, "mean": st.mean, "std": st.std, "n": st.n, "over": st.over}
-                )
+                data.append({"dataset": d, "score": s, "loss": loss, **st.columns(prefix="")})
             rows.append([dataset_label(d), names.score_label(subject.method, s), *cells])
     frame = pd.DataFrame(data, columns=["dataset", "score", "loss", "mean", "std", "n", "over"])
     return Table(
@@ -191,10 +186,7 @@ def context_table(inputs: ReportInputs, name: str, title: str, datasets: list[st
                         "dataset": d,
                         "score": s,
                         "context": c,
-                        "ours_mean": st.mean,
-                        "ours_std": st.std,
-                        "ours_n": st.n,
-                        "ours_over": st.over,
+                        **st.columns(),
                         "paper_mean": pv[0] if pv else np.nan,
                         "paper_std": pv[1] if pv else np.nan,
                         "diff": shown_diff(st.mean, pv[0]) if pv else np.nan,
@@ -290,9 +282,7 @@ def multi_context(inputs: ReportInputs) -> Table:
             for k in ks:
                 st = lookup_stat(level, dataset=d, n_contexts=float(k), score=s)
                 cells.append(st.text())
-                data.append(
-                    {"dataset": d, "score": s, "k": k, "mean": st.mean, "std": st.std, "n": st.n, "over": st.over}
-                )
+                data.append({"dataset": d, "score": s, "k": k, **st.columns(prefix="")})
             rows.append([dataset_label(d), names.score_label(subject.method, s), *cells])
     frame = pd.DataFrame(data, columns=["dataset", "score", "k", "mean", "std", "n", "over"])
     base = f"k = {int(ref_k)} is the main variant ({context})" if ref_k == ref_k else "k: the runs' n_contexts tag"

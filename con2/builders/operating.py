@@ -22,7 +22,7 @@ from con2.maths.stats import mean_interval
 from con2.paper_names import dataset_label
 from con2.report.artefacts import ReportInputs
 from con2.report.format import MISSING, Table, classes_by_seeds
-from con2.report.missing import no_runs
+from con2.report.notes import no_runs
 from con2.report.select import headline, main_runs, ordered_datasets, report_block
 
 RUN_COLUMNS = ["dataset", "normal_class", "method", "variant", "score", "seed", "record"]

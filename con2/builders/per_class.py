@@ -12,7 +12,8 @@ from con2.aggregate.runs_csv import summarize
 from con2.paper_names import dataset_label
 from con2.report.artefacts import ReportInputs
 from con2.report.format import MISSING, Table, cell
-from con2.report.select import absent_notes, class_sort_key, headline, main_runs, report_block, with_best
+from con2.report.notes import absent_notes
+from con2.report.select import class_sort_key, headline, main_runs, report_block, with_best
 
 SEED0 = 0  # the seed every grid runs first (a profile's `seeds`, default [0]): a one-seed run is this one
 

@@ -16,12 +16,13 @@ import pandas as pd
 from con2.paper_names import dataset_label, dataset_names
 from con2.report.artefacts import ReportInputs
 from con2.report.budget import budget_note
-from con2.report.comparisons import floor_marks, holding_marks, mark_note
 from con2.report.format import CELL_NOTE, Table, cell, shown_diff
 from con2.report.methods import Methods
+from con2.report.notes import absent_notes, missing_weights_notes, stale_data_notes
+from con2.report.paired import floor_marks, holding_marks, mark_note
 from con2.report.paper import disagreement_notes, external_code_notes, paper_value, reference_note
 from con2.report.select import (
-    absent_notes,
+    Stat,
     classes_text,
     headline,
     level_stats,
@@ -29,10 +30,8 @@ from con2.report.select import (
     main_context,
     main_runs,
     main_variant,
-    missing_weights_notes,
     ordered_datasets,
     report_block,
-    stale_data_notes,
     with_best,
 )
 
@@ -77,12 +76,7 @@ def _empty_ours(dataset: str) -> dict[str, Any]:
         "method": "",
         "score": "",
         "variant": "",
-        "ours_mean": np.nan,
-        "ours_std": np.nan,
-        "ours_n": 0,
-        "ours_over": "",
-        "ours_lo": np.nan,
-        "ours_hi": np.nan,
+        **Stat().columns(interval=True),
         "holds": False,
         "beats_floor": False,
         "diff": np.nan,
@@ -230,12 +224,7 @@ def _add_ours(sel: _Selection, out: _Rows) -> None:
                     "method": m,
                     "score": s,
                     "variant": main_variant(sel.rep, m),
-                    "ours_mean": st.mean,
-                    "ours_std": st.std,
-                    "ours_n": st.n,
-                    "ours_over": st.over,
-                    "ours_lo": st.lo,
-                    "ours_hi": st.hi,
+                    **st.columns(interval=True),
                     "holds": bool(sel.marks.get((d, m, s))),
                     "beats_floor": bool(sel.above_floor.get((d, m, s))),
                     "paper_method": _paper_label(*target) if target else "",
@@ -348,7 +337,7 @@ def method_table(
     of our cells says over how many normal classes and seeds, and a note names every column whose
     methods ran different classes (compare those across rows in ``per_class_<dataset>``). A method
     of the profile's experiments that has no run because its pretrained weights are missing is
-    named in a note with how to get them, and a dataset without runs with why (:func:`absent_notes`).
+    named in a note with how to get them, and a dataset without runs with why (:func:`~con2.report.notes.absent_notes`).
     """
     sel = _select(inputs, datasets, paper_table)
     out = _Rows()

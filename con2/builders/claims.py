@@ -2,7 +2,7 @@
 
 One table per dataset of ``report.claims`` (CIFAR-10, the set the paper tuned on). Each row is a claim
 the paper (or a published number beside it) makes about an ordering, tested on our runs with the
-paired test of the comparisons tables (:func:`con2.report.comparisons.paired_over_classes`: DeLong
+paired test of the comparisons tables (:func:`con2.report.paired.paired_over_classes`: DeLong
 over the shared test images, plus the spread over seeds, averaged over normal classes), Holm-corrected
 over the table's tests:
 
@@ -33,9 +33,9 @@ from con2.maths.stats import holm
 from con2.paper_names import dataset_label, dataset_names
 from con2.report.artefacts import ReportInputs
 from con2.report.budget import budget_note
-from con2.report.comparisons import alpha, paired_over_classes
 from con2.report.format import MISSING, Table, classes_by_seeds, signed
 from con2.report.methods import Methods, Subject
+from con2.report.paired import alpha, paired_over_classes
 from con2.report.paper import paper_value
 from con2.report.select import (
     headline,

@@ -17,14 +17,13 @@ from typing import Any
 import pandas as pd
 
 from con2.aggregate.runs_csv import dataset_level, summarize
-from con2.aggregate.score_files import ScoresSource
 from con2.paper_names import dataset_label
 from con2.report.artefacts import ReportInputs
+from con2.report.curve_points import curve_points
 from con2.report.format import CELL_NOTE, MISSING, Table, cell
 from con2.report.methods import Methods
-from con2.report.select import headline, main_runs, ordered_datasets, report_block
+from con2.report.select import ordered_datasets, report_block
 
-POINT_KEYS = ["dataset", "normal_class", "method", "variant", "score", "seed", "epoch"]
 COLUMNS = [
     "dataset",
     "method",
@@ -40,53 +39,6 @@ COLUMNS = [
     "seeds_max",
     "views",
 ]
-
-
-def primary_score(names: Methods, method: str, scores: list[str]) -> str:
-    """The method's first headline score (its spec's order), else the first of ``scores`` alphabetically."""
-    order = [s for s in names.info(method).score_order if s in scores]
-    return order[0] if order else sorted(scores)[0]
-
-
-def curve_points(
-    runs: pd.DataFrame, names: Methods, rep: Mapping[str, Any], scores: ScoresSource
-) -> tuple[pd.DataFrame, list[str]]:
-    """One row per (run, epoch) of each method's main variant and headline score, from the records'
-    curves (as ``scores`` holds them: a table's, the aggregation's bundle); and the records that
-    could not be read (missing or invalid)."""
-    return curve_rows(main_runs(headline(runs), rep) if not runs.empty else runs, names, scores)
-
-
-def curve_rows(
-    sel: pd.DataFrame,
-    names: Methods,
-    scores: ScoresSource,
-    pick: Callable[[str, list[str]], list[str]] | None = None,
-) -> tuple[pd.DataFrame, list[str]]:
-    """One row per (run, score, epoch) of the runs of ``sel``, from the records' curves; and the records that
-    could not be read. ``pick(method, scores)``: the scores drawn per run (default: its method's first)."""
-    rows, unreadable = [], []
-    for (method, record), grp in sel.groupby(["method", "record"], sort=True):
-        present = list(grp["score"])
-        picked = pick(method, present) if pick else [primary_score(names, method, present)]
-        curve = scores.curve(str(record))
-        if curve is None:
-            unreadable.append(str(record))
-            continue
-        views = curve.get("views")
-        for point, score in ((p, s) for s in picked for p in curve.get("points", [])):
-            if score in point["auroc"]:
-                first = grp.iloc[0]
-                rows.append(
-                    {
-                        **{k: first[k] for k in ("dataset", "normal_class", "method", "variant", "seed")},
-                        "score": score,
-                        "epoch": int(point["epoch"]),
-                        "auroc": float(point["auroc"][score]),
-                        "views": "own test views" if views is None else f"{views} views",
-                    }
-                )
-    return pd.DataFrame(rows, columns=[*POINT_KEYS, "auroc", "views"]), unreadable
 
 
 def learning_curve(inputs: ReportInputs) -> Table:
@@ -169,9 +121,3 @@ def curve_table(
     frame = pd.DataFrame(data, columns=COLUMNS)
     header = ["Dataset", "Method", *[f"epoch {e}" for e in epochs]]
     return Table(name, title, header, body, frame, notes)
-
-
-def curve_frame(table: pd.DataFrame, dataset: str) -> dict[str, pd.DataFrame]:
-    """The learning-curve table's rows of ``dataset``, one frame per series label, sorted by epoch."""
-    sub = table[table["dataset"] == dataset] if len(table) else table
-    return {label: g.sort_values("epoch") for label, g in sub.groupby("label", sort=False)} if len(sub) else {}

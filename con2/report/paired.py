@@ -1,10 +1,12 @@
-"""Paired comparisons of methods on the same test images, and what they say about the paper.
+"""Paired comparisons of methods, and the marks they give a table: what the builders share to compare.
 
-``comparisons_<dataset>`` (one per dataset of ``report.comparisons``): each method's main variant
-(every headline score) against a reference (``report.compare_to``: ``method`` or ``method/score``,
-default the subject's first score, e.g. CON2 (NND)), as the difference of AUROCs (method −
-reference, percent) with a 95% interval, a two-sided p-value and whether it holds after Holm's
-correction over the table's comparisons (``report.alpha``, default 0.05).
+On the same test images (:func:`compare`, :func:`paired_over_classes`; the comparisons tables, Table 1's
+and the natural summary's marks, the claims tables, the length study's claims, the reproduction
+verdict's orderings): each method's main variant (every headline score) against a reference
+(``report.compare_to``: ``method`` or ``method/score``, default the subject's first score, e.g. CON2
+(NND)), as the difference of AUROCs (method − reference, percent) with a 95% interval, a two-sided
+p-value and whether it holds after Holm's correction over the table's comparisons (``report.alpha``,
+default 0.05).
 
 The test (:func:`con2.maths.stats.delong_paired`): per normal class, the runs of both methods are paired
 by seed; each pair must have scored the same test images (``scores.csv``: same index, same labels).
@@ -16,13 +18,16 @@ U-statistic, deterministic (a record or table rebuilt from the same runs gives t
 and fast; the tests check it against a paired bootstrap that resamples the same images for both
 methods. Several normal classes (the natural datasets' one-vs-rest tasks) are averaged with their
 variances summed as if independent (they share test images under other labels: an approximation).
+Reading ``scores.csv`` beside each record in runs.csv is the one thing here not read from a record:
+each is checked (:func:`con2.aggregate.score_files.read_run_scores`: numbers, labels, the row's test
+counts and AUROC), and a bad one leaves its comparison undone with the reason in its row, never stops
+the table.
 
-:func:`verdict_uncertainty_lines` gives the reproduction report's lines: whether each paper number
-lies inside our interval of the mean, and which of the paper's orderings (the reference above each
-method) our runs confirm, contradict, or cannot decide at this budget. Reading ``scores.csv``
-beside each record in runs.csv is the one thing here not read from a record: each is checked
-(:func:`con2.aggregate.score_files.read_run_scores`: numbers, labels, the row's test counts and AUROC), and a
-bad one leaves its comparison undone with the reason in its row, never stops the table.
+Over seeds alone (:func:`paired_interval`: the budget bound, the combination study): a 95% t-interval
+of the per-seed differences.
+
+The marks: :data:`HOLDS` (†, a difference from the reference that holds after Holm) and
+:data:`BEATS_FLOOR` (‡, above the floor), with the notes that explain them.
 """
 
 from __future__ import annotations
@@ -35,13 +40,10 @@ import numpy as np
 import pandas as pd
 
 from con2.aggregate.score_files import ScoresSource, expected_of_row, scores_file
-from con2.maths.stats import LEVEL, delong_paired, holm, normal_interval, normal_sf
-from con2.paper_names import dataset_label, dataset_names
-from con2.report.artefacts import ReportInputs
-from con2.report.format import MISSING, Table, classes_by_seeds, signed
+from con2.maths.stats import LEVEL, delong_paired, holm, normal_interval, normal_sf, t_quantile
+from con2.report.format import MISSING
 from con2.report.methods import Methods, subject_of
-from con2.report.paper import paper_value
-from con2.report.select import headline, main_context, main_runs, report_block
+from con2.report.select import headline, main_runs, report_block
 
 ALPHA = 0.05
 HOLDS = "†"  # Table 1's mark: a difference from the reference that holds after Holm
@@ -227,65 +229,29 @@ def compare(
     return frame
 
 
-def _p_text(p: float) -> str:
+def p_text(p: float) -> str:
+    """A p-value as a cell: ``<0.001``, three decimals, or :data:`~con2.report.format.MISSING`."""
     if p is None or not np.isfinite(p):
         return MISSING
     return "<0.001" if p < 0.001 else f"{p:.3f}"
 
 
-def comparisons(inputs: ReportInputs) -> Table:
-    """``comparisons_<dataset>``: each method against the reference on the same test images."""
-    runs, config, dataset, names = inputs.frame("runs"), inputs.config, inputs.dataset, inputs.names
-    ref = reference_pair(config, runs, names)
-    frame = compare(runs, config, dataset, names, scores=inputs.score_source())
-    a = alpha(config)
-    ref_label = names.pair_label(*ref) if ref else "(no reference)"
-    rows = []
-    for r in frame.to_dict("records"):
-        over = classes_by_seeds(r["n_classes"], r["seeds_min"], r["n_seeds"]) if r["n_classes"] else MISSING
-        if r["reason"]:
-            rows.append(
-                [names.pair_label(r["method"], r["score"]), MISSING, MISSING, MISSING, MISSING, r["reason"], over]
-            )
-            continue
-        verdict = ("yes: above" if r["diff"] > 0 else "yes: below") if r["holds"] else "no"
-        rows.append(
-            [
-                names.pair_label(r["method"], r["score"]),
-                signed(r["diff"]),
-                f"{r['lo']:.1f} to {r['hi']:.1f}",
-                _p_text(r["p"]),
-                _p_text(r["p_holm"]),
-                verdict,
-                over,
-            ]
-        )
-    notes = [
-        f"Δ: AUROC (%) of the method minus {ref_label} (`report.compare_to`), each method's main variant, on the "
-        "same test images and seeds (paired by normal class and seed; a run's images matched by scores.csv's index "
-        "and labels); the mean over seeds (and over classes where several). A method whose one run trained "
-        "nothing (its record's steps: 0; a floor) is that run paired with every seed of the other, whatever its "
-        "name, as its identical runs on every seed would be.",
-        "95% interval and two-sided p by DeLong's paired test: the variance over test images of the seed-mean "
-        "difference (every seed of both methods scores the same images; their correlation is counted), plus the "
-        "variance of the per-seed differences over seeds / seeds (training randomness; none with one seed).",
-        f"Holds: Holm-adjusted p ≤ {a:g} over the {int(frame['p'].notna().sum())} comparisons of this table "
-        f"(`report.alpha`); 'no' is not 'equal': the difference is not resolved at this budget. Paired: classes × "
-        "seeds.",
-    ]
-    if len(frame) and frame["n_classes"].max() > 1:
-        notes.append(
-            "Several normal classes: their differences are averaged and their variances summed as if independent "
-            "(the one-vs-rest tasks share test images: an approximation)."
-        )
-    if ref and not frame.empty and frame["reason"].ne("").all():
-        notes.append("No comparison could be made: each row says why.")
-    title = f"Paired comparisons on {dataset_label(dataset)}: each method against {ref_label}"
-    header = ["Method", f"Δ vs {ref_label}", "95% interval", "p", "p (Holm)", "Holds", "Paired"]
-    return Table(f"comparisons_{dataset}", title, header, rows, frame, notes)
+# ----------------------------------------------------------------------------- over seeds
+def paired_interval(a: Mapping[int, float], b: Mapping[int, float]) -> tuple[float, float, float, int]:
+    """``(mean, low, high, n)`` of ``b - a`` over the seeds both have: a 95% t-interval of the
+    per-seed differences (NaN bounds for fewer than two seeds)."""
+    seeds = sorted(set(a) & set(b))
+    diffs = np.array([b[s] - a[s] for s in seeds], dtype=float)
+    if diffs.size == 0:
+        return math.nan, math.nan, math.nan, 0
+    mean = float(diffs.mean())
+    if diffs.size < 2:
+        return mean, math.nan, math.nan, 1
+    half = t_quantile(0.975, diffs.size - 1) * float(diffs.std(ddof=1)) / math.sqrt(diffs.size)
+    return mean, mean - half, mean + half, int(diffs.size)
 
 
-# ----------------------------------------------------------------------------- Table 1's mark
+# ----------------------------------------------------------------------------- the marks (Table 1, natural summary)
 def holding_marks(
     runs: pd.DataFrame, config: Mapping[str, Any], datasets: list[str], scores: ScoresSource, names: Methods
 ) -> dict[tuple[str, str, str], str]:
@@ -342,103 +308,9 @@ def mark_note(config: Mapping[str, Any], runs: pd.DataFrame, names: Methods) -> 
     )
 
 
-# ----------------------------------------------------------------------------- the verdict
+# ----------------------------------------------------------------------------- the paper's number
 def inside_text(paper_mean: float, lo: float, hi: float) -> str:
     """``"inside"`` / ``"outside"`` our interval, or ``""`` when there is none."""
     if not (np.isfinite(lo) and np.isfinite(hi) and np.isfinite(paper_mean)):
         return ""
     return "inside" if lo <= paper_mean <= hi else "outside"
-
-
-def interval_lines(frame: pd.DataFrame, names: Methods) -> list[str]:
-    """Per matched paper number: inside or outside our 95% interval of the mean over seeds."""
-    if frame.empty or "ours_lo" not in frame.columns:
-        return []
-    rows = frame.dropna(subset=["ours_mean"])
-    if rows.empty:
-        return []
-    out = []
-    for r in rows.to_dict("records"):
-        where = inside_text(r["paper_mean"], r["ours_lo"], r["ours_hi"])
-        m, _, s = str(r["ours"]).partition("/")
-        what = names.pair_label(m, s) if s else str(r["ours"])
-        ctx = f", {r['context']}" if r.get("context") else ""
-        head = f"{what} on {r['dataset']}{ctx}: paper {r['paper_mean']:.1f}"
-        if where:
-            out.append(
-                f"- {head} is {where} our 95% interval {r['ours_lo']:.1f} to {r['ours_hi']:.1f} ({r['ours_over']})."
-            )
-        else:
-            out.append(f"- {head}: no interval of our mean (a single seed; each run's DeLong interval is in runs.csv).")
-    out = list(dict.fromkeys(out))  # a number the paper prints in several tables: once
-    return ["**Paper numbers against our 95% intervals** (t-interval of the mean over seeds):", "", *out, ""]
-
-
-def ordering_lines(
-    runs: pd.DataFrame,
-    paper: pd.DataFrame,
-    config: Mapping[str, Any],
-    names: Methods,
-    scores: ScoresSource,
-) -> list[str]:
-    """Per dataset with a comparison: the paper's ordering of the reference and each method (its
-    published means), and whether our paired test confirms it, contradicts it, or cannot decide."""
-    ref = reference_pair(config, runs, names)
-    if ref is None or runs.empty:
-        return []
-    ref_row = names.paper_row(*ref)
-    if not ref_row:
-        return []
-    rep = report_block(config)
-    ctx = main_context(rep, subject_of(config, runs, names))
-    dmap = dataset_names(config)
-    out = []
-    for d in sorted(set(runs["dataset"])):
-        pd_name = dmap.get(d, d)
-        pref = paper_value(paper, None, pd_name, ref_row[0], ref_row[1], ctx if ref_row[1] else "")
-        if pref is None:
-            continue
-        frame = compare(runs, config, d, names, scores=scores)
-        for r in frame.to_dict("records"):
-            target = names.paper_row(r["method"], r["score"])
-            pv = (
-                paper_value(paper, None, pd_name, target[0], target[1], ctx if target and target[1] else "")
-                if target
-                else None
-            )
-            if pv is None or pv[0] == pref[0]:
-                continue
-            ref_above = pref[0] > pv[0]
-            side = "above" if ref_above else "below"
-            order = f"{names.pair_label(*ref)} {side} {names.pair_label(r['method'], r['score'])}"
-            paper_text = f"paper {pref[0]:.1f} vs {pv[0]:.1f}"
-            if r["reason"]:
-                out.append(f"- {dataset_label(d)}: {order} ({paper_text}): cannot test ({r['reason']}).")
-                continue
-            ours = f"ours Δ {signed(-r['diff'])} [{-r['hi']:.1f}, {-r['lo']:.1f}], Holm p {_p_text(r['p_holm'])}"
-            if not r["holds"]:
-                word = "cannot decide at this budget"
-            else:
-                word = "confirm" if (r["diff"] < 0) == ref_above else "contradict"
-            out.append(f"- {dataset_label(d)}: {order} ({paper_text}): our runs {word} ({ours}).")
-    if not out:
-        return []
-    return [
-        f"**The paper's orderings** ({names.pair_label(*ref)} − each method, paired over test images and seeds; "
-        "the comparisons tables):",
-        "",
-        *out,
-        "",
-    ]
-
-
-def verdict_uncertainty_lines(
-    runs: pd.DataFrame,
-    frame: pd.DataFrame,
-    paper: pd.DataFrame,
-    config: Mapping[str, Any],
-    names: Methods,
-    scores: ScoresSource,
-) -> list[str]:
-    """The reproduction report's uncertainty lines: :func:`interval_lines` then :func:`ordering_lines`."""
-    return [*interval_lines(frame, names), *ordering_lines(runs, paper, config, names, scores)]

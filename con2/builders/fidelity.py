@@ -29,33 +29,9 @@ from con2.paper_names import dataset_label, dataset_names
 from con2.report.artefacts import ReportInputs
 from con2.report.format import Table, mean_std, signed
 from con2.report.methods import Methods
-from con2.report.missing import no_runs
+from con2.report.notes import no_runs
 from con2.report.paper import disagreement_notes, paper_value
-
-
-def reading_cell(runs: pd.DataFrame, dataset: str, row: Mapping[str, Any]) -> tuple[float, float, int, int]:
-    """``(mean, std, seeds, classes)`` of one row on one dataset: per-class seed means, then their mean.
-
-    The std is over seeds for one normal class, over the per-class means for several.
-    """
-    sel = runs[
-        (runs["dataset"] == dataset)
-        & (runs["method"] == row["method"])
-        & (runs["variant"] == row["variant"])
-        & (runs["score"] == row["score"])
-    ]
-    if sel.empty:
-        return np.nan, np.nan, 0, 0
-    per_class = sel.groupby("normal_class")["auroc"].agg(["mean", "std", "count"])
-    if len(per_class) == 1:
-        c = per_class.iloc[0]
-        return float(c["mean"]), float(c["std"]), int(c["count"]), 1
-    return (
-        float(per_class["mean"].mean()),
-        float(per_class["mean"].std()),
-        int(per_class["count"].min()),
-        len(per_class),
-    )
+from con2.report.select import reading_cell
 
 
 def _target(names: Methods, row: Mapping[str, Any]) -> tuple[str, str] | None:

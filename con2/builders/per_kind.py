@@ -16,7 +16,8 @@ from con2.aggregate.runs_csv import dataset_level, kind_aurocs, summarize
 from con2.paper_names import dataset_label
 from con2.report.artefacts import ReportInputs
 from con2.report.format import CELL_NOTE, MISSING, Table, cell
-from con2.report.select import absent_notes, headline, main_runs, report_block, with_best
+from con2.report.notes import absent_notes
+from con2.report.select import headline, main_runs, report_block, with_best
 
 ALL = "all"  # the column of the AUROC over every test image (the run's own AUROC)
 KIND_NAMED_ALL = "all (kind)"  # an anomaly kind whose folder is named "all", beside the column ALL
@@ -59,8 +60,9 @@ def kind_cells(level: pd.DataFrame) -> dict[tuple[str, str, str], str]:
 
 
 def empty_notes(dataset: str, sel: pd.DataFrame, inputs: ReportInputs) -> list[str]:
-    """Why the table of ``dataset`` has no row: no run of a main variant (:func:`absent_notes`: not in the
-    profile, skipped for want of data, not run yet), or runs whose records keep no AUROC per anomaly kind."""
+    """Why the table of ``dataset`` has no row: no run of a main variant
+    (:func:`~con2.report.notes.absent_notes`: not in the profile, skipped for want of data, not run yet), or
+    runs whose records keep no AUROC per anomaly kind."""
     if sel.empty:
         return absent_notes([dataset], inputs.config, inputs.status)
     return [
