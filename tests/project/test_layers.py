@@ -36,6 +36,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("con2.builders",),  # one module per table or figure family; a builder imports no builder
     ("con2.cli", "con2.workflow", "con2.__main__"),
 )
+BUILDERS = "con2.builders"
 
 
 def module_name(path: Path) -> str:
@@ -158,6 +159,35 @@ def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
 def test_cycles_finds_a_circle() -> None:  # the check itself can fail
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def builders_importing_builders(edges: dict[str, set[str]], package: str = BUILDERS) -> list[str]:
+    """``"a imports b"`` for each module ``a`` of ``package`` that imports another module ``b`` of it (its
+    ``__init__`` aside): what two builders share belongs in the report's vocabulary, below them."""
+    inside = [name for name in edges if name.startswith(package + ".")]
+    return [
+        f"{a} imports {b}" for a in sorted(inside) for b in sorted(edges[a]) if b.startswith(package + ".") and b != a
+    ]
+
+
+def test_builders_check_finds_a_builder_importing_a_builder() -> None:  # the check itself can fail
+    edges = {
+        "con2.builders": set(),
+        "con2.builders.a": {"con2.report.select", "con2.builders.b"},
+        "con2.builders.b": {"con2.report.format"},
+        "con2.report.select": set(),
+    }
+    assert builders_importing_builders(edges) == ["con2.builders.a imports con2.builders.b"]
+    edges["con2.builders.a"] = {"con2.report.select", "con2.builders"}
+    assert builders_importing_builders(edges) == []
+
+
+def test_a_builder_imports_no_builder() -> None:
+    """Adding a table is one builder module and one registry line: no builder leans on another, even for the
+    type checker (``tests/project/test_layers.py``, docs/architecture.md "Adding a table")."""
+    assert any(name.startswith(BUILDERS + ".") for name in modules()), "the walk found no builder"
+    for type_checking in (False, True):
+        assert not builders_importing_builders(graph(type_checking)), builders_importing_builders(graph(type_checking))
 
 
 def test_no_import_circle_in_con2() -> None:
