@@ -20,7 +20,10 @@ without snakemake the smoke says so in its line and is skipped), the ``con2`` co
 not installed there: a shim ``con2`` that runs ``python -m con2`` from this checkout is put first on
 PATH), and PuLP, Snakemake's ILP scheduler's solver (16 MB, not carried: ``--scheduler greedy``).
 ``--block`` makes modules unimportable in every process of the run (the CPU rehearsal blocks what the
-GPU image lacks: kornia, medmnist, kaggle, pulp).
+GPU image lacks: kornia, medmnist, kaggle, pulp). ``--profile`` (rehearsal only; default the test profile)
+runs another profile file, copied into the scratch folder: tests/project/test_gpu_cifar.py gives it the
+test profile cut to one run per method, so that its CPU rehearsal does not train the whole test profile
+again (the session's ``tiny_run`` fixture does that already).
 
     python benchmarks/gpu_workflow.py --device cuda                    # on the GPU machine (gpu_call.sh)
     python benchmarks/gpu_workflow.py --device cpu --block kornia medmnist kaggle pulp   # rehearsal here
@@ -166,6 +169,10 @@ def main() -> int:
     p.add_argument("--jsonl", help="also append the line here (gpu_call.sh: the plan's jsonl under $OUT)")
     p.add_argument("--state", help="also write the line here; when it exists, the smoke is not run again")
     p.add_argument("--block", nargs="*", default=[], help="modules to make unimportable (a rehearsal)")
+    p.add_argument(
+        "--profile",
+        help=f"a profile file to run instead of {PROFILE} (a rehearsal: copied into the scratch folder)",
+    )
     args = p.parse_args()
     if args.timeout <= 0 or args.cores < 1:
         p.error(f"--timeout must be above 0 and --cores at least 1 (got {args.timeout}, {args.cores})")
@@ -178,8 +185,12 @@ def main() -> int:
     t0 = time.perf_counter()
     work = Path(args.work)
     copy_workflow(work)
+    profile = PROFILE
+    if args.profile:  # the rehearsal's own profile, beside the copy's (relative: the command line stays short)
+        profile = Path(args.profile).name
+        shutil.copy2(args.profile, work / profile)
     env = smoke_env(work, args.block)
-    line: dict[str, Any] = {"event": "workflow_smoke", "profile": PROFILE}
+    line: dict[str, Any] = {"event": "workflow_smoke", "profile": profile}
     version = snakemake_version(env)
     if version is None:
         why = (
@@ -189,7 +200,7 @@ def main() -> int:
         emit({**line, "skipped": why, "seconds": round(time.perf_counter() - t0, 1)}, jsonl, None)
         return 0
     device, note = resolve_device(args.device)
-    cmd = [sys.executable, "-m", "snakemake", "--cores", str(args.cores), "all", "--configfile", PROFILE]
+    cmd = [sys.executable, "-m", "snakemake", "--cores", str(args.cores), "all", "--configfile", profile]
     cmd += ["--config", f"device={device}", "--scheduler", "greedy"]
     line |= {"snakemake": version, "device": device, "cores": args.cores, "command": " ".join(cmd[1:])}
     line |= {"note": note} if note else {}

@@ -13,6 +13,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+import yaml
 from test_gpu_packing import load_benchmark
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -267,15 +268,28 @@ def test_workflow_smoke_without_snakemake_says_so_and_a_done_smoke_is_reused(tmp
     assert written == [line, again]
 
 
+def one_run_per_method(folder: Path) -> Path:
+    """The test profile (workflow/config/test.yaml) cut to one training run of each of its methods (CON2 invert,
+    SimCLR, CSI on digits 0): the smoke's rehearsal here trains what every method needs, not the whole test
+    profile again (tests/conftest.py's ``tiny_run`` runs that once per session); the GPU call keeps its default."""
+    cfg = yaml.safe_load((ROOT / "workflow" / "config" / "test.yaml").read_text())
+    cfg["datasets"]["digits"]["normal_classes"] = ["0"]
+    cfg["experiments"] = {"main": cfg["experiments"]["main"], "baselines": cfg["experiments"]["baselines"]}
+    path = folder / "smoke_profile.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return path
+
+
 @pytest.mark.slow
 def test_gpu_call_runs_the_workflow_smoke_before_the_plan(tmp_path: Path, shared_data: Path) -> None:
     """gpu_call.sh as on the GPU image (kornia, medmnist, kaggle and PuLP unimportable in every process), with
-    no budget for the plan: the test profile through Snakemake first (here on the CPU, the device it finds),
-    its line in the plan's jsonl before the predictions; a second call on the machine reuses it."""
+    no budget for the plan: the test profile (cut to one run per method, ``--profile``) through Snakemake first
+    (here on the CPU, the device it finds), its line in the plan's jsonl before the predictions; a second call on
+    the machine reuses it."""
     out = tmp_path / "OUT"
     env = {**env_with_root(), "OUT": str(out), "BUDGET_S": "0", "SMOKE_S": "900", "WHEELS": str(tmp_path / "none")}
     env |= {"SMOKE_STATE": str(tmp_path / "smoke.json"), "SMOKE_WORK": str(tmp_path / "wf")}
-    env["SMOKE_ARGS"] = "--block kornia medmnist kaggle pulp --cores 2"
+    env["SMOKE_ARGS"] = f"--block kornia medmnist kaggle pulp --cores 2 --profile {one_run_per_method(tmp_path)}"
     cmd = ["bash", str(ROOT / "benchmarks" / "gpu_call.sh"), "--data-dir", str(shared_data)]
     cmd += ["--out", str(tmp_path / "gf"), "--records", str(tmp_path / "none")]
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=1500, env=env, cwd=tmp_path)
@@ -284,7 +298,10 @@ def test_gpu_call_runs_the_workflow_smoke_before_the_plan(tmp_path: Path, shared
     smoke = lines[0]
     assert smoke["event"] == "workflow_smoke" and smoke["ok"], smoke
     assert smoke["device"] == "cpu" and "no GPU here" in smoke["note"] and set(smoke["record_devices"]) == {"cpu"}
-    assert smoke["records"] >= 5 and smoke["tables"] > 0 and "--scheduler greedy" in smoke["command"]
+    # every run of the profile trained, one per method (the training rule and both baselines' paths), tables built
+    assert smoke["records"] == 3 and smoke["record_methods"] == {"con2": 1, "simclr": 1, "csi": 1}, smoke
+    assert smoke["tables"] > 0 and "--scheduler greedy" in smoke["command"]
+    assert smoke["command"].endswith("--configfile smoke_profile.yaml --config device=cpu --scheduler greedy")
     # then the CIFAR-10 length study (issue 56), skipped with a line with no budget left, then the plan
     assert lines[1]["event"] == "length_skipped" and "120 s" in lines[1]["reason"]
     assert [x["event"] for x in lines[2:4]] == ["environment", "gpu_prediction"]
