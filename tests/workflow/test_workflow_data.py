@@ -7,16 +7,19 @@ runs once per session (the ``tiny_run`` fixture, tests/conftest.py).
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 import shutil
 import subprocess
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 from workflow_helpers import (
     SNAKEMAKE,
+    clone,
     copy_workflow,
     fake_breastmnist,
     finished,
@@ -33,15 +36,32 @@ if shutil.which("snakemake") is None and subprocess.run([*SNAKEMAKE, "--version"
     pytest.skip("snakemake is not installed (pip install -e '.[workflow]')", allow_module_level=True)
 
 
-def test_no_record_ever_leaves_the_tables_and_a_grid_change_trains_at_once(tmp_path: Path) -> None:
-    """Issue 9, cases 1 and 2: the README's one-table command without the data_dir override, and
-    data that the profile cannot see, never drop a finished run; one call after a change trains."""
-    wd = copy_workflow(tmp_path / "wd")
-    data = tmp_path / "data"
+@pytest.fixture(scope="module")
+def small_grid(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """Digits class 0 and a small BreastMNIST-shaped file (workflow_helpers.fake_breastmnist), CON2 invert, run
+    `all` once for this module: {"wd": that run, read only (a test works in its own clone), "data": its data
+    folder, "datasets" and "main": the profile's datasets and main experiment (a test changes its deep copy)}."""
+    folder = tmp_path_factory.mktemp("small_grid")
+    wd = copy_workflow(folder / "wd")
+    data = folder / "data"
     datasets, main = fake_breastmnist(data)
     prof = small_profile(wd, datasets, {"main": main})
     full = snakemake(wd, "--cores", "2", "all", "--configfile", prof, "--config", f"data_dir={data}")
     assert full.returncode == 0, full.stderr[-3000:]
+    return {"wd": wd, "data": data, "datasets": datasets, "main": main}
+
+
+def small_grid_copy(small_grid: dict[str, Any], tmp_path: Path) -> tuple[Path, Path, dict, dict]:
+    """This test's clone of the module's run, its data folder, and deep copies of its datasets and main experiment."""
+    wd = clone(small_grid["wd"], tmp_path / "wd")
+    return wd, small_grid["data"], copy.deepcopy(small_grid["datasets"]), copy.deepcopy(small_grid["main"])
+
+
+def test_no_record_ever_leaves_the_tables_and_a_grid_change_trains_at_once(small_grid: dict, tmp_path: Path) -> None:
+    """Issue 9, cases 1 and 2: the README's one-table command without the data_dir override, and
+    data that the profile cannot see, never drop a finished run; one call after a change trains."""
+    wd, data, datasets, main = small_grid_copy(small_grid, tmp_path)  # `all` run once: digits and BreastMNIST
+    prof = "small.yaml"
     everything = runs_csv_records(wd)
     assert {Path(r).parts[2] for r in everything} == {"digits", "breastmnist"} and all(everything.values())
 
@@ -172,17 +192,16 @@ def test_offline_without_data_ends_with_the_skipped_datasets_in_its_closing_line
     assert "UNAVAILABLE with strict=true" in strict.stderr
 
 
-def test_a_finished_grid_on_a_changed_copy_of_its_data_says_so_and_keeps_its_tables(tmp_path: Path) -> None:
+def test_a_finished_grid_on_a_changed_copy_of_its_data_says_so_and_keeps_its_tables(
+    small_grid: dict, tmp_path: Path
+) -> None:
     """Issue 57 item 5: the same command with data_dir naming a copy whose images changed trains nothing; its
     last lines say that the records were trained on other images, and how to retrain; the tables stay."""
-    from data_fixtures import write_medmnist_npz
+    from data_fixtures import write_medmnist_npz  # lazy: a helper module of tests/, on the path conftest.py sets
 
-    wd = copy_workflow(tmp_path / "wd")
-    data, other = tmp_path / "data", tmp_path / "other"
-    datasets, main = fake_breastmnist(data)
-    prof = small_profile(wd, datasets, {"main": main})
-    full = snakemake(wd, "--cores", "2", "all", "--configfile", prof, "--config", f"data_dir={data}")
-    assert full.returncode == 0, full.stderr[-3000:]
+    wd, _, _, _ = small_grid_copy(small_grid, tmp_path)  # `all` run once with the data folder: a finished grid
+    other = tmp_path / "other"
+    prof = "small.yaml"
     tables = {p: p.read_bytes() for p in (wd / "results/tables").glob("*.md")}
     write_medmnist_npz(
         other / "medmnist" / "breastmnist.npz", {"train": [30, 70], "val": [2, 2], "test": [20, 25]}, pixel_seed=7
