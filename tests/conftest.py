@@ -61,13 +61,28 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """The files in the order pytest-xdist's ``--dist loadfile`` should start them (``--no-loadscope-reorder``
     keeps it), longest first as far as the suite knows, so that no long file starts last and leaves the other
     worker idle: the files that read the session's workflow runs (each copies and reruns them), then the files
-    with ``slow`` tests, then the rest, each in collection order; tests stay in file order."""
+    with ``slow`` tests, then the rest, each in collection order; tests stay in file order.
+
+    Among the files that read the session's runs, one that asks first for each of them starts the list (the
+    first asking for ``tiny_run``, then the first asking for ``labelled_reports``): the two workers build both
+    at once, where a second file asking for the same run first would leave its worker waiting on the lock
+    (``built_once``) while the other builds it (~1 minute of one worker in CI)."""
     files: dict[Path, list[pytest.Item]] = {}
     for item in items:
         files.setdefault(item.path, []).append(item)
-    shared = {f for f, its in files.items() if any(set(WORKFLOW_SESSION_FIXTURES) & set(it.fixturenames) for it in its)}
+    sessions = set(WORKFLOW_SESSION_FIXTURES)
+    shared = {f for f, its in files.items() if any(sessions & set(it.fixturenames) for it in its)}
     slow = {f for f, its in files.items() if any(it.get_closest_marker("slow") for it in its)}
-    order = sorted(files, key=lambda f: (f not in shared, f not in slow))
+
+    def asks_first(f: Path) -> set[str]:
+        """The session runs the first of the file's tests that reads any asks for."""
+        return next(sessions & set(it.fixturenames) for it in files[f] if sessions & set(it.fixturenames))
+
+    builders = (
+        next((f for f in files if f in shared and name in asks_first(f)), None) for name in WORKFLOW_SESSION_FIXTURES
+    )
+    rank = {f: i for i, f in enumerate(dict.fromkeys(f for f in builders if f is not None))}
+    order = sorted(files, key=lambda f: (rank.get(f, len(rank)), f not in shared, f not in slow))
     items[:] = [it for f in order for it in files[f]]
 
 
