@@ -50,7 +50,7 @@ from PIL import Image
 
 from con2.data.base import DataError, DatasetMissing
 from con2.data.cache import Found, SourceTable
-from con2.data.data_dir import default_data_dir
+from con2.data.data_dir import absolute_data_dir, default_data_dir
 from con2.data.folders import (
     IMAGE_SUFFIXES,
     check_distinct,
@@ -625,7 +625,7 @@ def register_folder_dataset(name: str, settings: Mapping[str, Any], config: Mapp
     """
     data_dir = config.get("data_dir")
     spec = read_spec(name, settings)
-    info = register_spec(spec, Path(os.path.abspath(os.path.expanduser(data_dir))) if data_dir else None)
+    info = register_spec(spec, absolute_data_dir(data_dir) if data_dir else None)
     export(DECLARED[name])
     return info
 
