@@ -18,6 +18,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from route_job import FRESH_JOB
 from test_table_inputs import (
     project,  # noqa: F401  (the fixture: a results folder as the workflow leaves it)
     rule_files,
@@ -167,15 +168,13 @@ TABLE_STAGE = "workflow/rules/tables.smk"  # the route's table step starts with 
 # the script's by runpy) records each file of the project's code (con2/, baselines/, workflow/) run,
 # once, with the module whose code imported it: the nearest project frame below it (a package's
 # __init__ passed through).
-JOB = r"""
+JOB = (
+    r"""
 import json, os, runpy, sys
 from types import SimpleNamespace
-
-root, job_file, out_file = sys.argv[1:4]
-code = tuple(os.path.join(root, d) + os.sep for d in ("con2", "baselines", "workflow"))
-earlier = sorted(m for m in sys.modules if m.split(".")[0] in ("con2", "baselines"))
-assert not earlier, f"not a fresh interpreter: {earlier}"
-job = json.load(open(job_file))
+"""
+    + FRESH_JOB
+    + r"""
 ran = {}
 
 
@@ -196,14 +195,6 @@ def hook(event, args):
             ran[path] = importer(path)
 
 
-class Named(dict):
-    def __getattr__(self, key):
-        try:
-            return self[key]
-        except KeyError:
-            raise AttributeError(key) from None
-
-
 snakemake = SimpleNamespace(
     input=Named(job["input"]), output=Named(job["output"]), params=Named(job["params"]),
     wildcards=Named(job["wildcards"]), log=[job["log"]], scriptdir=os.path.join(root, "workflow", "scripts"),
@@ -213,6 +204,7 @@ runpy.run_path(snakemake.scriptdir + "/make_table.py", init_globals={"snakemake"
 with open(out_file, "w") as fh:
     json.dump(list(ran.items()), fh)
 """
+)
 
 
 class Executed(NamedTuple):

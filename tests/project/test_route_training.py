@@ -25,6 +25,7 @@ from typing import Any, NamedTuple
 
 import pytest
 import yaml
+from route_job import FRESH_JOB
 
 from con2 import paths as P
 from con2.run.records import read_record
@@ -41,15 +42,13 @@ PROFILE = yaml.safe_load((ROOT / "workflow/config/test.yaml").read_text())
 # (con2/, baselines/, workflow/) whose module code runs; the trace function, the first call of a function of
 # each at run time: no frame of a module being imported below it (a module's own code, a class body, a call
 # made at import time). A rule's script is run, not imported: its own code is its first call.
-JOB = r"""
+JOB = (
+    r"""
 import importlib, json, os, runpy, sys, threading
 from types import SimpleNamespace
-
-root, job_file, out_file = sys.argv[1:4]
-code = tuple(os.path.join(root, d) + os.sep for d in ("con2", "baselines", "workflow"))
-earlier = sorted(m for m in sys.modules if m.split(".")[0] in ("con2", "baselines"))
-assert not earlier, f"not a fresh interpreter: {earlier}"
-job = json.load(open(job_file))
+"""
+    + FRESH_JOB
+    + r"""
 executed, called, seen = [], [], set()
 
 
@@ -84,14 +83,6 @@ def trace(frame, event, arg):
     return None
 
 
-class Named(dict):
-    def __getattr__(self, key):
-        try:
-            return self[key]
-        except KeyError:
-            raise AttributeError(key) from None
-
-
 sys.addaudithook(hook)
 threading.settrace(trace)
 sys.settrace(trace)
@@ -112,6 +103,7 @@ finally:
 with open(out_file, "w") as fh:
     json.dump({"status": status, "executed": executed, "called": called}, fh)
 """
+)
 
 
 class Ran(NamedTuple):
