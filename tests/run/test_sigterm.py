@@ -32,16 +32,14 @@ GRACEFUL = "Will exit after finishing currently running jobs"
 RUNS = ("0", "1")
 
 
-EPOCHS = 40
+EPOCHS = 100
 
 
 def profile(wd: Path) -> str:
-    """The tiny profile (16 px, width 8), two runs of 40 cheap epochs, a checkpoint every epoch. However far
-    apart Snakemake starts the two, both are interrupted mid-run: a run with its checkpoint is held
-    (SIGSTOP) until the other has one (:func:`interrupt_once_both_train`), so a few epochs of each pass
-    before each signal, not the seconds between two start-ups (100 epochs at 28 px used to buy that time)."""
+    """The tiny profile, two runs of ~25 s each (~0.2 s an epoch here: time to interrupt both even
+    when Snakemake starts the second a few seconds after the first), a checkpoint every epoch."""
     cfg = yaml.safe_load((wd / TEST_CONFIG).read_text())
-    cfg["run"].update(epochs=EPOCHS, width=8, image_size=16)
+    cfg["run"].update(epochs=EPOCHS, width=8, image_size=28)
     cfg["checkpoint_seconds"] = 0  # a runtime key: never in the config hash
     cfg["datasets"]["digits"]["normal_classes"] = list(RUNS)
     cfg["experiments"] = {"main": {"datasets": ["digits"], "methods": {"con2": ["invert"]}}}
@@ -58,9 +56,9 @@ def below(pid: int) -> dict[int, str]:
     return {p: args for p, args in found.items() if p in mine}
 
 
-def trainers(pid: int) -> dict[int, str]:
-    """{pid: command line} of the `con2 train` processes below ``pid`` (the job shells' children, not the shells)."""
-    return {p: args for p, args in below(pid).items() if re.search(r"(^|[/ ])con2 train ", args) and "-c " not in args}
+def trainers(pid: int) -> list[int]:
+    """The `con2 train` processes below ``pid`` (the job shells' children, not the shells)."""
+    return [p for p, args in below(pid).items() if re.search(r"(^|[/ ])con2 train ", args) and "-c " not in args]
 
 
 def alive(pid: int) -> bool:
@@ -82,39 +80,22 @@ def mtime(path: Path) -> float:
     return path.stat().st_mtime
 
 
-def run_key(run_dir: Path) -> str:
-    """``results/runs/<dataset>/<class>/<method>/<variant>/seed<N>``: the train rule's `--run-dir` (relative)."""
-    return "/".join(run_dir.parts[-7:])
-
-
 def interrupt_once_both_train(
     proc: subprocess.Popen, console: Path, run_dirs: list[Path], since: float, sig: signal.Signals
 ) -> None:
     """Waits until both runs train and each wrote a checkpoint after ``since`` (a state, not a time), sends
     ``sig`` to Snakemake's pid alone (as `timeout`, a cluster or `kill -INT PID` sends it), and checks that
-    Snakemake exits and no `con2 train` job outlives it (``console``: Snakemake's output, shown on a failure).
-    While it waits, a trainer whose run has its checkpoint is held (SIGSTOP) until the other's has one too; both
-    are let go (SIGCONT) just before ``sig``, so the signal finds both training, mid-run."""
+    Snakemake exits and no `con2 train` job outlives it (``console``: Snakemake's output, shown on a failure)."""
     deadline = time.time() + 300
-    held: set[int] = set()
-    try:
-        while True:
-            running = trainers(proc.pid)
-            fresh = [d for d in run_dirs if (d / "checkpoint.pt").exists() and mtime(d / "checkpoint.pt") > since]
-            if len(running) == 2 and len(fresh) == len(run_dirs):
-                break
-            for pid, args in running.items():  # a run ahead waits for the other (its trainer stopped, not ended)
-                if pid not in held and any(f"--run-dir {run_key(d)} " in args for d in fresh):
-                    os.kill(pid, signal.SIGSTOP)
-                    held.add(pid)
-            finished = [d for d in run_dirs if (d / "record.json").exists()]
-            assert not finished, f"a run finished before both were training: raise EPOCHS ({below(proc.pid)})"
-            assert proc.poll() is None and time.time() < deadline, (below(proc.pid), console.read_text()[-3000:])
-            time.sleep(0.2)
-    finally:
-        for pid in held:  # training again before the signal (or before the clean-up's SIGKILL)
-            if alive(pid):
-                os.kill(pid, signal.SIGCONT)
+    while True:
+        running = trainers(proc.pid)
+        fresh = [d for d in run_dirs if (d / "checkpoint.pt").exists() and mtime(d / "checkpoint.pt") > since]
+        if len(running) == 2 and len(fresh) == len(run_dirs):
+            break
+        finished = [d for d in run_dirs if (d / "record.json").exists()]
+        assert not finished, f"a run finished before both were training: raise EPOCHS ({below(proc.pid)})"
+        assert proc.poll() is None and time.time() < deadline, (below(proc.pid), console.read_text()[-3000:])
+        time.sleep(0.2)
     os.kill(proc.pid, sig)
     assert proc.wait(timeout=120) != 0
     deadline = time.time() + 30  # orphans are reaped by init: give it a moment
