@@ -127,10 +127,12 @@ class Spent:
 
 
 # A step after the runs (the aggregation, a table, a figure: a `script:` job, mostly Python's start-up and
-# imports) before one has finished in this invocation: measured on the test profile's 26 such steps,
-# 2.0-8.0 s, mean 4.5 s (Snakemake's job times, 2-core Xeon with AMX-BF16 shared with two training jobs,
-# load 3-5, at 9470743). The newcomer of issue 46 saw them take 88 s of the test profile's 340 s.
-STEP_SECONDS = 4.5
+# imports) before one has finished in this invocation: measured on an idle 2-core Xeon with AMX-BF16 (the
+# idle machine the training throughput is measured on) at 49df3e4, 74 such steps of the test profile and
+# of the README's first CIFAR-10 command: median 0.7-0.9 s, mean 1.2 s. Under load 3-5 they took 4.5 s each
+# (at 9470743), a prior that made the idle test profile's ETA 3-5 times the time left after its runs; a
+# loaded machine's own steps correct it within a few (each finished one counts as much as the prior's half).
+STEP_SECONDS = 1.2
 PRIOR_STEPS = 2  # the prior counts as this many finished steps: one quick table (1.8 s) does not halve the rest
 AFTER_WORDS = "aggregation, tables, figures"
 
@@ -443,7 +445,7 @@ def format_duration(seconds: float) -> str:
 
 def after_text(after: AfterRuns, slots: int) -> str:
     """What the ETA counts after the runs, for the line: "+ 27 steps after the runs (aggregation, tables,
-    figures): 1 min 00 s at 4.5 s each (from the 3 finished)" (empty without such steps)."""
+    figures): 20 s at 1.5 s each (from the 3 finished)" (empty without such steps)."""
     if not after.left:
         return ""
     pace = f"from the {after.paced} finished" if after.paced else "a prior until one finishes"
