@@ -26,6 +26,8 @@ from typing import Any
 
 import numpy as np
 
+from con2.maths.stats import beta_quantile
+
 LEVEL = 0.95  # every interval here is a 95% one
 SPECIFICITY = 0.95  # the fixed specificity a screening reader asks for
 TPR = 0.95  # the true-positive rate (anomalies flagged) of FPR@95TPR
@@ -50,11 +52,9 @@ def clopper_pearson(k: int, n: int, level: float = LEVEL) -> tuple[float, float]
     """Exact binomial interval of ``k`` successes in ``n`` trials (proportions in [0, 1]); (nan, nan) if n = 0."""
     if n <= 0:
         return math.nan, math.nan
-    from scipy.stats import beta  # lazy: scipy.stats takes a second to import; most tables never need it
-
     a = (1.0 - level) / 2.0
-    lo = 0.0 if k == 0 else float(beta.ppf(a, k, n - k + 1))
-    hi = 1.0 if k == n else float(beta.ppf(1.0 - a, k + 1, n - k))
+    lo = 0.0 if k == 0 else beta_quantile(a, k, n - k + 1)
+    hi = 1.0 if k == n else beta_quantile(1.0 - a, k + 1, n - k)
     return lo, hi
 
 
@@ -78,6 +78,36 @@ def average_precision_of(normal: np.ndarray, anomalous: np.ndarray) -> np.ndarra
     return (gain_at_step * precision).sum(axis=1) / anomalous.shape[1]
 
 
+RESAMPLE_BLOCK = 100  # resamples counted at once: [100, distinct scores] counts, a few MB for CIFAR-10's 10,000
+
+
+def resampled_average_precision(
+    normal: np.ndarray, anomalous: np.ndarray, normal_draws: np.ndarray, anomalous_draws: np.ndarray
+) -> np.ndarray:
+    """AP (a proportion) of each resample: ``normal [M0]`` and ``anomalous [M1]`` scores, resample ``b`` being
+    ``normal[normal_draws[b]]`` and ``anomalous[anomalous_draws[b]]`` (``[B, M0]``, ``[B, M1]`` indices) -> ``[B]``.
+
+    The same numbers as :func:`average_precision_of` on the resampled scores, without sorting each resample:
+    a resample's AP depends only on how many of its normals and anomalies sit at each distinct score, so the
+    distinct scores are sorted once and each resample is a row of counts (CIFAR-10's 10,000 test scores: 1,000
+    resamples in a tenth of the time of 1,000 sorts)."""
+    values, where = np.unique(np.concatenate([anomalous, normal]), return_inverse=True)
+    slot = values.size - 1 - where.reshape(-1)  # each score's place among the distinct scores, highest first
+    slot_a, slot_n = slot[: anomalous.size], slot[anomalous.size :]
+    out = np.empty(normal_draws.shape[0])
+    for start in range(0, out.size, RESAMPLE_BLOCK):
+        a_draws, n_draws = anomalous_draws[start : start + RESAMPLE_BLOCK], normal_draws[start : start + RESAMPLE_BLOCK]
+        rows = np.arange(a_draws.shape[0])[:, None] * values.size  # each resample's own row of counts
+        size = a_draws.shape[0] * values.size
+        pos = np.bincount((rows + slot_a[a_draws]).ravel(), minlength=size).reshape(-1, values.size)
+        neg = np.bincount((rows + slot_n[n_draws]).ravel(), minlength=size).reshape(-1, values.size)
+        tp, flagged = np.cumsum(pos, axis=1), np.cumsum(pos + neg, axis=1)
+        # one step per distinct score: its recall gain (its anomalies) times the precision at it
+        precision = np.divide(tp, flagged, out=np.zeros(tp.shape), where=flagged > 0)
+        out[start : start + a_draws.shape[0]] = (pos * precision).sum(axis=1) / anomalous.size
+    return out
+
+
 def average_precision(labels: np.ndarray, scores: np.ndarray) -> dict[str, float]:
     """AP in percent (anomalies positive) with its 95% stratified-bootstrap interval: ``{"ap", "lo", "hi"}``."""
     normal, anomalous = _split(labels, scores)
@@ -85,9 +115,9 @@ def average_precision(labels: np.ndarray, scores: np.ndarray) -> dict[str, float
         raise ValueError("average precision needs both normal (0) and anomalous (1) test images")
     ap = float(average_precision_of(normal[None], anomalous[None])[0])
     rng = np.random.default_rng(BOOTSTRAP_SEED)
-    boot = average_precision_of(
-        normal[rng.integers(0, normal.size, (BOOTSTRAP, normal.size))],
-        anomalous[rng.integers(0, anomalous.size, (BOOTSTRAP, anomalous.size))],
+    normal_draws = rng.integers(0, normal.size, (BOOTSTRAP, normal.size))
+    boot = resampled_average_precision(
+        normal, anomalous, normal_draws, rng.integers(0, anomalous.size, (BOOTSTRAP, anomalous.size))
     )
     a = (1.0 - LEVEL) / 2.0
     lo, hi = np.quantile(boot, [a, 1.0 - a])

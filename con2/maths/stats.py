@@ -16,7 +16,8 @@ anomalous, ties count one half (the Mann-Whitney convention scikit-learn's ``roc
   over seeds (training randomness; none with one seed), a 95% interval and a two-sided p-value.
 * :func:`holm`: Holm's step-down adjustment of a family of p-values.
 * :func:`mean_interval`: the t-interval of a mean over seeds (Welch's over several classes).
-* :func:`normal_quantile`, :func:`normal_sf`, :func:`t_quantile`, :func:`t_sf`: scipy.stats' ``norm`` and ``t``
+* :func:`normal_quantile`, :func:`normal_sf`, :func:`t_quantile`, :func:`t_sf`, :func:`beta_quantile`: scipy.stats'
+  ``norm``, ``t`` and ``beta``
   through the ``scipy.special`` functions they call (a table job then never imports scipy.stats).
 
 Degenerate inputs (a class with no image, fewer than two of a class for a variance, all scores
@@ -148,6 +149,11 @@ def t_quantile(q: float, df: float) -> float:
 def t_sf(x: float, df: float) -> float:
     """``P(T > x)`` for Student's t with ``df`` degrees of freedom (``scipy.stats.t.sf``)."""
     return float(special.stdtr(df, -x))
+
+
+def beta_quantile(q: float, a: float, b: float) -> float:
+    """The ``q`` quantile of the Beta(``a``, ``b``) distribution (``scipy.stats.beta.ppf``)."""
+    return float(special.betaincinv(a, b, q))
 
 
 def _z(level: float) -> float:

@@ -19,6 +19,7 @@ from con2.maths.operating import (
     normal_quantile,
     operating_points,
     rates_at,
+    resampled_average_precision,
 )
 
 
@@ -46,10 +47,12 @@ def test_average_precision_equals_scikit_learn(seed: int, n0: int, n1: int, ties
     assert ap["lo"] <= ap["ap"] <= ap["hi"]
 
 
-def test_the_ap_interval_is_a_stratified_bootstrap_and_repeats() -> None:
+@pytest.mark.parametrize("ties", [False, True])
+def test_the_ap_interval_is_a_stratified_bootstrap_and_repeats(ties: bool) -> None:
     """The interval is the 2.5/97.5% quantiles of AP over resamples drawn within each class (a slow loop
-    with scikit-learn here), and the same scores give the same interval."""
-    labels, scores = scored(7, 60, 25, False)
+    with scikit-learn here; ``ties``: scores on few values, so a resample's repeats and ties share steps), and
+    the same scores give the same interval."""
+    labels, scores = scored(7, 60, 25, ties)
     normal, anomalous = scores[labels == 0], scores[labels == 1]
     rng = np.random.default_rng(0)
     n_idx = rng.integers(0, normal.size, (1000, normal.size))
@@ -64,6 +67,17 @@ def test_the_ap_interval_is_a_stratified_bootstrap_and_repeats() -> None:
     ap = average_precision(labels, scores)
     assert (ap["lo"], ap["hi"]) == pytest.approx((100 * lo, 100 * hi), abs=1e-9)
     assert average_precision(labels, scores) == ap
+
+
+@pytest.mark.parametrize(("seed", "n0", "n1", "ties"), CASES)
+def test_resampled_ap_counts_equal_sorting_each_resample(seed: int, n0: int, n1: int, ties: bool) -> None:
+    """The counting form gives, resample by resample, the AP of the resampled scores themselves."""
+    labels, scores = scored(seed, n0, n1, ties)
+    normal, anomalous = scores[labels == 0], scores[labels == 1]
+    rng = np.random.default_rng(seed)
+    n_idx, a_idx = rng.integers(0, n0, (230, n0)), rng.integers(0, n1, (230, n1))  # 230: a partial last block
+    slow = average_precision_of(normal[n_idx], anomalous[a_idx])
+    assert resampled_average_precision(normal, anomalous, n_idx, a_idx) == pytest.approx(slow, abs=1e-12)
 
 
 def brute_force_best(labels: np.ndarray, scores: np.ndarray, specificity: float) -> tuple[float, float]:

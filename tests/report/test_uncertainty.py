@@ -219,8 +219,8 @@ def test_mean_interval_is_the_t_interval_over_seeds():
 
 def test_normal_and_t_functions_are_scipy_stats_bit_for_bit():
     """con2.maths.stats calls scipy.special (a table job then never imports scipy.stats, a second of
-    start-up): the same numbers as scipy.stats' norm and t, exactly, edges included."""
-    from scipy.stats import norm, t
+    start-up): the same numbers as scipy.stats' norm, t and beta, exactly, edges included."""
+    from scipy.stats import beta, norm, t
 
     qs = [0.0, 1e-12, 0.025, 0.5, 0.8, 0.975, 0.995, 1 - 1e-12, 1.0]
     xs = [-40.0, -3.2, -1e-9, 0.0, 0.7, 1.96, 8.5, math.inf]
@@ -230,6 +230,11 @@ def test_normal_and_t_functions_are_scipy_stats_bit_for_bit():
     same([stats.normal_sf(x) for x in xs], [float(norm.sf(x)) for x in xs])
     same([stats.t_quantile(q, d) for q in qs for d in dfs], [float(t.ppf(q, d)) for q in qs for d in dfs])
     same([stats.t_sf(x, d) for x in xs for d in dfs], [float(t.sf(x, d)) for x in xs for d in dfs])
+    shapes = [(1, 1), (1, 5), (3, 38), (40, 961), (8999, 2), (0.5, 0.5)]  # Clopper-Pearson's (k, n - k + 1) and more
+    same(
+        [stats.beta_quantile(q, a, b) for q in qs for a, b in shapes],
+        [float(beta.ppf(q, a, b)) for q in qs for a, b in shapes],
+    )
 
 
 # ----------------------------------------------------------------------------- the record
