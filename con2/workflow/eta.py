@@ -47,8 +47,7 @@ training job.
 
 The steps after the runs (the aggregation, then the tables and figures: :class:`AfterRuns`) wait for
 the last run: the line counts them too, the grid's aggregation first and the others on the slots,
-each at the mean time of those finished in this invocation (with the prior :data:`STEP_SECONDS`), then
-the workflow's close (:data:`CLOSE_SECONDS`: its end lines and Snakemake's exit), so
+each at the mean time of those finished in this invocation (with the prior :data:`STEP_SECONDS`), so
 the ETA is the time until the workflow ends, not until its last training run (issue 46, point 3: the
 test profile's table steps were 88 s of its 340 s, and its last line promised "about 8 s left" for
 more than a minute). Once every run is done the line goes on with what those steps have left.
@@ -80,7 +79,6 @@ __all__ = [
     "AfterRuns",
     "GridEta",
     "WeighedRun",
-    "CLOSE_SECONDS",
     "STEP_SECONDS",
     "Spent",
     "after_runs",
@@ -136,10 +134,6 @@ class Spent:
 # loaded machine's own steps correct it within a few (each finished one counts as much as the prior's half).
 STEP_SECONDS = 1.2
 PRIOR_STEPS = 2  # the prior counts as this many finished steps: one quick table (1.8 s) does not halve the rest
-# The workflow's close after its last step: its end lines and Snakemake's own exit, 2.1 s from the last job's end
-# to Snakemake's last line on the idle Xeon at 6747cd4 (the README's first CIFAR-10 command); uncounted, the last
-# ten seconds' lines said half the time left (issue 58).
-CLOSE_SECONDS = 2.0
 AFTER_WORDS = "aggregation, tables, figures"
 
 
@@ -160,10 +154,6 @@ class AfterRuns:
         """Their time: the serial ones one after another, then the others on ``slots`` (:func:`makespan`)."""
         serial = min(self.serial, self.left)
         return serial * self.pace + makespan([], [self.pace] * (self.left - serial), slots)
-
-    def closing(self) -> float:
-        """The workflow's close after them (:data:`CLOSE_SECONDS`) while any is left, else 0."""
-        return CLOSE_SECONDS if self.left else 0.0
 
 
 def after_runs(total: int, left: int, serial: int, durations: Sequence[float]) -> AfterRuns:
@@ -435,7 +425,7 @@ def grid_eta(
     basis = "prior" if not done else f"the pace of the {len(done)} finished run{'s' if len(done) != 1 else ''}"
     if done and from_prior:
         basis += f" and, for {len(from_prior)} of a kind none has finished, this device's measured throughput"
-    total = makespan(flying, queued, slots) + after.seconds(slots) + after.closing()  # they wait for every run
+    total = makespan(flying, queued, slots) + after.seconds(slots)  # the steps after the runs wait for them all
     return GridEta(n_done, len(planned), total, basis, unpriced, after, unpriced_kind)
 
 
@@ -455,14 +445,13 @@ def format_duration(seconds: float) -> str:
 
 def after_text(after: AfterRuns, slots: int) -> str:
     """What the ETA counts after the runs, for the line: "+ 27 steps after the runs (aggregation, tables,
-    figures): 20 s at 1.5 s each (from the 3 finished), then 2 s to close" (empty without such steps)."""
+    figures): 20 s at 1.5 s each (from the 3 finished)" (empty without such steps)."""
     if not after.left:
         return ""
     pace = f"from the {after.paced} finished" if after.paced else "a prior until one finishes"
     return (
         f"+ {after.left} step{'s' if after.left != 1 else ''} after the runs ({AFTER_WORDS}): "
-        f"{format_duration(after.seconds(slots))} at {after.pace:.1f} s each ({pace}), "
-        f"then {format_duration(after.closing())} to close"
+        f"{format_duration(after.seconds(slots))} at {after.pace:.1f} s each ({pace})"
     )
 
 

@@ -14,7 +14,6 @@ import pytest
 from con2.grid.plan import images_per_run, measured_scoring_ratio, views_per_image
 from con2.workflow.console import GridProgress, install_grid_progress
 from con2.workflow.eta import (
-    CLOSE_SECONDS,
     PRIOR_STEPS,
     STEP_SECONDS,
     AfterRuns,
@@ -397,21 +396,19 @@ def test_the_eta_counts_the_steps_after_the_runs_and_goes_on_once_every_run_is_d
     assert paced.seconds(2) == pytest.approx(pace * 3)  # 5 steps on 2 slots: 3 rounds
     without = grid_eta(runs, {"a": 20.0}, 2)
     eta = grid_eta(runs, {"a": 20.0}, 2, after=prior)
-    # then the workflow's close: its end lines and Snakemake's exit (issue 58: the last lines said half the time)
-    assert eta.seconds_left == pytest.approx(without.seconds_left + prior.seconds(2) + CLOSE_SECONDS)
+    assert eta.seconds_left == pytest.approx(without.seconds_left + prior.seconds(2))
     line = eta_line(eta, 2)
-    close = format_duration(CLOSE_SECONDS)
     assert line.startswith("con2 grid: 1 of 3 training runs done; about ") and line.endswith(
         f"+ 9 steps after the runs (aggregation, tables, figures): {format_duration(prior.seconds(2))} at "
-        f"{STEP_SECONDS:.1f} s each (a prior until one finishes), then {close} to close)"
+        f"{STEP_SECONDS:.1f} s each (a prior until one finishes))"
     ), line
     # every run done: the steps after them are what is left, and the line goes on
     done = grid_eta(runs, dict.fromkeys("abc", 20.0), 2, after=paced)
-    assert done.seconds_left == pytest.approx(pace * 3 + CLOSE_SECONDS)
-    left, steps = format_duration(pace * 3 + CLOSE_SECONDS), format_duration(pace * 3)
+    assert done.seconds_left == pytest.approx(pace * 3)
+    left = format_duration(pace * 3)
     assert eta_line(done, 2) == (
         f"con2 grid: 3 of 3 training runs done; about {left} left (2 at a time; + 5 steps after the runs "
-        f"(aggregation, tables, figures): {steps} at {pace:.1f} s each (from the 2 finished), then {close} to close)"
+        f"(aggregation, tables, figures): {left} at {pace:.1f} s each (from the 2 finished))"
     )
     over = grid_eta(runs, dict.fromkeys("abc", 20.0), 2, after=AfterRuns(total=9, left=0))
     assert eta_line(over, 2) == "con2 grid: 3 of 3 training runs done"  # nothing left: the last line

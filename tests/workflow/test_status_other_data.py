@@ -67,3 +67,47 @@ def test_records_on_both_copies_count_only_the_others(grid: Path) -> None:
 def test_missing_data_or_no_records_say_nothing(grid: Path) -> None:
     assert other_data([("breastmnist", 28)], grid / "nowhere") == []  # the skipped-data lines say that
     assert other_data([("pneumonia", 28)], grid / "data") == []  # no record of it
+
+
+def _marker(grid: Path, **fields: object) -> Path:
+    """This invocation's data-check marker of breastmnist at 28 px, as rule prepare_data writes it."""
+    path = grid / "results" / "data" / "breastmnist" / "28px.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"dataset": "breastmnist", "size": 28, "status": "ok", **fields}))
+    return path
+
+
+def test_the_data_check_marker_carries_the_records_content_key(grid: Path) -> None:
+    from con2.workflow.status import check_dataset
+
+    marker = check_dataset("breastmnist", 28, grid / "data", download=False)
+    assert {marker["source_sha256"]} == set(trained_on("breastmnist", grid / "results/runs"))
+
+
+def test_a_dataset_checked_in_this_invocation_is_not_read_again_at_the_close(
+    grid: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 58: the close stat'ed CIFAR-10's 60,000 files again (2.1 s after the last job); a marker written
+    since the invocation's start answers for the data instead, and an older one leaves the reading to data_now."""
+    import time
+
+    import con2.workflow.status as status
+
+    sha = next(iter(trained_on("breastmnist", grid / "results/runs")))
+    read: list[str] = []
+    real = status.data_now
+    monkeypatch.setattr(status, "data_now", lambda *a: read.append(str(a[2])) or real(*a))
+    start = time.time() - 5
+    _marker(grid, source_sha256=sha, location="/checked/breastmnist.npz")
+    assert other_data([("breastmnist", 28)], grid / "nowhere", since=start) == [] and read == []
+    _marker(grid, source_sha256="f" * 64, location="/checked/breastmnist.npz")  # the check found other images
+    assert other_data([("breastmnist", 28)], grid / "nowhere", since=start) == [
+        ("breastmnist", 1, 1, "/checked/breastmnist.npz")
+    ]
+    assert read == []
+    # a marker of an earlier invocation, or one without the key: the data are read now
+    assert other_data([("breastmnist", 28)], grid / "data", since=time.time() + 60) == [] and read == [
+        str(grid / "data")
+    ]
+    _marker(grid, location="/checked/breastmnist.npz")
+    assert other_data([("breastmnist", 28)], grid / "nowhere", since=start) == [] and read[-1] == str(grid / "nowhere")

@@ -128,7 +128,7 @@ def test_progress_knows_its_step_total_from_the_start_and_gives_the_grids_eta(ti
     # once every run is done
     after = (
         r"\+ \d+ steps? after the runs \(aggregation, tables, figures\): \d+ (s|min|min \d0 s) at \d+\.\d s each "
-        r"\((from the \d+ finished|a prior until one finishes)\), then \d+ s to close"
+        r"\((from the \d+ finished|a prior until one finishes)\)"
     )
     duration = r"\d+ (s|min|min \d0 s)"
     paced = [g for g in grid if "from the pace of the" in g[2]]

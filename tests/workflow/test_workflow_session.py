@@ -22,7 +22,7 @@ from con2 import paths as P
 from con2.grid.experiments import expand_grid
 from con2.report.artefacts import FIGURES, TABLES
 from con2.workflow.artefact_rules import ArtefactRules
-from con2.workflow.eta import CLOSE_SECONDS, PRIOR_STEPS, STEP_SECONDS, format_duration
+from con2.workflow.eta import PRIOR_STEPS, STEP_SECONDS, format_duration
 from con2.workflow.progress import ProgressLine, end_lines
 from con2.workflow.session import DATA_STATUS, RUNS_CSV, Session, method_regex, registry_normal_classes
 from con2.workflow.targets import Targets
@@ -365,6 +365,5 @@ def test_the_progress_line_counts_the_steps_after_the_runs(tmp_path: Path) -> No
     each = f"{after.pace:.1f} s each"
     both = format_duration(2 * after.pace)  # the aggregation, then the one table after it: one after the other
     assert text.endswith(
-        f"+ 2 steps after the runs (aggregation, tables, figures): {both} at {each} (from the 1 finished), then "
-        f"{format_duration(CLOSE_SECONDS)} to close)"
+        f"+ 2 steps after the runs (aggregation, tables, figures): {both} at {each} (from the 1 finished))"
     ), text
