@@ -109,6 +109,20 @@ def test_console_has_one_line_per_finished_run_and_logs_one_per_epoch(tiny_run: 
     assert len(started) == 7 and log_file in started, console[-3000:]
 
 
+def test_the_table_marked_to_start_first_is_in_the_first_batch_after_the_aggregation(tiny_run: Path) -> None:
+    """Issue 58: the operating-points table (1,000 bootstrap resamples of each run's AP, the longest step after
+    the runs) ran last and alone, where the ETA's pace of a step did not see it; its rule's priority starts it
+    with the first jobs that the grid's aggregation makes ready, and no table that is not marked so."""
+    from con2.report.artefacts import TABLES
+
+    console = (tiny_run / "console.txt").read_text()
+    after = console[console.index("(Rule: aggregate)") :]
+    first = after[after.index("Execute ") : after.index("Finished jobid")]  # the jobs started at once, first
+    started = re.findall(r"^Job \d+: table (\w+)", first, re.M)
+    marked = {name for name, t in TABLES.items() if t.starts_first}
+    assert marked == {"operating_points"} and marked <= set(started), first
+
+
 def test_progress_knows_its_step_total_from_the_start_and_gives_the_grids_eta(tiny_run: Path) -> None:
     """The data on disk are scheduled before the data check, so Snakemake's "N of M steps" keeps one
     M from its first line; the grid's ETA line comes first, then after each finished training job."""

@@ -49,6 +49,7 @@ for _name, _table in TABLES.items():
             f"results/logs/tables/{_table.stem}.log",
         message:
             f"table {A.label(_table)}"
+        priority: 1 if _table.starts_first else 0  # the longest table job first among the steps after the runs
         conda:
             "../envs/con2.yaml"
         script:
