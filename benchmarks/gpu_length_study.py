@@ -88,7 +88,15 @@ POLL_S = 5.0
 #: --tiny: the study's runs cut to two on one class at sizes a CPU trains in a minute
 #: (curve_views None: a curve point scores the run's one identity view, as its final scoring does; the overlay's
 #: 2 views cost 3 times as much, 47 s of the CON2 run's 87 s on a loaded 2-core Xeon)
-TINY_RUN = {"image_size": 16, "width": 8, "epochs": 2, "tta": 0, "csi_views": 0, "curve_views": None, "score_at": []}
+TINY_RUN: dict[str, Any] = {
+    "image_size": 16,
+    "width": 8,
+    "epochs": 2,
+    "tta": 0,
+    "csi_views": 0,
+    "curve_views": None,
+    "score_at": [],
+}
 TINY_VARIANT = {"epochs": 2, "score_at": [1]}
 TINY_EXPERIMENT = {
     "datasets": ["cifar10"],
