@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import math
 from pathlib import Path
 
@@ -148,10 +149,12 @@ def test_every_paper_dataset_has_a_training_set_size() -> None:
 @pytest.mark.parametrize(
     "args, message",
     [
-        (
+        (  # every device of the committed throughput table, read here with the csv module, in name order
             ["--device", "a100"],
-            "no throughput measured on a device matching 'a100'; measured: AMD EPYC (1 thread(s); bf16 autocast), "
-            "NVIDIA H200",
+            "no throughput measured on a device matching 'a100'; measured: "
+            + ", ".join(
+                sorted({row["device"] for row in csv.DictReader(cost_tables.THROUGHPUT_CSV.read_text().splitlines())})
+            ),
         ),
         (["--configfile", "no/such.yaml"], "cannot read --configfile no/such.yaml: No such file or directory"),
     ],
