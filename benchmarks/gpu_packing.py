@@ -68,10 +68,10 @@ def worker(a: argparse.Namespace) -> None:
     from con2.maths.metrics import auroc
     from con2.methods import build_method
     from con2.run.execute import train_settings
-    from con2.training.device import select_device
+    from con2.training.device import select_device, use_cpu_threads
     from con2.training.engine import fit
 
-    torch.set_num_threads(a.threads)
+    use_cpu_threads(a.threads)
     device = select_device(a.device)
     values = {**RUN, **(TINY_RUN if a.tiny else {}), "data_dir": a.data_dir, "device": str(device)}
     data, data_size = breastmnist_data(values, a.data_dir)

@@ -24,7 +24,7 @@ import time
 import torch
 
 from con2.maths.scores import fit_gaussian, lh_scores, nnd_scores
-from con2.training.device import select_device
+from con2.training.device import select_device, use_cpu_threads
 
 
 def peak_rss_mb() -> float:
@@ -44,7 +44,7 @@ def main() -> None:
     p.add_argument("--threads", type=int, default=None)
     a = p.parse_args()
     if a.threads:
-        torch.set_num_threads(a.threads)
+        use_cpu_threads(a.threads)
     device = select_device(a.device)
     sync = (lambda: torch.cuda.synchronize(device)) if device.type == "cuda" else (lambda: None)
     gen = torch.Generator(device=device).manual_seed(0)

@@ -153,7 +153,7 @@ class RunConfig:
     eval_batch_size: int = 256
     # runtime
     device: str = "auto"  # auto | cpu | cuda | cuda:N
-    threads: int | None = None  # torch CPU threads (None: torch's default)
+    threads: int | None = None  # CPU threads of torch and of the BLAS NumPy calls (None: their defaults)
     amp: bool = True  # bfloat16 autocast in training: on CUDA, and on CPUs with native bf16 (AMX / AVX512-BF16)
     channels_last: bool = True  # channels-last memory format (faster convolutions on CUDA and CPU)
     # torch.compile the model (on the 2-core CPU: 50-75 s to compile, then 10-15% slower; benchmarks/README.md)

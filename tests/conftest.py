@@ -20,6 +20,14 @@ from typing import Any
 
 import pytest
 
+# One OpenMP / BLAS thread in each of the suite's two worker processes (pyproject.toml: -n 2 on 2 cores) and
+# in the commands they start, unless the caller chose: more threads than cores spin instead of computing (A/B
+# on this project's 2-core Xeon, both workers busy, two runs each: the GPU scripts' rehearsals 85 -> 75 CPU-s,
+# the in-process training and maths tests 114 -> 109). Set before anything loads NumPy or torch; Snakemake's
+# jobs get their rule's threads anyway.
+for _pool in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_pool, "1")
+
 _TESTS = Path(__file__).resolve().parent
 sys.path[1:1] = [str(d) for d in sorted(_TESTS.iterdir()) if d.is_dir() and not d.name.startswith((".", "_"))]
 

@@ -38,7 +38,7 @@ from con2.run.records import build_record
 from con2.run.rundir import CHECKPOINT, CONFIG, FEATURES, RECORD, SCORES, VALIDATION, RunDir
 from con2.text import shell_command
 from con2.training.checkpoints import check_trained_config, copy_checkpoint, load_checkpoint
-from con2.training.device import select_device
+from con2.training.device import select_device, use_cpu_threads
 from con2.training.engine import TrainSettings, fit
 from con2.training.steps import step_counts
 
@@ -356,7 +356,7 @@ def load(cfg: RunConfig, verify: bool, training: bool) -> Loaded:
     started = time.perf_counter()
     data = load_run_data(cfg, verify=verify)
     if cfg.threads:
-        torch.set_num_threads(cfg.threads)
+        use_cpu_threads(cfg.threads)
     device = select_device(cfg.device)
     torch.manual_seed(cfg.seed)  # model initialisation
     method = build_method(cfg)
