@@ -177,7 +177,9 @@ def load_runs(path: str | Path) -> pd.DataFrame:
     for c in RUN_COLUMNS:
         if c not in df.columns:
             df[c] = True if c == "in_grid" else np.nan
-    df["auroc_by_kind"] = df["auroc_by_kind"].fillna("")  # "" (no per-kind AUROCs) reads back as NaN
+    # "" (no per-kind AUROCs) reads back as NaN, and a column of nothing else as float64, which a text fill
+    # no longer fits (pandas 3 warns, pandas 4 raises): the text, cell by cell
+    df["auroc_by_kind"] = [v if isinstance(v, str) else "" for v in df["auroc_by_kind"]]
     df["headline"] = df["score"].map(is_headline).astype(bool)
     df["in_grid"] = df["in_grid"].astype(bool)
     return df[RUN_COLUMNS]

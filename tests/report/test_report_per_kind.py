@@ -144,6 +144,18 @@ def test_runs_csv_keeps_each_score_s_aurocs_per_kind(tmp_path: Path) -> None:
     assert set(load_runs(tmp_path / "old.csv")["auroc_by_kind"]) == {""}
 
 
+def test_a_runs_csv_without_any_per_kind_auroc_reads_back_as_text_without_a_warning(tmp_path: Path) -> None:
+    """Every cell empty: pandas reads the column as float64, where filling it with text warns in pandas 3 and
+    raises in pandas 4 (the warning of every report test until then)."""
+    import warnings
+
+    collect(tmp_path, [kind_record("good", "floor_pixels", "floor", 0, {"nnd": 90.0}, None)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        runs = load_runs(tmp_path / "runs.csv")
+    assert list(runs["auroc_by_kind"]) == [""] and runs["auroc_by_kind"].map(type).eq(str).all()
+
+
 def test_a_cell_of_auroc_by_kind_reads_back_only_finite_aurocs() -> None:
     by_kind = {"b": {"nnd": 90.0, "lh": True}, "a": {"nnd": 70}, "c": "not a mapping", "d": {"lh": 1.0}}
     assert by_kind_text(by_kind, "nnd") == '{"a": 70.0, "b": 90.0}'
