@@ -135,6 +135,8 @@ def test_keys_and_shapes_must_fit_the_model(caches):
         weights.load_state_dict(resolve(str(garbage), tiny_set()))
 
 
+# torch deprecates writing TorchScript; the test writes one because published weights come as such archives
+@pytest.mark.filterwarnings("ignore:`torch.jit.(script|save)` is deprecated:FutureWarning")
 def test_checkpoints_and_torchscript_archives_are_unwrapped(caches):
     model = nn.Linear(3, 2)
     ckpt = caches / "ckpt.pth.tar"
