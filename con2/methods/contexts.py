@@ -46,6 +46,7 @@ import numpy as np
 import torch
 
 from con2.config import MAX_SEED
+from con2.training.device import cpu_threads
 from con2.training.models import build_encoder
 from con2.transforms.augment import BASE_CONTEXTS, context_fn, normalize
 
@@ -221,15 +222,8 @@ def measure_contexts(
     """:func:`measure_context` of every context (default: every registered base context), on one CPU
     thread (torch's and the BLAS's, restored after): the work is small, and on a shared CPU more
     threads than cores spin instead of computing (4x slower on this project's 2 cores under load)."""
-    from threadpoolctl import threadpool_limits  # lazy: threadpoolctl only when the assumptions are measured
-
-    threads = torch.get_num_threads()
-    try:
-        torch.set_num_threads(1)
-        with threadpool_limits(1):
-            return [measure_context(x, name, seed) for name in contexts]
-    finally:
-        torch.set_num_threads(threads)
+    with cpu_threads(1):
+        return [measure_context(x, name, seed) for name in contexts]
 
 
 def undefined_measures(measures: Sequence[dict[str, float | str]]) -> list[str]:

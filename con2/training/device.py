@@ -31,10 +31,24 @@ def use_cpu_threads(threads: int) -> None:
     side by side, each with a core) they spin instead of computing: one SVD of a 1,436 x 64 matrix took
     1.0 s against 0.014 s beside two busy training processes on this project's 2-core Xeon.
     """
-    from threadpoolctl import threadpool_limits  # lazy: scanned only where a run asks for a thread count
+    from threadpoolctl import threadpool_limits  # lazy: scanned only where a thread count is asked for
 
     torch.set_num_threads(threads)
     threadpool_limits(threads)  # not as a `with` block: for the rest of the process, as torch's setting
+
+
+@contextmanager
+def cpu_threads(threads: int) -> Iterator[None]:
+    """:func:`use_cpu_threads` within the block only: torch's and the BLAS's thread counts restored after."""
+    from threadpoolctl import threadpool_limits  # lazy: as in use_cpu_threads
+
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(threads)
+        with threadpool_limits(threads):
+            yield
+    finally:
+        torch.set_num_threads(before)
 
 
 #: CPU flags (Linux /proc/cpuinfo names) of native bfloat16 arithmetic: AVX512-BF16 (Intel Cooper

@@ -47,3 +47,26 @@ def test_a_runs_threads_limit_torch_and_the_blas_numpy_calls() -> None:
     assert any("blas" in name for name in seen["before"]), seen  # NumPy's BLAS is loaded and seen
     assert set(seen["before"].values()) == {2}, seen  # the probe's starting point: two threads everywhere
     assert set(seen["after"]) == set(seen["before"]) and set(seen["after"].values()) == {1}, seen
+
+
+def test_cpu_threads_holds_both_pools_within_its_block_and_restores_them() -> None:
+    """What the context measurement runs under (con2.methods.contexts.measure_contexts)."""
+    import numpy  # noqa: F401  (its BLAS loaded, so threadpoolctl sees it)
+    import torch
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    from con2.training.device import cpu_threads
+
+    def pools() -> set[int]:
+        return {torch.get_num_threads(), *(p["num_threads"] for p in threadpool_info())}
+
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        with threadpool_limits(2):
+            assert pools() == {2}
+            with cpu_threads(1):
+                assert pools() == {1}
+            assert pools() == {2}
+    finally:
+        torch.set_num_threads(before)
