@@ -93,6 +93,8 @@ def record_rows(
         "fit_seconds": timing["fit_seconds"],
         "score_seconds": timing["score_seconds"],
         "wall_seconds": timing["wall_seconds"],
+        "curve_seconds": timing.get("curve_seconds", np.nan),
+        "sessions": timing.get("sessions", np.nan),
         "peak_memory_mb": record.get("peak_memory_mb"),
         "bench_seconds": bench_s,
         "bench_max_rss_mb": bench_rss,

@@ -44,6 +44,8 @@ RUN_COLUMNS = [
     "fit_seconds",
     "score_seconds",
     "wall_seconds",
+    "curve_seconds",  # the learning curve's scoring during training (record timing; NaN: no curve, or an older record)
+    "sessions",  # the training sessions a resumed run took (record timing; NaN: a record older than issue 32)
     "peak_memory_mb",
     "bench_seconds",
     "bench_max_rss_mb",

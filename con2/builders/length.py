@@ -9,7 +9,8 @@ epochs of ``score_at`` on the curve's cheap test views (:mod:`con2.run.curve`). 
   as every other table). A floor (``report.floors``: nothing trained, no curve) is a row with its final
   AUROC only, which the figure draws as a line. ``report.curve_scores`` names the scores drawn per method
   (``{simclr: [knn, ssd]}``; default: the method's first headline score). Each series carries the number
-  published for it (the paper's, else a reference source's) and the test views its final AUROC used.
+  published for it (the paper's, else a reference source's), the test views its final AUROC used, and what
+  its runs cost (each record's training, curve and final-scoring seconds; a note sums the study's).
 * ``length_claims``: the claims of ``report.length_claims`` (``{a: con2/flip_length128, b:
   csi/length128}``: a above b, each ``method/variant[/score]``), after the last epoch: per class the
   paired difference with its DeLong interval, over the classes the paired test of the comparisons
@@ -25,7 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from con2.aggregate.runs_csv import dataset_level, summarize
+from con2.aggregate.runs_csv import RUN_KEYS, dataset_level, summarize
 from con2.aggregate.score_files import ScoresSource
 from con2.errors import ConfigError
 from con2.maths.stats import holm
@@ -59,7 +60,13 @@ COLUMNS = [
     "test_views",  # the test views of that final AUROC
     "published",  # the number published for the series (the paper's, else a reference source's), NaN if none
     "published_by",
+    "fit_seconds",  # the series' training steps: its class's run (mean over seeds); a mean row: summed over classes
+    "curve_seconds",  # its learning curve's scoring, the same way
+    "score_seconds",  # its final scoring, the same way
+    "sessions",  # the most training sessions one of its runs took
 ]
+TIMES = ["fit_seconds", "curve_seconds", "score_seconds"]
+TIME = "hours: train + curve + final score"
 
 
 def curve_scores(rep: Mapping[str, Any], names: Methods, method: str, present: list[str]) -> list[str]:
@@ -120,6 +127,48 @@ def published(
     return None
 
 
+def series_time(rows: pd.DataFrame) -> dict[str, float]:
+    """What one series' runs (``rows``: one row per run) cost: per class the mean over its seeds of each of
+    :data:`TIMES`, summed over the classes (on a class's row: that class's), and the most ``sessions`` a run
+    took; NaN where no record keeps the time (a curve's, in a record older than issue 32)."""
+    per_class = rows.groupby(rows["normal_class"].astype(str))[TIMES].mean()
+    spent = {k: float(per_class[k].sum(min_count=1)) for k in TIMES}
+    sessions = pd.to_numeric(rows["sessions"], errors="coerce").max()
+    return {**spent, "sessions": float(sessions)}
+
+
+def time_text(spent: Mapping[str, float], summed: bool) -> str:
+    """The time cell: ``8.20 + 0.87 + 0.02 (6 sessions)`` in hours (a missing part "–"), ``Σ`` before a sum over
+    classes; the sessions where a run was resumed."""
+
+    def hours(seconds: float) -> str:
+        return MISSING if np.isnan(seconds) else f"{seconds / 3600:.2f}"
+
+    text = " + ".join(hours(spent[k]) for k in TIMES)
+    sessions = spent["sessions"]
+    resumed = f" ({int(sessions)} sessions)" if not summed and not np.isnan(sessions) and sessions > 1 else ""
+    return f"{'Σ ' if summed else ''}{text}{resumed}"
+
+
+def study_time(finals: pd.DataFrame) -> str:
+    """The note on the whole study's time: its runs (one per record), their hours and machines."""
+    runs = finals.drop_duplicates(RUN_KEYS)  # one row per run (SimCLR's two scores are one run)
+    if runs.empty:
+        return ""
+    spent = {k: float(runs[k].sum(min_count=1)) for k in TIMES}
+    parts = ", ".join(
+        f"{MISSING if np.isnan(spent[k]) else f'{spent[k] / 3600:.1f}'} h of {what}"
+        for k, what in zip(TIMES, ("training", "curve scoring", "final scoring"))
+    )
+    machines = runs["machine"].fillna("unknown").astype(str).value_counts()
+    on = "; ".join(f"{m} ({n} run{'s' if n > 1 else ''})" for m, n in machines.items())
+    return (
+        f"Time ({TIME}, each record's timing): on a class's row its run's (the mean over seeds), on a mean row "
+        f"(Σ) the sum over the classes. The study's {len(runs)} runs: {parts}, on {on}. A resumed run's times add "
+        "up its sessions, each beside whatever else the machine ran: a cost, not a pace."
+    )
+
+
 def _stats(frame: pd.DataFrame, keys: list[str], value: str) -> pd.DataFrame:
     """Per ``keys`` (with dataset), the mean over classes of the seed means of ``value`` (:func:`dataset_level`)."""
     return dataset_level(summarize(frame, value, [*keys, "normal_class"]), keys)
@@ -173,6 +222,7 @@ def length_curve(inputs: ReportInputs) -> Table:
                 pub = published(inputs, subject, d, m, s, rows)
                 views = test_views(rows)
                 label = f"{names.pair_label(m, s)}, {v}"
+                spent = series_time(rows)
                 level = _stats(curve, [*series_keys, "epoch"], "auroc") if not curve.empty else None
                 cells = []
                 for e in epochs:
@@ -184,9 +234,9 @@ def length_curve(inputs: ReportInputs) -> Table:
                     cells.append(
                         cell(r["mean"], r["std"], int(r["n_classes"]), int(r["seeds_min"]), int(r["seeds_max"]))
                     )
-                    data.append(_row(d, group, m, v, s, label, e, r, final, views, pub))
+                    data.append(_row(d, group, m, v, s, label, e, r, final, views, pub, spent))
                 if level is None:  # a floor: its final AUROC only
-                    data.append(_row(d, group, m, v, s, label, np.nan, final, final, views, pub))
+                    data.append(_row(d, group, m, v, s, label, np.nan, final, final, views, pub, spent))
                 final_text = cell(
                     final["mean"],
                     final["std"],
@@ -202,6 +252,7 @@ def length_curve(inputs: ReportInputs) -> Table:
                         *cells,
                         f"{final_text} ({views})",
                         f"{pub[0]:.1f} ({pub[1]})" if pub else MISSING,
+                        time_text(spent, summed=not group),
                     ]
                 )
     notes = [
@@ -215,6 +266,8 @@ def length_curve(inputs: ReportInputs) -> Table:
     if len(points):
         views_of = points.groupby(["method", "variant"])["views"].agg(lambda v: ", ".join(sorted(set(v))))
         notes.append("Curve points: " + "; ".join(f"{names.label(m)} {v}: {w}" for (m, v), w in views_of.items()) + ".")
+    if body:
+        notes.append(study_time(finals))
     if unreadable:
         notes.append(f"{len(unreadable)} record(s) listed in runs.csv could not be read: {', '.join(unreadable[:3])}.")
     if not scoped:
@@ -223,7 +276,7 @@ def length_curve(inputs: ReportInputs) -> Table:
         notes.append(
             "No record of the length study yet: `snakemake --cores 2 results/tables/length_curve.md` trains it."
         )
-    header = ["Dataset", "Normal class", "Method", *[f"epoch {e}" for e in epochs], FINAL, "published"]
+    header = ["Dataset", "Normal class", "Method", *[f"epoch {e}" for e in epochs], FINAL, "published", TIME]
     return Table(
         LENGTH_SCOPE,
         "Length study: AUROC (%) after each scored epoch of the long runs",
@@ -235,7 +288,18 @@ def length_curve(inputs: ReportInputs) -> Table:
 
 
 def _row(
-    d: str, group: str, m: str, v: str, s: str, label: str, epoch: float, r: Any, final: Any, views: str, pub: Any
+    d: str,
+    group: str,
+    m: str,
+    v: str,
+    s: str,
+    label: str,
+    epoch: float,
+    r: Any,
+    final: Any,
+    views: str,
+    pub: Any,
+    spent: Mapping[str, float],
 ) -> dict[str, Any]:
     return {
         "dataset": d,
@@ -250,6 +314,7 @@ def _row(
         "test_views": views,
         "published": pub[0] if pub else np.nan,
         "published_by": pub[1] if pub else "",
+        **spent,
     }
 
 

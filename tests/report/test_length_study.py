@@ -66,6 +66,23 @@ def scores_of(method: str, variant: str, cls: str, column: str) -> tuple[np.ndar
     return y, latent + shift * y + 0.8 * noise.normal(size=len(y))
 
 
+def timing_of(method: str, variant: str, cls: str) -> dict[str, float]:
+    """A run's record timing: seconds that differ per run, CSI on airplane resumed over 3 sessions; a floor
+    trains nothing and keeps no curve time."""
+    i, c = list(RUNS).index((method, variant)), CLASSES.index(cls)
+    if method == "floor_pixels":
+        return {"fit_seconds": 0.0, "score_seconds": 36.0 + c, "wall_seconds": 40.0}
+    sessions = 3 if (method, cls) == ("csi", "airplane") else 1
+    return {
+        "fit_seconds": 3600.0 * (i + 1) + 360.0 * c,
+        "curve_seconds": 720.0 + 36.0 * i,
+        "score_seconds": 72.0 * (c + 1),
+        "wall_seconds": 9000.0,
+        "sessions": sessions,
+        "resumed": sessions > 1,
+    }
+
+
 def curve_value(method: str, variant: str, cls: str, score: str, epoch: int) -> float:
     return 50.0 + 3 * epoch + 10 * CLASSES.index(cls) + len(variant) + (1.0 if score in ("ssd", "lh") else 0.0)
 
@@ -102,6 +119,7 @@ def runs(tmp_path: Path) -> pd.DataFrame:
             config={"image_size": 32, "tta": 4 if trains else 0, "params": params},
             training={"epochs": 128 if trains else 0, "steps": 100 if trains else 0},
             curve=curve,
+            timing=timing_of(method, variant, cls),
             extras={"test_views": 40, "test_views_averaged": "features"} if method == "csi" else None,
         )
         run = tmp_path / "runs" / "cifar10" / cls / method / variant / "seed0"
@@ -141,6 +159,7 @@ def test_length_curve_has_a_row_per_class_and_series_then_the_mean(runs: pd.Data
         "epoch 5",
         "final (own test views)",
         "published",
+        "hours: train + curve + final score",
     ]
     frame = table.data
     assert "invert" not in set(frame["variant"])  # the main variant is learning_curve's
@@ -177,6 +196,38 @@ def test_length_curve_has_a_row_per_class_and_series_then_the_mean(runs: pd.Data
     assert set(csi) == {"40 views, features averaged"}  # what CSI's record says, not its tta
     rows = [r for r in table.rows if r[1] == "mean of 2"]
     assert len(rows) == 7 and all(r[6].endswith(("(4 views)", "(1 view)", "averaged)")) for r in rows)
+
+
+def hours(seconds: float) -> str:
+    return f"{seconds / 3600:.2f}"
+
+
+def test_length_curve_says_what_each_run_and_the_whole_study_cost(runs: pd.DataFrame) -> None:
+    table = length_curve(inputs(runs))
+    cells = {(r[1], r[2]): r[-1] for r in table.rows}
+    labels = {r[2] for r in table.rows}
+    csi = next(label for label in labels if label.startswith("CSI"))
+    # a class's row: its run's training + curve + final scoring, in hours, and the sessions of a resumed run
+    for cls in CLASSES:
+        t = timing_of("csi", "length128", cls)
+        parts = " + ".join(hours(t[k]) for k in ("fit_seconds", "curve_seconds", "score_seconds"))
+        assert cells[(cls, csi)] == parts + (" (3 sessions)" if cls == "airplane" else "")
+    # the mean row: the sum over the classes, marked
+    both = [timing_of("csi", "length128", c) for c in CLASSES]
+    assert cells[("mean of 2", csi)] == "Σ " + " + ".join(
+        hours(sum(t[k] for t in both)) for k in ("fit_seconds", "curve_seconds", "score_seconds")
+    )
+    # a floor keeps no curve time
+    floor = next(label for label in labels if "floor" in label.lower())
+    assert cells[("airplane", floor)] == "0.00 + – + 0.01"
+    # the note: the study's runs, each counted once (SimCLR's two scores are one run), and their total
+    study = [(m, v) for (m, v) in RUNS if v != "invert"]
+    note = next(n for n in table.notes if n.startswith("Time ("))
+    total = sum(timing_of(m, v, c)["fit_seconds"] for (m, v), c in itertools.product(study, CLASSES))
+    assert f"The study's {len(study) * len(CLASSES)} runs: {total / 3600:.1f} h of training" in note
+    frame = table.data
+    got = frame[(frame["method"] == "csi") & (frame["normal_class"] == "airplane")]
+    assert set(got["sessions"]) == {3} and set(got["fit_seconds"]) == {both[0]["fit_seconds"]}
 
 
 def test_length_curve_without_a_study_says_so(runs: pd.DataFrame) -> None:
