@@ -138,8 +138,8 @@ def series_time(rows: pd.DataFrame) -> dict[str, float]:
 
 
 def time_text(spent: Mapping[str, float], summed: bool) -> str:
-    """The time cell: ``8.20 + 0.87 + 0.02 (6 sessions)`` in hours (a missing part "–"), ``Σ`` before a sum over
-    classes; the sessions where a run was resumed."""
+    """The time cell: ``8.20 + 0.87 + 0.02 (6 sessions)`` in hours (a missing part "–"), ``total`` before a sum
+    over classes; the sessions where a run was resumed."""
 
     def hours(seconds: float) -> str:
         return MISSING if np.isnan(seconds) else f"{seconds / 3600:.2f}"
@@ -147,7 +147,7 @@ def time_text(spent: Mapping[str, float], summed: bool) -> str:
     text = " + ".join(hours(spent[k]) for k in TIMES)
     sessions = spent["sessions"]
     resumed = f" ({int(sessions)} sessions)" if not summed and not np.isnan(sessions) and sessions > 1 else ""
-    return f"{'Σ ' if summed else ''}{text}{resumed}"
+    return f"{'total ' if summed else ''}{text}{resumed}"
 
 
 def study_time(finals: pd.DataFrame) -> str:
@@ -164,8 +164,8 @@ def study_time(finals: pd.DataFrame) -> str:
     on = "; ".join(f"{m} ({n} run{'s' if n > 1 else ''})" for m, n in machines.items())
     return (
         f"Time ({TIME}, each record's timing): on a class's row its run's (the mean over seeds), on a mean row "
-        f"(Σ) the sum over the classes. The study's {len(runs)} runs: {parts}, on {on}. A resumed run's times add "
-        "up its sessions, each beside whatever else the machine ran: a cost, not a pace."
+        f"('total') the sum over the classes. The study's {len(runs)} runs: {parts}, on {on}. A resumed run's "
+        "times add up its sessions, each beside whatever else the machine ran: a cost, not a pace."
     )
 
 

@@ -214,7 +214,7 @@ def test_length_curve_says_what_each_run_and_the_whole_study_cost(runs: pd.DataF
         assert cells[(cls, csi)] == parts + (" (3 sessions)" if cls == "airplane" else "")
     # the mean row: the sum over the classes, marked
     both = [timing_of("csi", "length128", c) for c in CLASSES]
-    assert cells[("mean of 2", csi)] == "Σ " + " + ".join(
+    assert cells[("mean of 2", csi)] == "total " + " + ".join(
         hours(sum(t[k] for t in both)) for k in ("fit_seconds", "curve_seconds", "score_seconds")
     )
     # a floor keeps no curve time
