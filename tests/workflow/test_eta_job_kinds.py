@@ -14,6 +14,7 @@ import pytest
 
 from con2.cli.main import first_epoch_notice, scoring_seconds
 from con2.grid.plan import measured_scoring_ratio, record_scoring_ratio, scoring_ratio, scoring_views
+from con2.training.engine import format_duration
 from con2.workflow.eta import WeighedRun, eta_line, grid_eta, job_priority, weigh_runs, weighed_run
 
 # a CIFAR-10 run of the overlay (workflow/config/cifar10.yaml): 32 px, width 16, 5 epochs of 64, 4 test views
@@ -177,9 +178,10 @@ def test_the_scoring_ratio_is_read_from_records(tmp_path: Path) -> None:
     (tmp_path / "measured" / "record.json").write_text("{damaged")
     found = measured_scoring_ratio("cpu", tmp_path / "measured")
     assert found is not None and found.ratio == pytest.approx(0.5) and found.records == 1
-    # the committed records (benchmarks/measured: SimCLR and CSI on CIFAR-10, a 2-core Xeon): 0.58-0.82
+    # the committed records (benchmarks/measured: SimCLR and CSI in both recipes on CIFAR-10, a 2-core Xeon;
+    # the median 0.46 at ce8bc01): a scoring view costs a fraction of a training view, not nothing, not more
     committed = measured_scoring_ratio("cpu")
-    assert committed is not None and committed.records >= 4 and 0.5 < committed.ratio < 0.9
+    assert committed is not None and committed.records >= 4 and 0.2 < committed.ratio < 0.9
 
 
 LOG = """scoring will encode 4 view(s) x (5000 + 10000) images in 940 batches of 64
@@ -205,11 +207,10 @@ def test_a_runs_own_line_adds_its_scoring_to_the_training_eta(tmp_path: Path) ->
         hook(2)  # once
     ratio = measured_scoring_ratio("cpu")
     assert ratio is not None
-    seconds = round(60_000 * ratio.ratio / 480)
-    total = 180 + seconds
+    seconds = 60_000 * ratio.ratio / 480
     expected = (
         f"cifar10/airplane con2/invert seed=0: epoch 1/5  loss=5.1  120 img/s  ETA 3m00s + scoring "
-        f"~{seconds // 60}m{seconds % 60:02d}s = ~{total // 60}m{total % 60:02d}s left (log: {log})\n"
+        f"~{format_duration(seconds)} = ~{format_duration(180 + seconds)} left (log: {log})\n"
     )
     assert console.read_text() == expected
 
