@@ -141,10 +141,7 @@ def time_text(spent: Mapping[str, float], summed: bool) -> str:
     """The time cell: ``8.20 + 0.87 + 0.02 (6 sessions)`` in hours (a missing part "–"), ``total`` before a sum
     over classes; the sessions where a run was resumed."""
 
-    def hours(seconds: float) -> str:
-        return MISSING if np.isnan(seconds) else f"{seconds / 3600:.2f}"
-
-    text = " + ".join(hours(spent[k]) for k in TIMES)
+    text = " + ".join(_hours(spent[k], 2) for k in TIMES)
     sessions = spent["sessions"]
     resumed = f" ({int(sessions)} sessions)" if not summed and not np.isnan(sessions) and sessions > 1 else ""
     return f"{'total ' if summed else ''}{text}{resumed}"
@@ -157,8 +154,7 @@ def study_time(finals: pd.DataFrame) -> str:
         return ""
     spent = {k: float(runs[k].sum(min_count=1)) for k in TIMES}
     parts = ", ".join(
-        f"{MISSING if np.isnan(spent[k]) else f'{spent[k] / 3600:.1f}'} h of {what}"
-        for k, what in zip(TIMES, ("training", "curve scoring", "final scoring"))
+        f"{_hours(spent[k], 1)} h of {what}" for k, what in zip(TIMES, ("training", "curve scoring", "final scoring"))
     )
     machines = runs["machine"].fillna("unknown").astype(str).value_counts()
     on = "; ".join(f"{m} ({n} run{'s' if n > 1 else ''})" for m, n in machines.items())
@@ -167,6 +163,11 @@ def study_time(finals: pd.DataFrame) -> str:
         f"('total') the sum over the classes. The study's {len(runs)} runs: {parts}, on {on}. A resumed run's "
         "times add up its sessions, each beside whatever else the machine ran: a cost, not a pace."
     )
+
+
+def _hours(seconds: float, digits: int) -> str:
+    """``seconds`` in hours to ``digits`` decimals; :data:`MISSING` where no record kept the time (NaN)."""
+    return MISSING if np.isnan(seconds) else f"{seconds / 3600:.{digits}f}"
 
 
 def _stats(frame: pd.DataFrame, keys: list[str], value: str) -> pd.DataFrame:
