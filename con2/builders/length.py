@@ -457,15 +457,13 @@ def _claim_rows(
     a_rows, b_rows = a.rows(runs), b.rows(runs)
     text = f"{a.label(names)} above {b.label(names)}" + (f" ({dataset_label(dataset)})" if dataset else "")
     shared = sorted(set(map(str, a_rows["normal_class"])) & set(map(str, b_rows["normal_class"])))
+    missing = [s.label(names) for s, r in ((a, a_rows), (b, b_rows)) if r.empty]
+    reason = f"no run of {' nor of '.join(missing)}" if missing else "no normal class both sides ran"
     out: list[dict[str, Any]] = []
     for group in [*shared, ""]:
         ra = a_rows[a_rows["normal_class"].astype(str).isin([group] if group else shared)]
         rb = b_rows[b_rows["normal_class"].astype(str).isin([group] if group else shared)]
-        res: dict[str, Any] = (
-            paired_over_classes(rb, ra, b.score, a.score, scores)
-            if shared
-            else {"reason": "no normal class both sides ran"}
-        )
+        res: dict[str, Any] = paired_over_classes(rb, ra, b.score, a.score, scores) if shared else {"reason": reason}
         out.append(
             {
                 "claim": text,

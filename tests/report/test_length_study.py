@@ -315,3 +315,23 @@ def test_studies_build_the_figures_that_draw_a_studys_table() -> None:
     snakefile = (Path(__file__).resolve().parents[2] / "Snakefile").read_text()
     studies_rule = snakefile[snakefile.index("rule studies:") : snakefile.index("rule runs:")]
     assert "F.study_figure_files" in studies_rule
+
+
+def test_a_length_claim_without_runs_names_the_side_that_has_none(runs: pd.DataFrame) -> None:
+    """A study still training (or a profile without one side's runs) says which side has no run, not only that
+    no class was shared: the reader knows what to train."""
+    unfinished = runs[runs["variant"] != "content_only_length128"]
+    claims = [
+        {"a": "con2/length128", "b": "con2/content_only_length128"},  # one side not trained
+        {"a": "con2/epochs128", "b": "simclr/epochs128/knn"},  # neither side in this grid
+        {"a": "con2/flip_length128", "b": "csi/length128"},  # both trained: tested
+    ]
+    config = {"report": {**CONFIG["report"], "length_claims": claims}}
+    frame = length_claims(inputs(unfinished, config)).data.set_index("claim")
+    over = frame[frame["normal_class"] == ""]
+    one = over.loc[over.index.str.contains("content_only_length128"), "verdict"].item()
+    assert one == "cannot test: no run of CON2 (NND) content_only_length128"
+    both = over.loc[over.index.str.contains("epochs128"), "verdict"].item()
+    assert both.startswith("cannot test: no run of CON2") and " nor of SimCLR (kNN) epochs128" in both
+    tested = over.loc[over.index.str.contains("above CSI"), "verdict"].item()
+    assert not tested.startswith("cannot test")
