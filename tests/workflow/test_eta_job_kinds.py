@@ -178,8 +178,9 @@ def test_the_scoring_ratio_is_read_from_records(tmp_path: Path) -> None:
     (tmp_path / "measured" / "record.json").write_text("{damaged")
     found = measured_scoring_ratio("cpu", tmp_path / "measured")
     assert found is not None and found.ratio == pytest.approx(0.5) and found.records == 1
-    # the committed records (benchmarks/measured: SimCLR and CSI in both recipes on CIFAR-10, a 2-core Xeon;
-    # the median 0.46 at ce8bc01): a scoring view costs a fraction of a training view, not nothing, not more
+    # the committed records (benchmarks/measured: the CIFAR-10 length study's SimCLR, CSI in both recipes and
+    # CON2 (flip, invert, content alone), 2-core CPUs): a scoring view costs a fraction of a training view, not
+    # nothing, not more
     committed = measured_scoring_ratio("cpu")
     assert committed is not None and committed.records >= 4 and 0.2 < committed.ratio < 0.9
 
